@@ -1,0 +1,123 @@
+//===- TileAttrs.td - tile dialect attributes --------------*- tablegen -*-===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILEATTRS_TD
+#define TILEMEGA_DIALECT_TILE_IR_TILEATTRS_TD
+
+include "tilemega/Dialect/Tile/IR/TileDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+class Tile_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Tile_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+//===----------------------------------------------------------------------===//
+// Memory scope
+//===----------------------------------------------------------------------===//
+
+def Tile_FragmentScopeAttr : Tile_Attr<"FragmentScope", "fragment"> {
+  let summary = "Memory space of register fragments";
+  let description = [{
+    A memref in this memory space is a fragment: one logical tile whose
+    elements are distributed over the registers of the block's threads. Which
+    thread holds which element is the layout of the `tile.alloc_fragment` that
+    created it (`#tile.blocked`).
+
+    ```mlir
+    %acc = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Layouts
+//===----------------------------------------------------------------------===//
+
+def Tile_BlockedLayoutAttr : Tile_Attr<"BlockedLayout", "blocked"> {
+  let summary = "A blocked thread/register layout for fragments";
+  let description = [{
+    Assigns every element of an N-d tile to one thread and one register slot,
+    as Triton's blocked encoding does. In each dimension `d` a thread holds
+    `sizePerThread[d]` consecutive elements; `threadsPerWarp[d]` lanes and
+    `warpsPerBlock[d]` warps are laid side by side; `order` lists the
+    dimensions from fastest- to slowest-varying when lane and warp ids are
+    split over dimensions. A tile larger than
+    `sizePerThread * threadsPerWarp * warpsPerBlock` wraps around: each thread
+    then holds several such chunks.
+
+    The product of `threadsPerWarp` is 32, and the product of `warpsPerBlock`
+    times 32 is the kernel's thread count.
+
+    ```mlir
+    // 128 threads over a 64x128 tile: each thread holds 4 contiguous floats
+    // (one 128-bit access) per chunk, a warp covers 1x128 elements.
+    #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32],
+                  warpsPerBlock = [4, 1], order = [1, 0]>
+    ```
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"int64_t">:$sizePerThread,
+    ArrayRefParameter<"int64_t">:$threadsPerWarp,
+    ArrayRefParameter<"int64_t">:$warpsPerBlock,
+    ArrayRefParameter<"int64_t">:$order
+  );
+  let assemblyFormat = [{
+    `<` `sizePerThread` `=` `[` $sizePerThread `]` `,`
+        `threadsPerWarp` `=` `[` $threadsPerWarp `]` `,`
+        `warpsPerBlock` `=` `[` $warpsPerBlock `]` `,`
+        `order` `=` `[` $order `]` `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Rank of the tiles this layout applies to.
+    unsigned getRank() const { return getOrder().size(); }
+    /// Number of threads the layout spreads a tile over.
+    int64_t getNumThreads() const;
+    /// Elements one chunk covers in dimension `d`.
+    int64_t getChunkExtent(unsigned d) const;
+  }];
+}
+
+def Tile_SwizzleAttr : Tile_Attr<"Swizzle", "swizzle"> {
+  let summary = "An XOR swizzle of shared-memory element offsets";
+  let description = [{
+    The swizzle `Swizzle<bits, base, shift>` of CUTLASS/CuTe: an element at
+    linear offset `o` is stored at `o ^ ((o >> shift) & mask) ` where
+    `mask = ((1 << bits) - 1) << base`. It spreads the rows of a tile over the
+    32 shared-memory banks so that column accesses and `ldmatrix` do not
+    conflict. `bits = 0` is no swizzle.
+
+    ```mlir
+    %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>}
+        : memref<128x64xf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let parameters = (ins "int64_t":$bits, "int64_t":$base, "int64_t":$shift);
+  let assemblyFormat = [{
+    `<` `bits` `=` $bits `,` `base` `=` $base `,` `shift` `=` $shift `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Tile_ReduceKind : I32EnumAttr<"ReduceKind", "reduction kind", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
+    I32EnumAttrCase<"min", 2>, I32EnumAttrCase<"absmax", 3>]> {
+  let cppNamespace = "::mlir::tilemega::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_ReduceKindAttr : EnumAttr<Tile_Dialect, Tile_ReduceKind, "reduce_kind">;
+
+def Tile_AtomicKind : I32EnumAttr<"AtomicKind", "atomic update kind", [
+    I32EnumAttrCase<"add", 0>, I32EnumAttrCase<"max", 1>]> {
+  let cppNamespace = "::mlir::tilemega::tile";
+  let genSpecializedAttr = 0;
+}
+def Tile_AtomicKindAttr : EnumAttr<Tile_Dialect, Tile_AtomicKind, "atomic_kind">;
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILEATTRS_TD

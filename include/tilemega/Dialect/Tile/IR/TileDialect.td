@@ -1,0 +1,61 @@
+//===- TileDialect.td - the tile dialect -------------------*- tablegen -*-===//
+//
+// The tile dialect: TileLang's programming model as MLIR. A kernel works on
+// tiles held in three memory scopes: global (memrefs without a memory space,
+// the kernel's arguments), shared (memrefs in `#gpu.address_space<workgroup>`)
+// and fragment (memrefs in `#tile.fragment`: a tile distributed over the
+// threads' registers by a layout).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILEDIALECT_TD
+#define TILEMEGA_DIALECT_TILE_IR_TILEDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Tile_Dialect : Dialect {
+  let name = "tile";
+  let cppNamespace = "::mlir::tilemega::tile";
+  let summary = "Tile-level GPU kernels with explicit memory scopes";
+  let description = [{
+    The `tile` dialect describes one GPU kernel the way TileLang does: the
+    kernel body runs once per thread block and moves whole tiles between
+    memory scopes with `tile.copy`, multiplies them with `tile.gemm`, reduces
+    them with `tile.reduce`, and computes elementwise with `tile.parallel`.
+    Which thread touches which element, how wide the vector accesses are and
+    how shared memory is swizzled is decided by the compiler (layout inference)
+    unless the user annotates it.
+
+    Memory scopes are memref memory spaces:
+
+    | scope    | memref memory space            | lives in                       |
+    |----------|--------------------------------|--------------------------------|
+    | global   | none                           | device memory (arguments)      |
+    | shared   | `#gpu.address_space<workgroup>`| the block's shared memory      |
+    | fragment | `#tile.fragment`               | registers, spread over threads |
+
+    ```mlir
+    func.func @scale(%A: memref<1024x1024xf32>, %B: memref<1024x1024xf32>) {
+      tile.kernel blocks(%bx, %by) in [16, 8] threads 128 {
+        %s = tile.alloc_shared : memref<64x128xf32, #gpu.address_space<workgroup>>
+        %f = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
+        ...
+      }
+      return
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::memref::MemRefDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect"
+  ];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Registers the attributes (defined in TileAttrs.cpp, next to their
+    /// storage classes).
+    void registerAttributes();
+  }];
+}
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILEDIALECT_TD

@@ -1,0 +1,337 @@
+//===- TileOps.td - tile dialect operations ----------------*- tablegen -*-===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD
+#define TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD
+
+include "tilemega/Dialect/Tile/IR/TileDialect.td"
+include "tilemega/Dialect/Tile/IR/TileAttrs.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
+
+//===----------------------------------------------------------------------===//
+// Base class and constraints
+//===----------------------------------------------------------------------===//
+
+// Every tile op except tile.kernel only has a meaning inside a kernel body;
+// the trait makes that a verifier error instead of a lowering surprise.
+def Tile_InKernel : NativeOpTrait<"InKernel"> {
+  let cppNamespace = "::mlir::tilemega::tile";
+}
+
+class Tile_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Tile_Dialect, mnemonic, !listconcat(traits, [Tile_InKernel])>;
+
+def Tile_Buffer : Type<And<[IsMemRefTypePred,
+                            CPred<"::llvm::cast<::mlir::MemRefType>($_self).hasStaticShape()">]>,
+                       "statically shaped memref", "::mlir::MemRefType">;
+def Tile_SharedBuffer : Type<And<[Tile_Buffer.predicate,
+                                  CPred<"::mlir::tilemega::tile::isShared(::llvm::cast<::mlir::MemRefType>($_self))">]>,
+                             "statically shaped shared-memory memref", "::mlir::MemRefType">;
+def Tile_FragmentBuffer : Type<And<[Tile_Buffer.predicate,
+                                    CPred<"::mlir::tilemega::tile::isFragment(::llvm::cast<::mlir::MemRefType>($_self))">]>,
+                               "statically shaped fragment memref", "::mlir::MemRefType">;
+
+//===----------------------------------------------------------------------===//
+// tile.kernel
+//===----------------------------------------------------------------------===//
+
+def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
+    SingleBlock, NoTerminator, HasParent<"::mlir::func::FuncOp">,
+    RecursiveMemoryEffects]> {
+  let summary = "A GPU kernel launched over a grid of thread blocks";
+  let description = [{
+    The body runs once per thread block. The grid (1 to 3 dimensions) and the
+    number of threads per block are static; the block indices are the region's
+    arguments. The enclosing `func.func` is the kernel's signature: its memref
+    arguments are global tensors, its scalar arguments are passed by value.
+    The thread count is a positive multiple of 32 and at most 1024.
+
+    ```mlir
+    func.func @add_one(%A: memref<256x256xf32>, %B: memref<256x256xf32>) {
+      tile.kernel blocks(%bx, %by) in [4, 2] threads 128 {
+        ...
+      }
+      return
+    }
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$grid, I64Attr:$threads);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::ArrayRef<int64_t>":$grid, "int64_t":$threads)>
+  ];
+  let extraClassDeclaration = [{
+    /// The block indices, one per grid dimension.
+    ::mlir::Block::BlockArgListType getBlockIndices() {
+      return getBody().getArguments();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Allocation
+//===----------------------------------------------------------------------===//
+
+def Tile_AllocSharedOp : Tile_Op<"alloc_shared", [HasParent<"KernelOp">]> {
+  let summary = "Allocate a tile in the block's shared memory";
+  let description = [{
+    Allocates a statically shaped buffer in shared memory, visible to all the
+    threads of the block for the whole kernel. An optional `swizzle` fixes how
+    element offsets are permuted to avoid bank conflicts; without one, layout
+    inference chooses.
+
+    ```mlir
+    %A_s = tile.alloc_shared : memref<128x32xf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<Tile_SwizzleAttr>:$swizzle);
+  let results = (outs Res<Tile_SharedBuffer, "", [MemAlloc]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Tile_AllocFragmentOp : Tile_Op<"alloc_fragment", [HasParent<"KernelOp">]> {
+  let summary = "Allocate a tile distributed over the threads' registers";
+  let description = [{
+    Allocates a register fragment: a statically shaped tile whose elements are
+    spread over the block's threads. An optional `layout` fixes the spread;
+    without one, `tile-infer-layouts` chooses it from how the fragment is used.
+    A fragment is accessed only whole: by `tile.copy`, `tile.gemm`,
+    `tile.reduce`, `tile.fill`, `tile.atomic`, and by `memref.load` /
+    `memref.store` inside a `tile.parallel` with the parallel's own indices.
+
+    ```mlir
+    %acc = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
+    ```
+  }];
+  let arguments = (ins OptionalAttr<Tile_BlockedLayoutAttr>:$layout);
+  let results = (outs Res<Tile_FragmentBuffer, "", [MemAlloc]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
+  let summary = "Copy a tile between memory scopes";
+  let description = [{
+    Copies the box of extent `sizes` at `src` offsets into the box at `dst`
+    offsets. Offsets may be constants or index values. Either side may be
+    global, shared or a fragment; global to global is not a tile copy.
+    A fragment is always copied whole. When the element types differ (both
+    floats or both integers) each element is converted.
+
+    The lowering decides thread binding and vector width; global accesses
+    outside the buffer are masked (loads read 0, stores are dropped), so the
+    tile need not divide the tensor.
+
+    ```mlir
+    tile.copy %A[%row, 0] to %A_s[0, 0] sizes [128, 32]
+        : memref<1024x1024xf16> to memref<128x32xf16, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Tile_Buffer, "source", [MemRead]>:$src,
+    Variadic<Index>:$src_offsets,
+    DenseI64ArrayAttr:$static_src_offsets,
+    Arg<Tile_Buffer, "destination", [MemWrite]>:$dst,
+    Variadic<Index>:$dst_offsets,
+    DenseI64ArrayAttr:$static_dst_offsets,
+    DenseI64ArrayAttr:$sizes);
+  let assemblyFormat = [{
+    $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
+    `to` $dst `` custom<DynamicIndexList>($dst_offsets, $static_dst_offsets)
+    `sizes` $sizes attr-dict `:` type($src) `to` type($dst)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<::mlir::OpFoldResult> getMixedSrcOffsets();
+    ::llvm::SmallVector<::mlir::OpFoldResult> getMixedDstOffsets();
+  }];
+}
+
+def Tile_AtomicOp : Tile_Op<"atomic", []> {
+  let summary = "Atomically combine a tile into global memory";
+  let description = [{
+    Every element of `src` (a fragment or shared tile) is combined into the
+    global buffer `dst` at `offsets` with an atomic `add` or `max`. Elements
+    outside `dst` are skipped.
+
+    ```mlir
+    tile.atomic add %partial to %C[%row, %col]
+        : memref<64x64xf32, #tile.fragment> to memref<1024x1024xf32>
+    ```
+  }];
+  let arguments = (ins
+    Tile_AtomicKindAttr:$kind,
+    Arg<Tile_Buffer, "values", [MemRead]>:$src,
+    Arg<Tile_Buffer, "global destination", [MemRead, MemWrite]>:$dst,
+    Variadic<Index>:$offsets,
+    DenseI64ArrayAttr:$static_offsets);
+  let assemblyFormat = [{
+    `` $kind $src `to` $dst `` custom<DynamicIndexList>($offsets, $static_offsets)
+    attr-dict `:` type($src) `to` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Compute
+//===----------------------------------------------------------------------===//
+
+def Tile_GemmOp : Tile_Op<"gemm", []> {
+  let summary = "Tile matrix multiply-accumulate: C += op(A) * op(B)";
+  let description = [{
+    Multiplies `A` (M x K, or K x M with `transpose_a`) by `B` (K x N, or N x K
+    with `transpose_b`) and adds the product into the fragment `C` (M x N).
+    With `clear_accum` C is zeroed first. A and B live in shared memory or in
+    fragments and have one element type; C's element type is the accumulation
+    type: f32 or f16 for f16/bf16 inputs, f32 for f32 inputs, i32 for i8.
+
+    ```mlir
+    tile.gemm %A_s, %B_s, %acc {transpose_b}
+        : memref<128x32xf16, #gpu.address_space<workgroup>>,
+          memref<128x32xf16, #gpu.address_space<workgroup>>,
+          memref<128x128xf32, #tile.fragment>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Tile_Buffer, "A", [MemRead]>:$a,
+    Arg<Tile_Buffer, "B", [MemRead]>:$b,
+    Arg<Tile_FragmentBuffer, "C", [MemRead, MemWrite]>:$c,
+    UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$clear_accum);
+  let assemblyFormat = [{
+    $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_ReduceOp : Tile_Op<"reduce", []> {
+  let summary = "Reduce a tile along one dimension";
+  let description = [{
+    Reduces `src` along `dim` with `sum`, `max`, `min` or `absmax` (the
+    largest magnitude) into `dst`, whose shape is `src`'s without `dim`. With
+    `clear` the result overwrites `dst`; without it the result is combined
+    with what `dst` holds.
+
+    ```mlir
+    tile.reduce max %scores dim 1 into %row_max {clear}
+        : memref<64x128xf32, #tile.fragment> into memref<64xf32, #tile.fragment>
+    ```
+  }];
+  let arguments = (ins
+    Tile_ReduceKindAttr:$kind,
+    Arg<Tile_Buffer, "source", [MemRead]>:$src,
+    I64Attr:$dim,
+    Arg<Tile_Buffer, "destination", [MemRead, MemWrite]>:$dst,
+    UnitAttr:$clear);
+  let assemblyFormat = [{
+    `` $kind $src `dim` $dim `into` $dst attr-dict `:` type($src) `into` type($dst)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_FillOp : Tile_Op<"fill", []> {
+  let summary = "Set every element of a tile to a value";
+  let description = [{
+    Writes `value` into every element of a shared or fragment tile. The value's
+    type is the tile's element type.
+
+    ```mlir
+    tile.fill %acc, %neg_inf : memref<64xf32, #tile.fragment>, f32
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Buffer, "tile", [MemWrite]>:$dst,
+                       AnyTypeOf<[AnyFloat, AnySignlessInteger]>:$value);
+  let assemblyFormat = "$dst `,` $value attr-dict `:` type($dst) `,` type($value)";
+  let hasVerifier = 1;
+}
+
+def Tile_ClearOp : Tile_Op<"clear", []> {
+  let summary = "Set every element of a tile to zero";
+  let description = [{
+    `tile.fill` with zero.
+
+    ```mlir
+    tile.clear %acc : memref<128x128xf32, #tile.fragment>
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Buffer, "tile", [MemWrite]>:$dst);
+  let assemblyFormat = "$dst attr-dict `:` type($dst)";
+  let hasVerifier = 1;
+}
+
+def Tile_ParallelOp : Tile_Op<"parallel", [
+    SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "An elementwise computation over a tile's index space";
+  let description = [{
+    Runs the body once for every index in `[0, extents)`, spread over the
+    block's threads (like TileLang's `T.Parallel`). Iterations are independent.
+    The body reads and writes tiles with `memref.load` / `memref.store`:
+    fragments only at exactly the parallel's indices (so each thread touches
+    the elements it holds), shared and global buffers at any index. The
+    optional `layout` fixes which thread runs which iteration; layout inference
+    sets it to the layout of the fragments the body touches.
+
+    ```mlir
+    tile.parallel (%i, %j) in [64, 128] {
+      %x = memref.load %f[%i, %j] : memref<64x128xf32, #tile.fragment>
+      %y = arith.addf %x, %one : f32
+      memref.store %y, %f[%i, %j] : memref<64x128xf32, #tile.fragment>
+    }
+    ```
+  }];
+  let arguments = (ins DenseI64ArrayAttr:$extents,
+                       OptionalAttr<Tile_BlockedLayoutAttr>:$layout);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::ArrayRef<int64_t>":$extents)>];
+  let extraClassDeclaration = [{
+    ::mlir::Block::BlockArgListType getIndices() {
+      return getBody().getArguments();
+    }
+  }];
+}
+
+def Tile_PipelinedOp : Tile_Op<"pipelined", [
+    SingleBlock, NoTerminator, RecursiveMemoryEffects]> {
+  let summary = "A counted loop whose copies are software-pipelined";
+  let description = [{
+    Iterates `%iv` from `lb` to `ub` (exclusive) by `step`, like `scf.for`.
+    `num_stages` is how many iterations' global-to-shared copies may be in
+    flight at once (TileLang's `T.Pipelined(..., num_stages=N)`); 1 means no
+    overlap. `tile-pipeline` turns it into multi-buffered shared tiles and
+    asynchronous copies.
+
+    ```mlir
+    tile.pipelined %k = %c0 to %c32 step %c1 num_stages 3 {
+      tile.copy %A[%row, %k] to %A_s[0, 0] sizes [128, 32] : ... to ...
+      tile.gemm %A_s, %B_s, %acc : ...
+    }
+    ```
+  }];
+  let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
+                       I64Attr:$num_stages);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::mlir::Value":$lowerBound,
+      "::mlir::Value":$upperBound, "::mlir::Value":$step, "int64_t":$numStages)>];
+  let extraClassDeclaration = [{
+    ::mlir::Value getInductionVar() { return getBody().getArgument(0); }
+  }];
+}
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD

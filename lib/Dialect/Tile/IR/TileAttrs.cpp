@@ -1,0 +1,79 @@
+//===- TileAttrs.cpp - tile dialect attributes ------------------------------===//
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::tilemega::tile;
+
+#include "tilemega/Dialect/Tile/IR/TileEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "tilemega/Dialect/Tile/IR/TileAttrs.cpp.inc"
+
+void TileDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tilemega/Dialect/Tile/IR/TileAttrs.cpp.inc"
+      >();
+}
+
+static int64_t product(ArrayRef<int64_t> values) {
+  int64_t result = 1;
+  for (int64_t v : values)
+    result *= v;
+  return result;
+}
+
+LogicalResult
+BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          ArrayRef<int64_t> sizePerThread,
+                          ArrayRef<int64_t> threadsPerWarp,
+                          ArrayRef<int64_t> warpsPerBlock,
+                          ArrayRef<int64_t> order) {
+  size_t rank = order.size();
+  if (rank == 0)
+    return emitError() << "blocked layout must have rank >= 1";
+  if (sizePerThread.size() != rank || threadsPerWarp.size() != rank ||
+      warpsPerBlock.size() != rank)
+    return emitError() << "blocked layout parameters must all have "
+                       << rank << " entries (the length of 'order')";
+  for (size_t d = 0; d < rank; ++d) {
+    if (sizePerThread[d] < 1 || threadsPerWarp[d] < 1 || warpsPerBlock[d] < 1)
+      return emitError() << "blocked layout sizes must be >= 1";
+  }
+  if (product(threadsPerWarp) != 32)
+    return emitError() << "blocked layout threadsPerWarp must multiply to 32, "
+                          "got "
+                       << product(threadsPerWarp);
+  SmallVector<bool> seen(rank, false);
+  for (int64_t d : order) {
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[d])
+      return emitError() << "blocked layout order must be a permutation of [0, "
+                         << rank << ")";
+    seen[d] = true;
+  }
+  return success();
+}
+
+int64_t BlockedLayoutAttr::getNumThreads() const {
+  return 32 * product(getWarpsPerBlock());
+}
+
+int64_t BlockedLayoutAttr::getChunkExtent(unsigned d) const {
+  return getSizePerThread()[d] * getThreadsPerWarp()[d] * getWarpsPerBlock()[d];
+}
+
+LogicalResult SwizzleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t bits, int64_t base, int64_t shift) {
+  if (bits < 0 || base < 0 || shift < 0)
+    return emitError() << "swizzle parameters must be >= 0";
+  if (bits > 0 && shift < bits)
+    return emitError() << "swizzle shift (" << shift
+                       << ") must be >= bits (" << bits
+                       << ") so that the XOR source and target bits do not "
+                          "overlap";
+  return success();
+}

@@ -1,0 +1,605 @@
+//===- TileOps.cpp - tile dialect operations --------------------------------===//
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::tilemega::tile;
+
+/// Shared memory one block may use on sm_90 (227 KiB).
+static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+/// Registers one thread may use, and the share of them a fragment may take:
+/// the rest is needed for addresses, loop counters and temporaries.
+static constexpr int64_t kMaxRegistersPerThread = 255;
+
+static int64_t getNumElements(MemRefType type) {
+  int64_t n = 1;
+  for (int64_t d : type.getShape())
+    n *= d;
+  return n;
+}
+
+static int64_t getByteSize(MemRefType type) {
+  return getNumElements(type) *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+static std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  os << "]";
+  return s;
+}
+
+/// Checks what every tile buffer operand needs: an identity layout and a
+/// memory space that is one of our scopes.
+static LogicalResult verifyTileBuffer(Operation *op, StringRef name,
+                                      MemRefType type) {
+  if (getScope(type) == Scope::Unknown)
+    return op->emitOpError() << name << " has memory space "
+                             << type.getMemorySpace()
+                             << ", which is not global, shared "
+                                "(#gpu.address_space<workgroup>) or "
+                                "#tile.fragment";
+  if (!type.getLayout().isIdentity())
+    return op->emitOpError() << name
+                             << " must have the identity (row-major) layout";
+  // Layouts, thread mappings and boxes are all at least 1-d; a 0-d buffer
+  // would reach them with an empty shape.
+  if (type.getRank() == 0)
+    return op->emitOpError() << name << " must have rank >= 1";
+  return success();
+}
+
+/// Parses `[` int (`,` int)* `]`.
+static ParseResult parseIntList(OpAsmParser &parser,
+                                SmallVectorImpl<int64_t> &values) {
+  return parser.parseCommaSeparatedList(
+      OpAsmParser::Delimiter::Square, [&]() -> ParseResult {
+        int64_t v;
+        if (parser.parseInteger(v))
+          return failure();
+        values.push_back(v);
+        return success();
+      });
+}
+
+static void printIntList(OpAsmPrinter &p, ArrayRef<int64_t> values) {
+  p << "[";
+  llvm::interleaveComma(values, p);
+  p << "]";
+}
+
+//===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+void KernelOp::build(OpBuilder &builder, OperationState &result,
+                     ArrayRef<int64_t> grid, int64_t threads) {
+  result.addAttribute(getGridAttrName(result.name),
+                      builder.getDenseI64ArrayAttr(grid));
+  result.addAttribute(getThreadsAttrName(result.name),
+                      builder.getI64IntegerAttr(threads));
+  Region *body = result.addRegion();
+  Block *block = new Block();
+  for (size_t i = 0; i < grid.size(); ++i)
+    block->addArgument(builder.getIndexType(), result.location);
+  body->push_back(block);
+}
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> indices;
+  SmallVector<int64_t> grid;
+  int64_t threads;
+  if (parser.parseKeyword("blocks") ||
+      parser.parseArgumentList(indices, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("in") || parseIntList(parser, grid) ||
+      parser.parseKeyword("threads") || parser.parseInteger(threads))
+    return failure();
+  Builder &b = parser.getBuilder();
+  for (OpAsmParser::Argument &arg : indices)
+    arg.type = b.getIndexType();
+  result.addAttribute(getGridAttrName(result.name),
+                      b.getDenseI64ArrayAttr(grid));
+  result.addAttribute(getThreadsAttrName(result.name),
+                      b.getI64IntegerAttr(threads));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  Region *body = result.addRegion();
+  return parser.parseRegion(*body, indices);
+}
+
+void KernelOp::print(OpAsmPrinter &p) {
+  p << " blocks(";
+  llvm::interleaveComma(getBlockIndices(), p,
+                        [&](BlockArgument arg) { p.printOperand(arg); });
+  p << ") in ";
+  printIntList(p, getGrid());
+  p << " threads " << getThreads();
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getGridAttrName(), getThreadsAttrName()});
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult KernelOp::verify() {
+  ArrayRef<int64_t> grid = getGrid();
+  if (grid.empty() || grid.size() > 3)
+    return emitOpError() << "grid must have 1 to 3 dimensions, got "
+                         << grid.size();
+  for (int64_t g : grid)
+    if (g < 1)
+      return emitOpError() << "grid sizes must be >= 1, got "
+                           << formatShape(grid);
+  // CUDA's limits: x up to 2^31 - 1 blocks, y and z up to 65535.
+  static constexpr int64_t kMaxGrid[] = {(int64_t(1) << 31) - 1, 65535, 65535};
+  for (auto [d, g] : llvm::enumerate(grid))
+    if (g > kMaxGrid[d])
+      return emitOpError() << "grid dimension " << d << " has " << g
+                           << " blocks, over CUDA's limit of " << kMaxGrid[d];
+  int64_t threads = getThreads();
+  if (threads < 32 || threads % 32 != 0 || threads > 1024)
+    return emitOpError() << "thread count must be a positive multiple of 32 "
+                            "and at most 1024, got "
+                         << threads;
+  return success();
+}
+
+LogicalResult KernelOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getGrid().size())
+    return emitOpError() << "expects one block index per grid dimension ("
+                         << getGrid().size() << "), got "
+                         << body.getNumArguments();
+  for (BlockArgument arg : body.getArguments())
+    if (!arg.getType().isIndex())
+      return emitOpError() << "block indices must have index type";
+  int64_t sharedBytes = 0;
+  for (auto alloc : body.getOps<AllocSharedOp>())
+    sharedBytes += getByteSize(alloc.getType());
+  if (sharedBytes > kMaxSharedBytes)
+    return emitOpError() << "allocates " << sharedBytes
+                         << " bytes of shared memory, over the "
+                         << kMaxSharedBytes << "-byte (227 KiB) limit of "
+                         << "sm_90 by " << sharedBytes - kMaxSharedBytes
+                         << " bytes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Allocation
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllocSharedOp::verify() {
+  return verifyTileBuffer(*this, "result", getType());
+}
+
+LogicalResult AllocFragmentOp::verify() {
+  MemRefType type = getType();
+  if (failed(verifyTileBuffer(*this, "result", type)))
+    return failure();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  int64_t threads = kernel.getThreads();
+  int64_t numElements = getNumElements(type);
+  int64_t perThread = (numElements + threads - 1) / threads;
+  int64_t bytesPerElement =
+      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  int64_t registers = (perThread * bytesPerElement + 3) / 4;
+  if (registers > kMaxRegistersPerThread)
+    return emitOpError() << "fragment of " << numElements << " elements over "
+                         << threads << " threads needs " << registers
+                         << " registers per thread, over the "
+                         << kMaxRegistersPerThread << "-register limit by "
+                         << registers - kMaxRegistersPerThread;
+  BlockedLayoutAttr layout = getLayoutAttr();
+  if (!layout)
+    return success();
+  if (layout.getRank() != type.getRank())
+    return emitOpError() << "layout has rank " << layout.getRank()
+                         << " but the fragment has rank " << type.getRank();
+  if (layout.getNumThreads() != threads)
+    return emitOpError() << "layout spreads the fragment over "
+                         << layout.getNumThreads()
+                         << " threads but the kernel has " << threads;
+  for (unsigned d = 0; d < type.getRank(); ++d)
+    if (type.getDimSize(d) % layout.getChunkExtent(d) != 0)
+      return emitOpError() << "fragment dimension " << d << " (size "
+                           << type.getDimSize(d)
+                           << ") is not a multiple of the layout's chunk "
+                              "extent "
+                           << layout.getChunkExtent(d);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CopyOp
+//===----------------------------------------------------------------------===//
+
+SmallVector<OpFoldResult> CopyOp::getMixedSrcOffsets() {
+  return getMixedValues(getStaticSrcOffsets(), getSrcOffsets(), getContext());
+}
+
+SmallVector<OpFoldResult> CopyOp::getMixedDstOffsets() {
+  return getMixedValues(getStaticDstOffsets(), getDstOffsets(), getContext());
+}
+
+/// Checks one side of a box access: offset list length, static bounds, and
+/// for fragments that the whole tile is covered.
+static LogicalResult verifyBox(Operation *op, StringRef name, MemRefType type,
+                               ValueRange dynOffsets,
+                               ArrayRef<int64_t> staticOffsets,
+                               ArrayRef<int64_t> sizes) {
+  if (failed(verifyTileBuffer(op, name, type)))
+    return failure();
+  if (staticOffsets.size() != static_cast<size_t>(type.getRank()))
+    return op->emitOpError() << "expects " << type.getRank() << " " << name
+                             << " offsets, got " << staticOffsets.size();
+  if (failed(verifyListOfOperandsOrIntegers(op, (name + " offset").str(),
+                                            type.getRank(), staticOffsets,
+                                            dynOffsets)))
+    return failure();
+  if (sizes.size() != static_cast<size_t>(type.getRank()))
+    return op->emitOpError() << "expects " << type.getRank()
+                             << " sizes to match the rank of the " << name
+                             << ", got " << sizes.size();
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    int64_t off = staticOffsets[d];
+    if (ShapedType::isDynamic(off))
+      continue;
+    if (off < 0 || off + sizes[d] > type.getDimSize(d))
+      return op->emitOpError()
+             << name << " box [" << off << ", " << off + sizes[d]
+             << ") in dimension " << d << " is out of bounds of size "
+             << type.getDimSize(d);
+  }
+  if (isFragment(type)) {
+    bool whole = llvm::all_of(staticOffsets, [](int64_t o) { return o == 0; }) &&
+                 sizes == type.getShape();
+    if (!whole)
+      return op->emitOpError()
+             << "a fragment is copied whole: " << name
+             << " offsets must be 0 and sizes must equal its shape "
+             << formatShape(type.getShape());
+  }
+  return success();
+}
+
+static bool convertibleElementTypes(Type a, Type b) {
+  if (a == b)
+    return true;
+  return (isa<FloatType>(a) && isa<FloatType>(b)) ||
+         (a.isSignlessInteger() && b.isSignlessInteger());
+}
+
+LogicalResult CopyOp::verify() {
+  MemRefType srcType = getSrc().getType();
+  MemRefType dstType = getDst().getType();
+  ArrayRef<int64_t> sizes = getSizes();
+  for (int64_t s : sizes)
+    if (s < 1)
+      return emitOpError() << "sizes must be >= 1, got " << formatShape(sizes);
+  if (failed(verifyBox(*this, "source", srcType, getSrcOffsets(),
+                       getStaticSrcOffsets(), sizes)) ||
+      failed(verifyBox(*this, "destination", dstType, getDstOffsets(),
+                       getStaticDstOffsets(), sizes)))
+    return failure();
+  Scope src = getScope(srcType), dst = getScope(dstType);
+  if (src == Scope::Global && dst == Scope::Global)
+    return emitOpError("cannot copy global to global: stage the tile through "
+                       "shared memory or a fragment");
+  if (src == Scope::Fragment && dst == Scope::Fragment)
+    return emitOpError("cannot copy fragment to fragment: use tile.parallel");
+  if (!convertibleElementTypes(srcType.getElementType(),
+                               dstType.getElementType()))
+    return emitOpError() << "cannot convert element type "
+                         << srcType.getElementType() << " to "
+                         << dstType.getElementType()
+                         << " (both must be floats or both integers)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AtomicOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AtomicOp::verify() {
+  MemRefType srcType = getSrc().getType();
+  MemRefType dstType = getDst().getType();
+  if (failed(verifyTileBuffer(*this, "source", srcType)))
+    return failure();
+  if (!isGlobal(dstType))
+    return emitOpError() << "destination must be global, got "
+                         << stringifyScope(getScope(dstType));
+  if (isGlobal(srcType))
+    return emitOpError("source must be a shared or fragment tile, got global");
+  if (srcType.getElementType() != dstType.getElementType())
+    return emitOpError() << "element types differ: " << srcType.getElementType()
+                         << " vs " << dstType.getElementType();
+  Type elem = srcType.getElementType();
+  if (!elem.isF32() && !elem.isF64() && !elem.isF16() && !elem.isBF16() &&
+      !elem.isInteger(32) && !elem.isInteger(64))
+    return emitOpError() << "atomics support f16, bf16, f32, f64, i32 and i64, "
+                            "got "
+                         << elem;
+  return verifyBox(*this, "destination", dstType, getOffsets(),
+                   getStaticOffsets(), srcType.getShape());
+}
+
+//===----------------------------------------------------------------------===//
+// GemmOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  MemRefType aType = getA().getType(), bType = getB().getType(),
+             cType = getC().getType();
+  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"A", aType},
+                            {"B", bType}, {"C", cType}}) {
+    if (failed(verifyTileBuffer(*this, name, type)))
+      return failure();
+    if (type.getRank() != 2)
+      return emitOpError() << name << " must be a 2-d tile, got rank "
+                           << type.getRank();
+  }
+  for (auto [name, type] :
+       {std::pair<StringRef, MemRefType>{"A", aType}, {"B", bType}})
+    if (isGlobal(type))
+      return emitOpError() << "operand " << name
+                           << " must be in shared memory or a fragment, got "
+                              "global";
+  int64_t m = getTransposeA() ? aType.getDimSize(1) : aType.getDimSize(0);
+  int64_t ka = getTransposeA() ? aType.getDimSize(0) : aType.getDimSize(1);
+  int64_t kb = getTransposeB() ? bType.getDimSize(1) : bType.getDimSize(0);
+  int64_t n = getTransposeB() ? bType.getDimSize(0) : bType.getDimSize(1);
+  if (ka != kb)
+    return emitOpError() << "reduction sizes differ: A gives K = " << ka
+                         << ", B gives K = " << kb;
+  if (cType.getDimSize(0) != m || cType.getDimSize(1) != n)
+    return emitOpError() << "C must be " << m << "x" << n << " (M x N), got "
+                         << cType.getDimSize(0) << "x" << cType.getDimSize(1);
+  Type in = aType.getElementType(), acc = cType.getElementType();
+  if (in != bType.getElementType())
+    return emitOpError() << "A and B element types differ: " << in << " vs "
+                         << bType.getElementType();
+  bool ok = ((in.isF16() || in.isBF16()) && (acc.isF32() || acc.isF16())) ||
+            (in.isF32() && acc.isF32()) ||
+            (in.isInteger(8) && acc.isInteger(32));
+  if (!ok)
+    return emitOpError() << "unsupported accumulation: " << in << " inputs into "
+                         << acc << " (supported: f16/bf16 -> f32/f16, "
+                         << "f32 -> f32, i8 -> i32)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReduceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  MemRefType srcType = getSrc().getType(), dstType = getDst().getType();
+  if (failed(verifyTileBuffer(*this, "source", srcType)) ||
+      failed(verifyTileBuffer(*this, "destination", dstType)))
+    return failure();
+  if (isGlobal(srcType) || isGlobal(dstType))
+    return emitOpError("reduces shared or fragment tiles, not global ones");
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= srcType.getRank())
+    return emitOpError() << "dim " << dim << " is out of range for a rank-"
+                         << srcType.getRank() << " source";
+  SmallVector<int64_t> expected(srcType.getShape());
+  expected.erase(expected.begin() + dim);
+  if (expected.empty())
+    expected.push_back(1);
+  if (dstType.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "destination shape must be "
+                         << formatShape(expected) << ", got "
+                         << formatShape(dstType.getShape());
+  if (srcType.getElementType() != dstType.getElementType())
+    return emitOpError() << "element types differ: " << srcType.getElementType()
+                         << " vs " << dstType.getElementType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FillOp / ClearOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyWritableTile(Operation *op, MemRefType type) {
+  if (failed(verifyTileBuffer(op, "destination", type)))
+    return failure();
+  if (isGlobal(type))
+    return op->emitOpError("writes shared or fragment tiles; use tile.copy to "
+                           "write global memory");
+  return success();
+}
+
+LogicalResult FillOp::verify() {
+  MemRefType type = getDst().getType();
+  if (failed(verifyWritableTile(*this, type)))
+    return failure();
+  if (getValue().getType() != type.getElementType())
+    return emitOpError() << "value type " << getValue().getType()
+                         << " differs from the element type "
+                         << type.getElementType();
+  return success();
+}
+
+LogicalResult ClearOp::verify() {
+  return verifyWritableTile(*this, getDst().getType());
+}
+
+//===----------------------------------------------------------------------===//
+// ParallelOp
+//===----------------------------------------------------------------------===//
+
+void ParallelOp::build(OpBuilder &builder, OperationState &result,
+                       ArrayRef<int64_t> extents) {
+  result.addAttribute(getExtentsAttrName(result.name),
+                      builder.getDenseI64ArrayAttr(extents));
+  Region *body = result.addRegion();
+  Block *block = new Block();
+  for (size_t i = 0; i < extents.size(); ++i)
+    block->addArgument(builder.getIndexType(), result.location);
+  body->push_back(block);
+}
+
+ParseResult ParallelOp::parse(OpAsmParser &parser, OperationState &result) {
+  SmallVector<OpAsmParser::Argument> indices;
+  SmallVector<int64_t> extents;
+  if (parser.parseArgumentList(indices, OpAsmParser::Delimiter::Paren) ||
+      parser.parseKeyword("in") || parseIntList(parser, extents))
+    return failure();
+  Builder &b = parser.getBuilder();
+  for (OpAsmParser::Argument &arg : indices)
+    arg.type = b.getIndexType();
+  result.addAttribute(getExtentsAttrName(result.name),
+                      b.getDenseI64ArrayAttr(extents));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  return parser.parseRegion(*result.addRegion(), indices);
+}
+
+void ParallelOp::print(OpAsmPrinter &p) {
+  p << " (";
+  llvm::interleaveComma(getIndices(), p,
+                        [&](BlockArgument arg) { p.printOperand(arg); });
+  p << ") in ";
+  printIntList(p, getExtents());
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getExtentsAttrName()});
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult ParallelOp::verify() {
+  ArrayRef<int64_t> extents = getExtents();
+  if (extents.empty())
+    return emitOpError("needs at least one extent");
+  for (int64_t e : extents)
+    if (e < 1)
+      return emitOpError() << "extents must be >= 1, got "
+                           << formatShape(extents);
+  if (BlockedLayoutAttr layout = getLayoutAttr()) {
+    if (layout.getRank() != extents.size())
+      return emitOpError() << "layout has rank " << layout.getRank()
+                           << " but the iteration space has rank "
+                           << extents.size();
+    // The InKernel trait has checked that there is a kernel.
+    int64_t threads = (*this)->getParentOfType<KernelOp>().getThreads();
+    if (layout.getNumThreads() != threads)
+      return emitOpError() << "layout spreads the iterations over "
+                           << layout.getNumThreads()
+                           << " threads but the kernel has " << threads;
+  }
+  return success();
+}
+
+LogicalResult ParallelOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != getExtents().size())
+    return emitOpError() << "expects one index per extent ("
+                         << getExtents().size() << "), got "
+                         << body.getNumArguments();
+  for (BlockArgument arg : body.getArguments())
+    if (!arg.getType().isIndex())
+      return emitOpError("indices must have index type");
+  // A fragment element lives in one thread's registers: the body may touch
+  // it only at the parallel's own indices, which that thread runs.
+  WalkResult walk = getBody().walk([&](Operation *op) -> WalkResult {
+    Value memref;
+    ValueRange indices;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      memref = load.getMemRef();
+      indices = load.getIndices();
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      memref = store.getMemRef();
+      indices = store.getIndices();
+    } else {
+      return WalkResult::advance();
+    }
+    auto type = cast<MemRefType>(memref.getType());
+    if (!isFragment(type))
+      return WalkResult::advance();
+    if (type.getShape() != getExtents() ||
+        !llvm::equal(indices, body.getArguments())) {
+      op->emitOpError() << "accesses a fragment inside tile.parallel with "
+                           "indices other than the parallel's own ("
+                        << "fragment shape " << formatShape(type.getShape())
+                        << ", iteration space " << formatShape(getExtents())
+                        << ")";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+//===----------------------------------------------------------------------===//
+// PipelinedOp
+//===----------------------------------------------------------------------===//
+
+void PipelinedOp::build(OpBuilder &builder, OperationState &result,
+                        Value lowerBound, Value upperBound, Value step,
+                        int64_t numStages) {
+  result.addOperands({lowerBound, upperBound, step});
+  result.addAttribute(getNumStagesAttrName(result.name),
+                      builder.getI64IntegerAttr(numStages));
+  Region *body = result.addRegion();
+  Block *block = new Block();
+  block->addArgument(builder.getIndexType(), result.location);
+  body->push_back(block);
+}
+
+ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
+  OpAsmParser::Argument iv;
+  OpAsmParser::UnresolvedOperand lb, ub, step;
+  int64_t numStages;
+  if (parser.parseArgument(iv) || parser.parseEqual() ||
+      parser.parseOperand(lb) || parser.parseKeyword("to") ||
+      parser.parseOperand(ub) || parser.parseKeyword("step") ||
+      parser.parseOperand(step) || parser.parseKeyword("num_stages") ||
+      parser.parseInteger(numStages))
+    return failure();
+  Type index = parser.getBuilder().getIndexType();
+  iv.type = index;
+  if (parser.resolveOperand(lb, index, result.operands) ||
+      parser.resolveOperand(ub, index, result.operands) ||
+      parser.resolveOperand(step, index, result.operands))
+    return failure();
+  result.addAttribute(getNumStagesAttrName(result.name),
+                      parser.getBuilder().getI64IntegerAttr(numStages));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  return parser.parseRegion(*result.addRegion(), {iv});
+}
+
+void PipelinedOp::print(OpAsmPrinter &p) {
+  p << " ";
+  p.printOperand(getInductionVar());
+  p << " = " << getLowerBound() << " to " << getUpperBound() << " step "
+    << getStep() << " num_stages " << getNumStages();
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getNumStagesAttrName()});
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
+}
+
+LogicalResult PipelinedOp::verify() {
+  if (getNumStages() < 1)
+    return emitOpError() << "num_stages must be >= 1, got " << getNumStages();
+  return success();
+}
+
+LogicalResult PipelinedOp::verifyRegions() {
+  Block &body = getBody().front();
+  if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
+    return emitOpError("body must have exactly one index argument (the "
+                       "induction variable)");
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "tilemega/Dialect/Tile/IR/TileOps.cpp.inc"

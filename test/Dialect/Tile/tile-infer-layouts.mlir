@@ -1,0 +1,130 @@
+// RUN: tilemega-opt %s -tile-infer-layouts -split-input-file -verify-diagnostics | FileCheck %s
+
+// Default layouts: each thread holds one 128-bit run of the innermost
+// dimension (4 x f32, 8 x f16), lanes side by side along it, warps over rows.
+
+// CHECK-LABEL: func.func @defaults
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf16, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<128x32xf32, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 8], threadsPerWarp = [4, 8], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<16x64xf16, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [4], threadsPerWarp = [32], warpsPerBlock = [4], order = [0]>} : memref<1024xf32, #tile.fragment>
+func.func @defaults() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %0 = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
+    %1 = tile.alloc_fragment : memref<64x128xf16, #tile.fragment>
+    %2 = tile.alloc_fragment : memref<128x32xf32, #tile.fragment>
+    %3 = tile.alloc_fragment : memref<16x64xf16, #tile.fragment>
+    %4 = tile.alloc_fragment : memref<1024xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// Fragments used in one tile.parallel share a layout; the widest element type
+// (f32) sets the vector width, so the f16 fragment gets 4 per thread, not 8.
+// The parallel gets the same layout. Groups are transitive: %c meets %a only
+// through %h.
+
+// CHECK-LABEL: func.func @group
+// CHECK:         tile.alloc_fragment {layout = #[[L:tile.blocked<sizePerThread = \[1, 4\], threadsPerWarp = \[1, 32\], warpsPerBlock = \[4, 1\], order = \[1, 0\]>]]} : memref<64x128xf32, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #[[L]]} : memref<64x128xf16, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #[[L]]} : memref<64x128xf16, #tile.fragment>
+// CHECK:         tile.parallel (%{{.*}}, %{{.*}}) in [64, 128] attributes {layout = #[[L]]}
+// CHECK:         tile.parallel (%{{.*}}, %{{.*}}) in [64, 128] attributes {layout = #[[L]]}
+func.func @group() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
+    %h = tile.alloc_fragment : memref<64x128xf16, #tile.fragment>
+    %c = tile.alloc_fragment : memref<64x128xf16, #tile.fragment>
+    tile.parallel (%i, %j) in [64, 128] {
+      %x = memref.load %h[%i, %j] : memref<64x128xf16, #tile.fragment>
+      %y = arith.extf %x : f16 to f32
+      memref.store %y, %a[%i, %j] : memref<64x128xf32, #tile.fragment>
+    }
+    tile.parallel (%i, %j) in [64, 128] {
+      %x = memref.load %h[%i, %j] : memref<64x128xf16, #tile.fragment>
+      memref.store %x, %c[%i, %j] : memref<64x128xf16, #tile.fragment>
+    }
+  }
+  return
+}
+
+// -----
+
+// An annotated layout is kept and imposed on the fragments of its group, and
+// on the parallel; a fragment outside the group keeps its default.
+
+// CHECK-LABEL: func.func @annotated
+// CHECK:         tile.alloc_fragment {layout = #[[A:tile.blocked<sizePerThread = \[2, 2\], threadsPerWarp = \[4, 8\], warpsPerBlock = \[2, 2\], order = \[0, 1\]>]]} : memref<64x64xf32, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #[[A]]} : memref<64x64xf32, #tile.fragment>
+// CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x64xf32, #tile.fragment>
+// CHECK:         tile.parallel (%{{.*}}, %{{.*}}) in [64, 64] attributes {layout = #[[A]]}
+func.func @annotated() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    %u = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [2, 2], threadsPerWarp = [4, 8], warpsPerBlock = [2, 2], order = [0, 1]>} : memref<64x64xf32, #tile.fragment>
+    %other = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    tile.parallel (%i, %j) in [64, 64] {
+      %x = memref.load %u[%i, %j] : memref<64x64xf32, #tile.fragment>
+      memref.store %x, %a[%i, %j] : memref<64x64xf32, #tile.fragment>
+    }
+  }
+  return
+}
+
+// -----
+
+// Parallel layouts without fragments: one element per thread per step, and
+// an annotated parallel layout is kept.
+
+// CHECK-LABEL: func.func @parallel_layouts
+// CHECK:         tile.parallel (%{{.*}}) in [100] attributes {layout = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerBlock = [2], order = [0]>}
+// CHECK:         tile.parallel (%{{.*}}, %{{.*}}) in [16, 16] attributes {layout = #tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [2, 16], warpsPerBlock = [2, 1], order = [1, 0]>}
+// CHECK:         tile.parallel (%{{.*}}) in [128] attributes {layout = #tile.blocked<sizePerThread = [2], threadsPerWarp = [32], warpsPerBlock = [2], order = [0]>}
+func.func @parallel_layouts(%G: memref<100xf32>, %H: memref<16x16xf32>, %K: memref<128xf32>) {
+  tile.kernel blocks(%b) in [1] threads 64 {
+    tile.parallel (%i) in [100] {
+      %x = memref.load %G[%i] : memref<100xf32>
+      memref.store %x, %G[%i] : memref<100xf32>
+    }
+    tile.parallel (%i, %j) in [16, 16] {
+      %x = memref.load %H[%i, %j] : memref<16x16xf32>
+      memref.store %x, %H[%i, %j] : memref<16x16xf32>
+    }
+    tile.parallel (%i) in [128] attributes {layout = #tile.blocked<sizePerThread = [2], threadsPerWarp = [32], warpsPerBlock = [2], order = [0]>} {
+      %x = memref.load %K[%i] : memref<128xf32>
+      memref.store %x, %K[%i] : memref<128xf32>
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @conflict() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-note @+1 {{the other fragment is allocated here}}
+    %a = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
+    // expected-error @+1 {{layout #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]> conflicts with layout #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]> of a fragment that shares tile.parallel bodies with it (directly or through other fragments)}}
+    %c = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
+    tile.parallel (%i, %j) in [64, 128] {
+      %x = memref.load %a[%i, %j] : memref<64x128xf32, #tile.fragment>
+      memref.store %x, %c[%i, %j] : memref<64x128xf32, #tile.fragment>
+    }
+  }
+  return
+}
+
+// -----
+
+// 64 elements cannot be spread over 128 threads.
+
+func.func @too_small() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{cannot spread a fragment of shape [8, 8] evenly over 128 threads: its layout covers tiles of [64, 8]; use a larger fragment or fewer threads}}
+    %f = tile.alloc_fragment : memref<8x8xf32, #tile.fragment>
+  }
+  return
+}
