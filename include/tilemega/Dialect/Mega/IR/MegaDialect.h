@@ -1,0 +1,39 @@
+//===- MegaDialect.h - mega dialect -----------------------------*- C++ -*-===//
+
+#ifndef TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_H
+#define TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include "tilemega/Dialect/Mega/IR/MegaOpsDialect.h.inc"
+#include "tilemega/Dialect/Mega/IR/MegaEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "tilemega/Dialect/Mega/IR/MegaAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "tilemega/Dialect/Mega/IR/MegaOps.h.inc"
+
+namespace mlir::tilemega::mega {
+
+/// The tile.kernel ops directly in the body of a tile function. A well-formed
+/// tile function has exactly one.
+SmallVector<tile::KernelOp> getTileKernels(func::FuncOp func);
+
+/// The one tile.kernel of a tile function, or null if it has none or several.
+tile::KernelOp getTileKernel(func::FuncOp func);
+
+/// The number of blocks of a tile.kernel (the product of its grid), or
+/// std::nullopt if its grid is missing, empty or has a size below 1.
+std::optional<int64_t> getNumBlocks(tile::KernelOp kernel);
+
+} // namespace mlir::tilemega::mega
+
+#endif // TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_H

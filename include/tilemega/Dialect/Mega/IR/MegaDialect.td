@@ -1,0 +1,71 @@
+//===- MegaDialect.td - the mega dialect -------------------*- tablegen -*-===//
+//
+// The mega dialect: one persistent mega-kernel in the style of the Mirage
+// Persistent Kernel. A graph of operators is split into SM-level tasks that
+// synchronise through event counters and are fed to the workers by queues.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_TD
+#define TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Mega_Dialect : Dialect {
+  let name = "mega";
+  let cppNamespace = "::mlir::tilemega::mega";
+  let summary = "A task graph run by one persistent GPU kernel";
+  let description = [{
+    The `mega` dialect describes a whole model step (for example one decode
+    step of a transformer) as a single persistent kernel launch, the way the
+    Mirage Persistent Kernel does. A `mega.graph` is that launch: it owns the
+    global tensors (its region arguments), a number of worker CTAs and a few
+    scheduler warps.
+
+    Inside the graph, every operator is a `mega.task`: its work is split into
+    `count` SM-level task instances, and each instance runs the body of a
+    *tile function* with the block index set to its instance index. A tile
+    function is a `func.func` in the enclosing module whose body is one
+    `tile.kernel`; its grid is the number of instances.
+
+    Tasks are ordered by `mega.event`s: counters in global memory that fire
+    once they have received their trigger count of signals. A task instance
+    starts once every event it waits on has fired and signals every event it
+    lists once it is done. `mega.queue`s say who runs a task: an
+    ahead-of-time queue holds a static task order for one worker, the
+    just-in-time queue is served by the scheduler warps, which hand ready
+    tasks to idle workers.
+
+    The verifier checks the graph before any pass runs: symbols resolve, each
+    event is signalled exactly as often as its trigger count says, every wait
+    can be satisfied, and the task graph has no cycle.
+
+    ```mlir
+    func.func @rmsnorm(%x: memref<4096xf16>, %y: memref<4096xf16>) {
+      tile.kernel blocks(%i) in [32] threads 128 {
+      }
+      return
+    }
+    func.func @gemv(%y: memref<4096xf16>, %w: memref<4096x4096xf16>,
+                    %o: memref<4096xf16>) {
+      tile.kernel blocks(%i) in [64] threads 128 {
+      }
+      return
+    }
+    mega.graph @layer(%x: memref<4096xf16>, %y: memref<4096xf16>,
+                      %w: memref<4096x4096xf16>, %o: memref<4096xf16>)
+        workers 132 {
+      mega.event @normed trigger 32
+      mega.queue @jit jit
+      mega.task @norm body @rmsnorm(%x, %y : memref<4096xf16>, memref<4096xf16>)
+          count 32 signals [@normed]
+      mega.task @proj body @gemv(%y, %w, %o : memref<4096xf16>,
+          memref<4096x4096xf16>, memref<4096xf16>)
+          count 64 waits [@normed] queue @jit
+    }
+    ```
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+#endif // TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_TD

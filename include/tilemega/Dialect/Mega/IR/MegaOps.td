@@ -1,0 +1,226 @@
+//===- MegaOps.td - mega dialect operations ----------------*- tablegen -*-===//
+
+#ifndef TILEMEGA_DIALECT_MEGA_IR_MEGAOPS_TD
+#define TILEMEGA_DIALECT_MEGA_IR_MEGAOPS_TD
+
+include "tilemega/Dialect/Mega/IR/MegaDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+
+class Mega_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Mega_Dialect, mnemonic, traits>;
+
+// A list of event names (`[@e0, @e1]`). Unlike the upstream
+// FlatSymbolRefArrayAttr it can be built from a constant, so that it can
+// default to the empty list.
+def Mega_EventRefArrayAttr
+    : TypedArrayAttrBase<FlatSymbolRefAttr, "list of event symbol references"> {
+  let constBuilderCall = "$_builder.getArrayAttr($0)";
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Mega_QueueKind : I32EnumAttr<"QueueKind", "task queue kind", [
+    I32EnumAttrCase<"aot", 0>, I32EnumAttrCase<"jit", 1>]> {
+  let cppNamespace = "::mlir::tilemega::mega";
+  let genSpecializedAttr = 0;
+}
+
+def Mega_QueueKindAttr : EnumAttr<Mega_Dialect, Mega_QueueKind, "queue_kind"> {
+  let summary = "Who hands a queue's tasks to the workers";
+  let description = [{
+    `aot`: an ahead-of-time queue. The compiler fixes the order of its tasks
+    and one worker runs them in that order, waiting on their events itself.
+    Good for tasks whose cost is stable.
+
+    `jit`: the just-in-time queue. The graph's scheduler warps watch the
+    events and hand tasks that became ready to whichever worker is idle.
+    Good for tasks whose cost varies (attention over sequences of different
+    lengths, for example).
+
+    Inside `mega.queue` the kind is printed as a bare keyword.
+
+    ```mlir
+    mega.queue @w0 aot worker 0
+    mega.queue @dyn jit
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// mega.graph
+//===----------------------------------------------------------------------===//
+
+def Mega_GraphOp : Mega_Op<"graph", [
+    Symbol, SymbolTable, IsolatedFromAbove, SingleBlock, NoTerminator,
+    HasParent<"::mlir::ModuleOp">]> {
+  let summary = "One persistent kernel launch running a graph of tasks";
+  let description = [{
+    A graph is one launch of a persistent kernel: `workers` worker CTAs (at
+    least 1) loop over their queues and run tasks until the graph is done,
+    while `schedulers` scheduler warps (default 1) serve the just-in-time
+    queue. The region's arguments are the graph's global tensors (memrefs)
+    and scalars; tasks pass them to their tile functions.
+
+    The body holds `mega.event`, `mega.queue` and `mega.task` ops, whose
+    names share the graph's symbol table. The graph's verifier checks the
+    whole task graph: every event is signalled by exactly as many task
+    instances as its trigger count, every event that is waited on is
+    signalled, and the dependencies (task, event it signals, task waiting on
+    that event) form no cycle.
+
+    ```mlir
+    // @scale_fn is a func.func of the module, with a 16-block tile.kernel.
+    mega.graph @decode(%x: memref<4096xf16>, %y: memref<4096xf16>, %n: i32)
+        workers 132 schedulers 4 {
+      mega.event @done trigger 16
+      mega.task @scale body @scale_fn(%x, %y, %n
+          : memref<4096xf16>, memref<4096xf16>, i32) count 16 signals [@done]
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$workers,
+                       DefaultValuedAttr<I64Attr, "1">:$schedulers);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [
+    OpBuilder<(ins "::llvm::StringRef":$name, "::mlir::TypeRange":$globals,
+                   "int64_t":$workers, CArg<"int64_t", "1">:$schedulers)>
+  ];
+  let extraClassDeclaration = [{
+    /// The graph's global tensors and scalars (the region's arguments).
+    ::mlir::Block::BlockArgListType getGlobals() {
+      return getBody().getArguments();
+    }
+    /// The single block of the body.
+    ::mlir::Block &getBodyBlock() { return getBody().front(); }
+    /// `workers` and `schedulers` as signed values (the generated getters
+    /// of I64Attr return uint64_t).
+    int64_t getNumWorkers() { return static_cast<int64_t>(getWorkers()); }
+    int64_t getNumSchedulers() { return static_cast<int64_t>(getSchedulers()); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// mega.event
+//===----------------------------------------------------------------------===//
+
+def Mega_EventOp : Mega_Op<"event", [Symbol, HasParent<"GraphOp">]> {
+  let summary = "A dependency counter that fires after N signals";
+  let description = [{
+    A counter in global memory. Every task instance that lists the event in
+    its `signals` increments it once when it finishes (a release); the event
+    fires when the counter reaches `trigger` (at least 1), and task instances
+    that list it in `waits` start only after that (an acquire). The trigger
+    count must equal the number of task instances that signal the event: the
+    sum of `count` over the tasks that list it.
+
+    ```mlir
+    // Fired once all 32 instances of @norm are done.
+    mega.event @normed trigger 32
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$trigger);
+  let assemblyFormat = "$sym_name `trigger` $trigger attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `trigger` as a signed value.
+    int64_t getTriggerCount() { return static_cast<int64_t>(getTrigger()); }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// mega.queue
+//===----------------------------------------------------------------------===//
+
+def Mega_QueueOp : Mega_Op<"queue", [Symbol, HasParent<"GraphOp">]> {
+  let summary = "A queue of tasks for one worker, or the just-in-time queue";
+  let description = [{
+    An `aot` queue belongs to the worker whose index follows `worker` (in
+    `[0, workers)` of the graph; at most one such queue per worker); its
+    task order is fixed at compile time. The `jit` queue (at most one per
+    graph, and only in a graph with scheduler warps) is fed at run time by
+    the scheduler warps with tasks whose events have fired. Tasks name their
+    queue with `queue @q`; the scheduling pass assigns tasks that have none.
+
+    ```mlir
+    mega.queue @w0 aot worker 0
+    mega.queue @w1 aot worker 1
+    mega.queue @dyn jit
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, Mega_QueueKindAttr:$kind,
+                       OptionalAttr<I64Attr>:$worker);
+  // The enum attribute prints its own leading space, hence the `` before it.
+  let assemblyFormat = "$sym_name `` $kind (`worker` $worker^)? attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `worker` as a signed value; std::nullopt for the jit queue.
+    std::optional<int64_t> getWorkerIndex() {
+      if (std::optional<uint64_t> worker = getWorker())
+        return static_cast<int64_t>(*worker);
+      return std::nullopt;
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// mega.task
+//===----------------------------------------------------------------------===//
+
+def Mega_TaskOp : Mega_Op<"task", [
+    Symbol, HasParent<"GraphOp">,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "An operator split into SM-level task instances";
+  let description = [{
+    One operator of the graph, split into `count` task instances, each the
+    work of one SM. `body` names a tile function: a `func.func` in the
+    enclosing module that contains one `tile.kernel` whose grid has `count`
+    blocks in all. Instance `i` runs that kernel's body with block index `i`
+    (linearised over the grid), on the operands, which are arguments of the
+    enclosing graph and match the tile function's signature.
+
+    An instance starts once every event in `waits` has fired, and signals
+    every event in `signals` once when it is done. `queue` names the
+    `mega.queue` that runs the task; without it, the scheduling pass picks
+    one.
+
+    ```mlir
+    mega.task @proj body @gemv(%y, %w, %o : memref<4096xf16>,
+        memref<4096x4096xf16>, memref<4096xf16>)
+        count 64 waits [@normed] signals [@projected] queue @dyn
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    FlatSymbolRefAttr:$body,
+    Variadic<AnyType>:$args,
+    I64Attr:$count,
+    DefaultValuedAttr<Mega_EventRefArrayAttr, "{}">:$waits,
+    DefaultValuedAttr<Mega_EventRefArrayAttr, "{}">:$signals,
+    OptionalAttr<FlatSymbolRefAttr>:$queue);
+  let assemblyFormat = [{
+    $sym_name `body` $body `(` ($args^ `:` type($args))? `)`
+    `count` $count (`waits` $waits^)? (`signals` $signals^)?
+    (`queue` $queue^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// `count` (the number of task instances) as a signed value.
+    int64_t getNumInstances() { return static_cast<int64_t>(getCount()); }
+    /// The graph this task belongs to.
+    GraphOp getGraph() { return ::llvm::cast<GraphOp>((*this)->getParentOp()); }
+    /// The tile function named by `body`, or null if it does not resolve to
+    /// a func.func in the module around the graph.
+    ::mlir::func::FuncOp getTileFunction();
+  }];
+}
+
+#endif // TILEMEGA_DIALECT_MEGA_IR_MEGAOPS_TD

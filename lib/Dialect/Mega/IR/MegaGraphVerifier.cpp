@@ -1,0 +1,175 @@
+//===- MegaGraphVerifier.cpp - whole-graph checks of mega.graph -------------===//
+//
+// The region verifier of mega.graph: the checks that need every task, event
+// and queue of a graph at once. It runs after each op in the body has been
+// verified and after the graph's SymbolTable trait has resolved every
+// symbol (TaskOp::verifySymbolUses), so lookups here cannot fail.
+//
+//  - at most one aot queue per worker and at most one jit queue;
+//  - every event that is waited on is signalled by some task;
+//  - every event's trigger count equals the number of task instances that
+//    signal it (the sum of `count` over its signalling tasks);
+//  - the task graph (task -> event it signals -> task waiting on it) is
+//    acyclic; a cycle is reported once, naming its tasks in order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::mega;
+
+namespace {
+
+/// The dependency structure of one graph, indexed by position in the body.
+struct TaskGraph {
+  SmallVector<TaskOp> tasks;
+  SmallVector<EventOp> events;
+  DenseMap<StringAttr, unsigned> eventIndex;
+  /// For each event, the tasks that signal it and the tasks that wait on it,
+  /// in body order.
+  SmallVector<SmallVector<unsigned>> signallers, waiters;
+
+  explicit TaskGraph(GraphOp graph) {
+    for (Operation &op : graph.getBodyBlock()) {
+      if (auto event = dyn_cast<EventOp>(op)) {
+        eventIndex[event.getSymNameAttr()] = events.size();
+        events.push_back(event);
+      } else if (auto task = dyn_cast<TaskOp>(op)) {
+        tasks.push_back(task);
+      }
+    }
+    signallers.resize(events.size());
+    waiters.resize(events.size());
+    for (auto [t, task] : llvm::enumerate(tasks)) {
+      for (auto ref : task.getSignals().getAsRange<FlatSymbolRefAttr>())
+        signallers[eventIndex.at(ref.getAttr())].push_back(t);
+      for (auto ref : task.getWaits().getAsRange<FlatSymbolRefAttr>())
+        waiters[eventIndex.at(ref.getAttr())].push_back(t);
+    }
+  }
+
+  /// Tasks that can start only after `t` finished: those that wait on an
+  /// event `t` signals.
+  SmallVector<unsigned> successors(unsigned t) {
+    SmallVector<unsigned> result;
+    for (auto ref : tasks[t].getSignals().getAsRange<FlatSymbolRefAttr>())
+      llvm::append_range(result, waiters[eventIndex.at(ref.getAttr())]);
+    return result;
+  }
+};
+
+} // namespace
+
+static LogicalResult verifyQueues(GraphOp graph) {
+  DenseMap<int64_t, QueueOp> aotByWorker;
+  QueueOp jit;
+  for (auto queue : graph.getBodyBlock().getOps<QueueOp>()) {
+    if (queue.getKind() == QueueKind::jit) {
+      if (jit)
+        return queue.emitOpError()
+               << "is a second jit queue; the graph already has "
+               << FlatSymbolRefAttr::get(jit.getSymNameAttr());
+      jit = queue;
+      continue;
+    }
+    auto [it, inserted] = aotByWorker.try_emplace(*queue.getWorkerIndex(), queue);
+    if (!inserted)
+      return queue.emitOpError()
+             << "is a second aot queue for worker " << *queue.getWorkerIndex()
+             << ", which already has "
+             << FlatSymbolRefAttr::get(it->second.getSymNameAttr());
+  }
+  return success();
+}
+
+static LogicalResult verifyEventCounts(TaskGraph &g) {
+  for (auto [e, event] : llvm::enumerate(g.events)) {
+    auto name = FlatSymbolRefAttr::get(event.getSymNameAttr());
+    if (g.signallers[e].empty() && !g.waiters[e].empty()) {
+      TaskOp waiter = g.tasks[g.waiters[e].front()];
+      return waiter.emitOpError()
+             << "waits on event " << name
+             << ", which no task signals, so task "
+             << FlatSymbolRefAttr::get(waiter.getSymNameAttr())
+             << " can never start";
+    }
+    // Counts are >= 1 (TaskOp::verify); saturate rather than overflow.
+    uint64_t instances = 0;
+    for (unsigned t : g.signallers[e])
+      instances = llvm::SaturatingAdd(
+          instances, static_cast<uint64_t>(g.tasks[t].getNumInstances()));
+    uint64_t trigger = static_cast<uint64_t>(event.getTriggerCount());
+    if (instances < trigger)
+      return event.emitOpError()
+             << "event " << name << " has trigger count " << trigger
+             << " but is signalled by " << instances
+             << " task instances: a wait on it can never be satisfied";
+    if (instances > trigger)
+      return event.emitOpError()
+             << "event " << name << " has trigger count " << trigger
+             << " but is signalled by " << instances
+             << " task instances: it is over-signalled";
+  }
+  return success();
+}
+
+/// Depth-first search over the task graph in body order; reports the first
+/// back edge found as one cycle, starting at the task it returns to.
+static LogicalResult verifyAcyclic(TaskGraph &g) {
+  enum class Color : uint8_t { White, Gray, Black };
+  size_t n = g.tasks.size();
+  SmallVector<Color> color(n, Color::White);
+  SmallVector<SmallVector<unsigned>> succs(n);
+  for (unsigned t = 0; t < n; ++t)
+    succs[t] = g.successors(t);
+
+  // Explicit stack of (task, index of the next successor to visit), so that
+  // long dependency chains do not exhaust the native stack.
+  SmallVector<std::pair<unsigned, unsigned>> stack;
+  for (unsigned root = 0; root < n; ++root) {
+    if (color[root] != Color::White)
+      continue;
+    color[root] = Color::Gray;
+    stack.push_back({root, 0});
+    while (!stack.empty()) {
+      auto &[t, next] = stack.back();
+      if (next == succs[t].size()) {
+        color[t] = Color::Black;
+        stack.pop_back();
+        continue;
+      }
+      unsigned s = succs[t][next++];
+      if (color[s] == Color::White) {
+        color[s] = Color::Gray;
+        stack.push_back({s, 0});
+        continue;
+      }
+      if (color[s] == Color::Black)
+        continue;
+      // Back edge t -> s: the cycle is s ... t on the stack, then s again.
+      auto start = llvm::find_if(
+          stack, [&](const auto &entry) { return entry.first == s; });
+      InFlightDiagnostic diag = g.tasks[s].emitOpError("dependency cycle: ");
+      for (auto it = start; it != stack.end(); ++it)
+        diag << FlatSymbolRefAttr::get(g.tasks[it->first].getSymNameAttr())
+             << " -> ";
+      diag << FlatSymbolRefAttr::get(g.tasks[s].getSymNameAttr());
+      return diag;
+    }
+  }
+  return success();
+}
+
+LogicalResult GraphOp::verifyRegions() {
+  if (failed(verifyQueues(*this)))
+    return failure();
+  TaskGraph g(*this);
+  if (failed(verifyEventCounts(g)))
+    return failure();
+  return verifyAcyclic(g);
+}
