@@ -1,0 +1,200 @@
+//===- OutlineKernels.cpp - tile functions to gpu.func kernels -------------===//
+//
+// A tile function (a func.func around one tile.kernel) becomes a gpu.func
+// kernel; its launch configuration goes into the module attribute
+// `tilemega.kernels`, which is what the artifact writer turns into JSON.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileToGPUInternal.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::tile_to_gpu;
+
+/// Shared tiles start on 128-byte boundaries: enough for 128-bit accesses and
+/// for the swizzle patterns' bank arithmetic.
+static constexpr int64_t kSharedAlignment = 128;
+
+/// The gpu.module that receives every kernel of a module.
+static constexpr llvm::StringLiteral kKernelModuleName = "tilemega_kernels";
+
+/// The artifact's name for an element type, or "" when it has none.
+static StringRef getDTypeName(Type type) {
+  if (type.isF16())
+    return "float16";
+  if (type.isBF16())
+    return "bfloat16";
+  if (type.isF32())
+    return "float32";
+  if (type.isF64())
+    return "float64";
+  if (type.isIndex() || type.isInteger(64))
+    return "int64";
+  if (type.isInteger(32))
+    return "int32";
+  if (type.isInteger(16))
+    return "int16";
+  if (type.isInteger(8))
+    return "int8";
+  return "";
+}
+
+static DictionaryAttr buildParamMetadata(Builder &b, func::FuncOp func,
+                                         unsigned i) {
+  Type type = func.getArgumentTypes()[i];
+  std::string name = "arg" + std::to_string(i);
+  if (auto attr = func.getArgAttrOfType<StringAttr>(i, "tile.name"))
+    name = attr.str();
+  SmallVector<NamedAttribute> entries;
+  entries.push_back(b.getNamedAttr("name", b.getStringAttr(name)));
+  if (auto memref = dyn_cast<MemRefType>(type)) {
+    entries.push_back(b.getNamedAttr("kind", b.getStringAttr("tensor")));
+    entries.push_back(b.getNamedAttr(
+        "dtype", b.getStringAttr(getDTypeName(memref.getElementType()))));
+    entries.push_back(
+        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(memref.getShape())));
+    SmallVector<int64_t> strides(memref.getRank(), 1);
+    for (int d = memref.getRank() - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * memref.getDimSize(d + 1);
+    entries.push_back(
+        b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)));
+  } else {
+    entries.push_back(b.getNamedAttr("kind", b.getStringAttr("scalar")));
+    entries.push_back(
+        b.getNamedAttr("dtype", b.getStringAttr(getDTypeName(type))));
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+/// Checks that a tile function can become a kernel: memref arguments are
+/// global, statically shaped and row-major; scalars have an artifact dtype;
+/// the body is the kernel and a return.
+static LogicalResult verifyTileFunction(func::FuncOp func,
+                                        tile::KernelOp kernel) {
+  if (func.getNumResults() != 0)
+    return func.emitOpError("holds a tile.kernel and so cannot return values");
+  for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+    if (auto memref = dyn_cast<MemRefType>(type)) {
+      if (!tile::isGlobal(memref) || !memref.hasStaticShape() ||
+          !memref.getLayout().isIdentity() ||
+          getDTypeName(memref.getElementType()).empty())
+        return func.emitOpError()
+               << "argument " << i << " has type " << type
+               << ": kernel tensors must be global, statically shaped, "
+                  "row-major memrefs of f16, bf16, f32, f64 or i8-i64";
+      continue;
+    }
+    if (getDTypeName(type).empty())
+      return func.emitOpError()
+             << "argument " << i << " has type " << type
+             << ": kernel scalars must be f16, bf16, f32, f64, i8-i64 or index";
+  }
+  for (Operation &op : func.getBody().front()) {
+    if (&op == kernel.getOperation() || isa<func::ReturnOp>(op))
+      continue;
+    return op.emitOpError("cannot stand beside a tile.kernel in its function: "
+                          "move it into the kernel body");
+  }
+  return success();
+}
+
+LogicalResult tile_to_gpu::outlineTileKernels(
+    ModuleOp module, DenseMap<Operation *, KernelLoweringState> &states) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  SmallVector<Attribute> kernelsMetadata;
+  if (auto existing = module->getAttrOfType<ArrayAttr>("tilemega.kernels"))
+    kernelsMetadata.append(existing.begin(), existing.end());
+
+  gpu::GPUModuleOp gpuModule;
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.getBody().empty() &&
+        !func.getBody().getOps<tile::KernelOp>().empty())
+      funcs.push_back(func);
+
+  for (func::FuncOp func : funcs) {
+    auto kernels = func.getBody().getOps<tile::KernelOp>();
+    if (std::next(kernels.begin()) != kernels.end())
+      return func.emitOpError("holds more than one tile.kernel; put each "
+                              "kernel in a function of its own");
+    tile::KernelOp kernel = *kernels.begin();
+    if (failed(verifyTileFunction(func, kernel)))
+      return failure();
+
+    // All kernels of a module share one gpu.module, so they end up in one
+    // PTX file that the runtime loads once.
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(module.getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, func.getLoc(), kKernelModuleName);
+    }
+    b.setInsertionPointToEnd(gpuModule.getBody());
+    auto gpuFunc = gpu::GPUFuncOp::create(b, func.getLoc(), func.getName(),
+                                          func.getFunctionType());
+    gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                     b.getUnitAttr());
+    ArrayRef<int64_t> gridRef = kernel.getGrid();
+    SmallVector<int32_t> grid(3, 1), block = {
+                                         static_cast<int32_t>(
+                                             kernel.getThreads()),
+                                         1, 1};
+    for (auto [i, g] : llvm::enumerate(gridRef))
+      grid[i] = static_cast<int32_t>(g);
+    gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
+    gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
+
+    // Move the kernel body in; block indices become gpu.block_id.
+    Block &entry = gpuFunc.getBody().front();
+    Block &body = kernel.getBody().front();
+    b.setInsertionPointToStart(&entry);
+    static const gpu::Dimension dims[] = {gpu::Dimension::x, gpu::Dimension::y,
+                                          gpu::Dimension::z};
+    for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+      arg.replaceAllUsesWith(
+          gpu::BlockIdOp::create(b, kernel.getLoc(), dims[i]).getResult());
+    for (auto [from, to] :
+         llvm::zip_equal(func.getArguments(), entry.getArguments()))
+      from.replaceAllUsesWith(to);
+    entry.getOperations().splice(entry.end(), body.getOperations());
+    b.setInsertionPointToEnd(&entry);
+    gpu::ReturnOp::create(b, func.getLoc());
+
+    // Lay out shared memory: one dynamic buffer, tiles at aligned offsets.
+    KernelLoweringState &state = states[gpuFunc];
+    state.numThreads = kernel.getThreads();
+    int64_t sharedBytes = 0;
+    gpuFunc.walk([&](tile::AllocSharedOp alloc) {
+      MemRefType type = alloc.getType();
+      int64_t bytes = type.getNumElements() *
+                      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      sharedBytes = llvm::alignTo(sharedBytes, kSharedAlignment);
+      state.sharedOffsets[alloc] = sharedBytes;
+      sharedBytes += bytes;
+    });
+
+    SmallVector<Attribute> params;
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      params.push_back(buildParamMetadata(b, func, i));
+    SmallVector<int64_t> grid64(grid.begin(), grid.end()),
+        block64(block.begin(), block.end());
+    kernelsMetadata.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(func.getName())),
+        b.getNamedAttr("grid", b.getDenseI64ArrayAttr(grid64)),
+        b.getNamedAttr("block", b.getDenseI64ArrayAttr(block64)),
+        b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(sharedBytes)),
+        b.getNamedAttr("params", b.getArrayAttr(params)),
+    }));
+    func.erase();
+  }
+  if (!funcs.empty()) {
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    b.getUnitAttr());
+    module->setAttr("tilemega.kernels", b.getArrayAttr(kernelsMetadata));
+  }
+  return success();
+}

@@ -1,0 +1,115 @@
+//===- TileToGPUInternal.h - shared pieces of the tile lowering -*- C++ -*-===//
+
+#ifndef TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
+#define TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::tilemega::tile_to_gpu {
+
+using tile::BlockedLayoutAttr;
+
+/// What the patterns of one kernel share.
+struct KernelLoweringState {
+  int64_t numThreads = 0;
+  /// Byte offset of every tile.alloc_shared in the dynamic shared memory.
+  DenseMap<Operation *, int64_t> sharedOffsets;
+};
+
+/// Base class of the tile lowering patterns: the kernel's state travels along.
+template <typename OpTy>
+struct TileLoweringPattern : public OpConversionPattern<OpTy> {
+  TileLoweringPattern(TypeConverter &converter, MLIRContext *ctx,
+                      KernelLoweringState &state)
+      : OpConversionPattern<OpTy>(converter, ctx), state(state) {}
+  KernelLoweringState &state;
+};
+
+/// The layout of a fragment (null when layout inference has not run).
+BlockedLayoutAttr getFragmentLayout(Value original);
+
+//===- Kernel outlining (OutlineKernels.cpp) ------------------------------===//
+
+/// Moves every func.func holding a tile.kernel into a gpu.func kernel, lays
+/// out its shared memory and records the launch metadata on the module.
+/// `states` receives one entry per kernel.
+LogicalResult
+outlineTileKernels(ModuleOp module,
+                   DenseMap<Operation *, KernelLoweringState> &states);
+
+/// Inserts gpu.barrier around tile ops that write shared memory.
+void insertSharedMemoryBarriers(gpu::GPUFuncOp func);
+
+//===- Thread mapping (ThreadMapping.cpp) ---------------------------------===//
+
+/// One run of `width` consecutive (innermost-dimension) elements a thread
+/// owns under a layout.
+struct OwnedChunk {
+  /// Position in the tile, one index per dimension.
+  SmallVector<Value> indices;
+  /// Register slot of the first element in the thread's fragment storage.
+  int64_t slot;
+  /// i1 that is false when the chunk lies outside the tile (layouts that do
+  /// not cover it exactly); null when always inside.
+  Value inTile;
+};
+
+/// Calls `fn` for every chunk the current thread owns of a tile of `shape`.
+/// `width` divides the layout's innermost sizePerThread.
+void forEachOwnedChunk(OpBuilder &b, Location loc, BlockedLayoutAttr layout,
+                       ArrayRef<int64_t> shape, int64_t width,
+                       function_ref<void(const OwnedChunk &)> fn);
+
+/// Emits `body` under `cond` (directly when `cond` is null).
+void emitGuarded(OpBuilder &b, Location loc, Value cond,
+                 function_ref<void(OpBuilder &)> body);
+
+/// The largest power of two known to divide `value` (capped at 1 << 20).
+int64_t knownDivisor(Value value);
+int64_t knownDivisor(OpFoldResult value);
+
+/// i1 AND of `a` and `b` where either may be null (meaning true).
+Value andConditions(OpBuilder &b, Location loc, Value a, Value c);
+
+/// Absolute indices `offsets + rel` of a box access.
+SmallVector<Value> addOffsets(OpBuilder &b, Location loc,
+                              ArrayRef<OpFoldResult> offsets,
+                              ArrayRef<Value> rel);
+
+/// i1 that is true when `indices` (with `width` elements from the last) lie
+/// inside `type`; null when that is known statically. `dynamicDims` marks the
+/// dimensions whose offsets are not constants.
+Value boundsCheck(OpBuilder &b, Location loc, MemRefType type,
+                  ArrayRef<OpFoldResult> offsets, ArrayRef<Value> indices,
+                  ArrayRef<int64_t> sizes);
+
+/// Indices into a shared buffer after its swizzle (unchanged without one).
+SmallVector<Value> swizzleIndices(OpBuilder &b, Location loc, Value original,
+                                  ArrayRef<Value> indices);
+/// The swizzle of a shared buffer (null when it has none).
+tile::SwizzleAttr getSwizzle(Value original);
+
+/// Loads `width` consecutive elements (a scalar when width is 1).
+Value loadElements(OpBuilder &b, Location loc, Value memref,
+                   ArrayRef<Value> indices, int64_t width);
+/// Stores `value` (a scalar or a vector) at `indices`.
+void storeElements(OpBuilder &b, Location loc, Value value, Value memref,
+                   ArrayRef<Value> indices);
+/// Converts a scalar or vector of one element type to another.
+Value convertElements(OpBuilder &b, Location loc, Value value, Type toElement);
+
+//===- Patterns -----------------------------------------------------------===//
+
+void populateDataMovementPatterns(RewritePatternSet &patterns,
+                                  TypeConverter &converter,
+                                  KernelLoweringState &state);
+void populateComputePatterns(RewritePatternSet &patterns,
+                             TypeConverter &converter,
+                             KernelLoweringState &state);
+
+} // namespace mlir::tilemega::tile_to_gpu
+
+#endif // TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
