@@ -1,0 +1,41 @@
+//===- Pipelines.h - registered TileMega pipelines --------------*- C++ -*-===//
+
+#ifndef TILEMEGA_PIPELINES_PIPELINES_H
+#define TILEMEGA_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+namespace tilemega {
+
+/// Options of `tilemega-tile-to-ptx-pipeline`.
+struct TileToPTXPipelineOptions
+    : public PassPipelineOptions<TileToPTXPipelineOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("Target GPU architecture (sm_90a: Hopper)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("NVPTX target features (PTX ISA)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("LLVM optimisation level (0-3)"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What gpu.binary holds: isa (PTX text), bin (cubin, "
+                     "needs ptxas) or fatbin"),
+      llvm::cl::init("isa")};
+};
+
+/// tile IR -> gpu.binary with PTX (or cubin) for the chosen chip.
+void buildTileToPTXPipeline(OpPassManager &pm,
+                            const TileToPTXPipelineOptions &options);
+
+/// Registers every TileMega pipeline.
+void registerTileMegaPipelines();
+
+} // namespace tilemega
+} // namespace mlir
+
+#endif // TILEMEGA_PIPELINES_PIPELINES_H
