@@ -1,0 +1,241 @@
+"""`tilemega.compile`: tile IR in, a launchable artifact out.
+
+Runs the pipeline registered in C++ (`tilemega-tile-to-ptx-pipeline`, the same
+one `tilemega-opt` runs) on a copy of the module, pulls the PTX out of the
+resulting `gpu.binary`, assembles a cubin with ptxas when it is installed, and
+gathers the launch metadata the lowering recorded in `tilemega.kernels`. The
+result saves as the artifact format of docs/artifact-format.md, which the
+compiler-free `tilemega.runtime` loads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from . import __version__
+
+MLIR_VERSION = "22.1.8"
+PIPELINE = "tilemega-tile-to-ptx-pipeline"
+
+
+class CompileError(RuntimeError):
+    """The pipeline rejected the module; the message carries MLIR's
+    diagnostics and a `tilemega-opt` command that reproduces the failure."""
+
+
+def find_ptxas() -> Optional[str]:
+    """ptxas from PATH or the usual CUDA install, or None."""
+    found = shutil.which("ptxas")
+    if found:
+        return found
+    for candidate in ("/usr/local/cuda/bin/ptxas",):
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+@dataclass
+class CompiledModule:
+    """What `compile` produced: PTX, an optional cubin, and metadata."""
+
+    name: str
+    chip: str
+    ptx: str
+    cubin: Optional[bytes]
+    kernels: List[Dict[str, Any]]
+    ptxas_log: str = ""
+    toolchain: Dict[str, str] = field(default_factory=dict)
+    _loaded: Any = field(default=None, repr=False)
+
+    @property
+    def metadata(self) -> Dict[str, Any]:
+        """The artifact JSON (docs/artifact-format.md, version 1)."""
+        return {
+            "format": "tilemega.artifact",
+            "version": 1,
+            "name": self.name,
+            "chip": self.chip,
+            "ptx": f"{self.name}.ptx",
+            "cubin": f"{self.name}.cubin" if self.cubin is not None else None,
+            "toolchain": self.toolchain,
+            "kernels": self.kernels,
+        }
+
+    def save(self, directory: str) -> str:
+        """Writes NAME.json, NAME.ptx and NAME.cubin into `directory`;
+        returns the JSON path."""
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, f"{self.name}.ptx"), "w") as f:
+            f.write(self.ptx)
+        if self.cubin is not None:
+            with open(os.path.join(directory, f"{self.name}.cubin"), "wb") as f:
+                f.write(self.cubin)
+        path = os.path.join(directory, f"{self.name}.json")
+        with open(path, "w") as f:
+            json.dump(self.metadata, f, indent=2)
+            f.write("\n")
+        return path
+
+    def load(self, directory: Optional[str] = None):
+        """Saves (to a temporary folder unless given) and loads the artifact
+        with `tilemega.runtime`; returns the launchable Artifact."""
+        from .runtime import load_artifact
+
+        if self._loaded is None or directory is not None:
+            target = directory or tempfile.mkdtemp(prefix="tilemega-")
+            self._loaded = load_artifact(self.save(target))
+        return self._loaded
+
+    def __call__(self, *args, stream=None):
+        """Launches the only kernel (see tilemega.runtime.Artifact)."""
+        return self.load()(*args, stream=stream)
+
+
+def _attr_to_python(attr) -> Any:
+    """Converts the builtin attributes of `tilemega.kernels` to Python."""
+    from .ir import (ArrayAttr, DenseI64ArrayAttr, DictAttr, IntegerAttr,
+                     StringAttr)
+
+    if isinstance(attr, DictAttr):
+        return {attr[i].name: _attr_to_python(attr[i].attr)
+                for i in range(len(attr))}
+    if isinstance(attr, ArrayAttr):
+        return [_attr_to_python(a) for a in attr]
+    if isinstance(attr, DenseI64ArrayAttr):
+        return list(attr)
+    if isinstance(attr, IntegerAttr):
+        return attr.value
+    if isinstance(attr, StringAttr):
+        return attr.value
+    raise TypeError(f"unexpected attribute in tilemega.kernels: {attr}")
+
+
+def _write_repro(text: str, options: str) -> str:
+    fd, path = tempfile.mkstemp(prefix="tilemega-repro-", suffix=".mlir")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return (f"reproduce with:\n  tilemega-opt {path} "
+            f"--{PIPELINE}='{options}'")
+
+
+_REGISTERS = re.compile(
+    r"Compiling entry function '(\w+)'.*?Used (\d+) registers", re.S)
+
+
+def _assemble(ptx: str, chip: str, ptxas: str):
+    with tempfile.TemporaryDirectory(prefix="tilemega-ptxas-") as tmp:
+        src, out = os.path.join(tmp, "k.ptx"), os.path.join(tmp, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, f"-arch={chip}", "-v", src, "-o", out],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError(f"ptxas rejected the generated PTX:\n{proc.stderr}")
+        with open(out, "rb") as f:
+            return f.read(), proc.stderr
+
+
+def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
+            opt_level: int = 3, features: str = "+ptx80",
+            assemble: bool = True) -> CompiledModule:
+    """Compiles a module of tile functions for `chip`.
+
+    module: a `tilemega.ir.Module` (not modified) or MLIR text.
+    name: artifact name; defaults to the kernel's name (or "module").
+    assemble: also run ptxas (when found) to produce a cubin.
+    """
+    from .ir import Context, Location, Module, MLIRError
+    from .passmanager import PassManager
+    from .dialects import gpu
+
+    if not isinstance(chip, str) or not re.fullmatch(r"sm_\d+a?", chip):
+        raise ValueError(f"chip must look like 'sm_90a', got {chip!r}")
+    if opt_level not in (0, 1, 2, 3):
+        raise ValueError(f"opt_level must be 0-3, got {opt_level!r}")
+
+    if isinstance(module, str):
+        text, context = module, None
+    elif hasattr(module, "operation"):
+        text, context = str(module.operation), module.context
+    else:
+        raise TypeError("module must be a tilemega.ir.Module or MLIR text, "
+                        f"got {type(module).__name__}")
+
+    options = f"chip={chip} features={features} opt-level={opt_level}"
+    ctx = context or Context()
+    with ctx, Location.unknown():
+        try:
+            work = Module.parse(text)
+        except MLIRError as e:
+            raise CompileError(f"the module does not parse:\n{e}") from None
+        pm = PassManager.parse(f"builtin.module({PIPELINE}{{{options}}})")
+        dump_dir = os.environ.get("TILEMEGA_DUMP_IR")
+        if dump_dir:
+            pm.enable_ir_printing(print_after_all=True,
+                                  tree_printing_dir_path=dump_dir)
+        try:
+            pm.run(work.operation)
+        except MLIRError as e:
+            raise CompileError(f"{PIPELINE} failed:\n{e}\n"
+                               f"{_write_repro(text, options)}") from None
+
+        if "tilemega.kernels" not in work.operation.attributes:
+            raise CompileError("the module holds no tile.kernel to compile")
+        kernels = _attr_to_python(work.operation.attributes["tilemega.kernels"])
+        ptx_parts = []
+        for op in work.body.operations:
+            if op.operation.name == "gpu.binary":
+                for obj in op.attributes["objects"]:
+                    ptx_parts.append(gpu.ObjectAttr(obj).object.decode())
+    if len(ptx_parts) != 1:
+        raise CompileError(f"expected one gpu.binary object, got {len(ptx_parts)}")
+    ptx = ptx_parts[0]
+
+    cubin, log = None, ""
+    toolchain = {"tilemega": __version__, "mlir": MLIR_VERSION}
+    ptxas = find_ptxas() if assemble else None
+    if ptxas:
+        cubin, log = _assemble(ptx, chip, ptxas)
+        toolchain["ptxas"] = ptxas
+        for kernel_name, regs in _REGISTERS.findall(log):
+            for k in kernels:
+                if k["name"] == kernel_name:
+                    k["registers"] = int(regs)
+    if name is None:
+        name = kernels[0]["name"] if len(kernels) == 1 else "module"
+    return CompiledModule(name=name, chip=chip, ptx=ptx, cubin=cubin,
+                          kernels=kernels, ptxas_log=log, toolchain=toolchain)
+
+
+def main(argv=None) -> int:
+    """`tilemega-compile IN.mlir -o DIR [--chip sm_90a]`: writes an artifact."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="tilemega-compile",
+                                     description=main.__doc__)
+    parser.add_argument("input", help="MLIR file with tile functions")
+    parser.add_argument("-o", "--output", required=True, help="artifact folder")
+    parser.add_argument("--chip", default="sm_90a")
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--opt-level", type=int, default=3)
+    args = parser.parse_args(argv)
+    with open(args.input) as f:
+        text = f.read()
+    try:
+        result = compile(text, args.chip, name=args.name, opt_level=args.opt_level)
+    except CompileError as e:
+        print(f"tilemega-compile: error: {e}", file=__import__("sys").stderr)
+        return 1
+    print(result.save(args.output))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

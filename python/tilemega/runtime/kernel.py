@@ -1,0 +1,87 @@
+"""`Kernel`: one launchable kernel of an artifact."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from . import driver, launch
+from .args import BoundArgs, bind
+from .errors import ArgumentError
+from .metadata import KernelSpec
+
+if TYPE_CHECKING:
+    from .artifact import Artifact
+
+# Above this the driver needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised.
+DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+
+
+class Kernel:
+    """A kernel of a loaded artifact; call it with its arguments to launch it.
+
+    Attributes: `name`, `spec` (the KernelSpec: grid, block,
+    dynamic_shared_bytes, params) and `artifact`.
+
+    `kernel(*args, stream=None)` checks every argument against the metadata
+    (count, dtype, shape, strides, CUDA device; scalar type and range) and
+    raises `ArgumentError` before touching the GPU. It then launches
+    asynchronously on `stream`: an int CUstream handle, a torch.cuda.Stream,
+    or None, meaning torch's current stream if the first tensor argument is a
+    torch tensor and the legacy default stream (0) otherwise. Tensors may be
+    torch tensors, objects with `__cuda_array_interface__` or DLPack CUDA
+    tensors; scalars are Python ints/floats. Driver failures raise
+    `LaunchError`; a missing cuda-python or GPU raises `RuntimeUnavailable`.
+    """
+
+    def __init__(self, artifact: "Artifact", spec: KernelSpec):
+        self.artifact = artifact
+        self.spec = spec
+        self.name = spec.name
+
+    def __repr__(self):
+        params = ", ".join(
+            f"{p.name}: {p.dtype}{list(p.shape) if p.kind == 'tensor' else ''}"
+            for p in self.spec.params)
+        return f"<Kernel {self.name}({params}) grid={self.spec.grid} block={self.spec.block}>"
+
+    def __call__(self, *args, stream=None):
+        self.launch(*args, stream=stream)
+
+    def check(self, *args, stream=None) -> BoundArgs:
+        """Check and pack `args` without launching (never touches the GPU)."""
+        return bind(self.spec, args, launch.stream_handle(stream))
+
+    def launch(self, *args, grid=None, block=None, stream=None,
+               dynamic_shared_bytes: Optional[int] = None, sync: bool = False):
+        """Launch with optional overrides of the metadata's launch shape.
+
+        grid/block: an int or 1-3 ints (missing ones are 1). sync=True waits
+        for the stream and reports asynchronous faults (e.g. an illegal address)
+        as LaunchError here instead of at some later CUDA call.
+        """
+        handle = launch.stream_handle(stream)
+        bound = bind(self.spec, args, handle)
+        grid = launch.normalize_dims(self.spec.grid if grid is None else grid, "grid")
+        block = launch.normalize_dims(self.spec.block if block is None else block, "block")
+        smem = self.spec.dynamic_shared_bytes if dynamic_shared_bytes is None else int(dynamic_shared_bytes)
+        if smem < 0:
+            raise ArgumentError(f"{self.name}: dynamic_shared_bytes must be >= 0, got {smem}")
+        device = self._device(bound)
+        if handle is None:
+            handle = launch.default_stream(device, bound.first_tensor_is_torch)
+        with driver.device_context(device):
+            function = self.artifact._function(device, self.name, smem)
+            launch.launch_kernel(function, grid, block, smem, handle, bound.values, self.name)
+            if sync:
+                driver.stream_synchronize(handle)
+        del bound  # tensors and DLPack capsules stay alive until the launch is enqueued
+
+    def _device(self, bound: BoundArgs) -> int:
+        """The CUDA ordinal to launch on: from the tensors, else the driver."""
+        if bound.device is not None:
+            return bound.device
+        ptr = bound.probe_pointer
+        found = driver.device_of_pointer(ptr) if ptr else None
+        if found is None:
+            found = driver.current_device()
+        return 0 if found is None else found

@@ -1,0 +1,171 @@
+"""Validation of artifact JSON (docs/artifact-format.md, version 1).
+
+Turns the parsed JSON into frozen spec objects, or raises ValueError naming the
+file and the field (e.g. "kernels[0].params[1].dtype"), so a bad artifact is
+reported at load time and not as a crash inside a launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Optional, Tuple
+
+from .dtypes import DTYPES
+
+FORMAT = "tilemega.artifact"
+VERSIONS = (1,)
+
+# Hardware limits common to every CUDA GPU since sm_30; checking them here
+# gives a clear message instead of CUDA_ERROR_INVALID_VALUE at launch.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+MAX_THREADS_PER_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One kernel parameter. shape/strides (in elements) only for tensors."""
+    name: str
+    kind: str                       # "tensor" or "scalar"
+    dtype: str
+    shape: Optional[Tuple[int, ...]] = None
+    strides: Optional[Tuple[int, ...]] = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One kernel entry of the artifact."""
+    name: str
+    grid: Tuple[int, int, int]
+    block: Tuple[int, int, int]
+    dynamic_shared_bytes: int
+    params: Tuple[ParamSpec, ...]
+
+
+@dataclass(frozen=True)
+class ArtifactSpec:
+    """The validated top-level metadata."""
+    name: str
+    version: int
+    chip: Optional[str]
+    ptx: str
+    cubin: Optional[str]
+    toolchain: Dict[str, Any]
+    kernels: Tuple[KernelSpec, ...]
+
+
+class _Checker:
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, field: str, message: str):
+        raise ValueError(f"{self.source}: field '{field}': {message}")
+
+    def get(self, obj: dict, key: str, field: str, required: bool = True):
+        if key not in obj:
+            if required:
+                self.fail(field, "missing")
+            return None
+        return obj[key]
+
+    def string(self, value, field: str) -> str:
+        if not isinstance(value, str) or not value:
+            self.fail(field, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def integer(self, value, field: str, minimum: int = 0) -> int:
+        # bool is an int subclass in Python but never a valid count here.
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(field, f"expected an integer, got {value!r}")
+        if value < minimum:
+            self.fail(field, f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    def int_list(self, value, field: str, minimum: int, length: Optional[int] = None):
+        if not isinstance(value, list):
+            self.fail(field, f"expected a list of integers, got {value!r}")
+        if length is not None and len(value) != length:
+            self.fail(field, f"expected {length} integers, got {len(value)}: {value!r}")
+        return tuple(self.integer(v, f"{field}[{i}]", minimum) for i, v in enumerate(value))
+
+
+def parse(meta: Any, source: str) -> ArtifactSpec:
+    """Validate parsed JSON `meta`; `source` (the file path) prefixes errors."""
+    c = _Checker(source)
+    if not isinstance(meta, dict):
+        raise ValueError(f"{source}: expected a JSON object at top level, got {type(meta).__name__}")
+    fmt = c.get(meta, "format", "format")
+    if fmt != FORMAT:
+        c.fail("format", f"expected {FORMAT!r}, got {fmt!r}")
+    version = c.get(meta, "version", "version")
+    if isinstance(version, bool) or version not in VERSIONS:
+        c.fail("version", f"unsupported version {version!r}; this runtime reads {list(VERSIONS)}")
+    name = c.string(c.get(meta, "name", "name"), "name")
+    chip = meta.get("chip")
+    if chip is not None:
+        c.string(chip, "chip")
+    ptx = c.string(c.get(meta, "ptx", "ptx"), "ptx")
+    cubin = meta.get("cubin")
+    if cubin is not None:
+        c.string(cubin, "cubin")
+    toolchain = meta.get("toolchain")
+    toolchain = {} if toolchain is None else toolchain
+    if not isinstance(toolchain, dict):
+        c.fail("toolchain", f"expected an object, got {toolchain!r}")
+    kernels = c.get(meta, "kernels", "kernels")
+    if not isinstance(kernels, list) or not kernels:
+        c.fail("kernels", f"expected a non-empty list, got {kernels!r}")
+    specs = tuple(_kernel(c, k, f"kernels[{i}]") for i, k in enumerate(kernels))
+    seen = set()
+    for i, k in enumerate(specs):
+        if k.name in seen:
+            c.fail(f"kernels[{i}].name", f"duplicate kernel name {k.name!r}")
+        seen.add(k.name)
+    return ArtifactSpec(name, version, chip, ptx, cubin, dict(toolchain), specs)
+
+
+def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
+    if not isinstance(k, dict):
+        c.fail(field, f"expected an object, got {k!r}")
+    name = c.string(c.get(k, "name", f"{field}.name"), f"{field}.name")
+    grid = c.int_list(c.get(k, "grid", f"{field}.grid"), f"{field}.grid", 1, 3)
+    block = c.int_list(c.get(k, "block", f"{field}.block"), f"{field}.block", 1, 3)
+    for axis, (g, limit) in enumerate(zip(grid, MAX_GRID)):
+        if g > limit:
+            c.fail(f"{field}.grid[{axis}]", f"{g} exceeds the CUDA limit {limit}")
+    for axis, (b, limit) in enumerate(zip(block, MAX_BLOCK)):
+        if b > limit:
+            c.fail(f"{field}.block[{axis}]", f"{b} exceeds the CUDA limit {limit}")
+    if block[0] * block[1] * block[2] > MAX_THREADS_PER_BLOCK:
+        c.fail(f"{field}.block", f"{list(block)} has more than {MAX_THREADS_PER_BLOCK} threads")
+    smem = k.get("dynamic_shared_bytes", 0)
+    smem = c.integer(smem, f"{field}.dynamic_shared_bytes", 0)
+    params = c.get(k, "params", f"{field}.params")
+    if not isinstance(params, list):
+        c.fail(f"{field}.params", f"expected a list, got {params!r}")
+    specs = tuple(_param(c, p, f"{field}.params[{i}]") for i, p in enumerate(params))
+    seen = set()
+    for i, p in enumerate(specs):
+        if p.name in seen:
+            c.fail(f"{field}.params[{i}].name", f"duplicate parameter name {p.name!r}")
+        seen.add(p.name)
+    return KernelSpec(name, grid, block, smem, specs)
+
+
+def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
+    if not isinstance(p, dict):
+        c.fail(field, f"expected an object, got {p!r}")
+    name = c.string(c.get(p, "name", f"{field}.name"), f"{field}.name")
+    kind = c.get(p, "kind", f"{field}.kind")
+    if kind not in ("tensor", "scalar"):
+        c.fail(f"{field}.kind", f"expected 'tensor' or 'scalar', got {kind!r}")
+    dtype = c.get(p, "dtype", f"{field}.dtype")
+    if dtype not in DTYPES:
+        c.fail(f"{field}.dtype", f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}")
+    if kind == "scalar":
+        return ParamSpec(name, kind, dtype)
+    shape = c.int_list(c.get(p, "shape", f"{field}.shape"), f"{field}.shape", 0)
+    strides = c.int_list(c.get(p, "strides", f"{field}.strides"), f"{field}.strides", 0)
+    if len(strides) != len(shape):
+        c.fail(f"{field}.strides", f"has {len(strides)} entries but shape has {len(shape)}")
+    return ParamSpec(name, kind, dtype, shape, strides)
