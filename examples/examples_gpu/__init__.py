@@ -1,0 +1,1 @@
+"""GPU checks of the examples: inputs, launch and reference, torch only."""

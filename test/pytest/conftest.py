@@ -1,0 +1,74 @@
+"""Shared pytest setup: the `gpu` marker, the source path, artifact writers."""
+
+import copy
+import json
+import os
+import sys
+
+import pytest
+
+_PYTHON_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+try:
+    # The built package (build/python_packages on PYTHONPATH, as
+    # scripts/tilemega.sh sets it) or an installed one: compiler and runtime.
+    import tilemega  # noqa: F401
+except ImportError:
+    # Only the sources: the runtime tests still run (on a GPU machine, say).
+    sys.path.insert(0, _PYTHON_DIR)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "gpu: needs cuda-python, torch with CUDA and a CUDA GPU (skipped otherwise)")
+
+
+BASE_META = {
+    "format": "tilemega.artifact",
+    "version": 1,
+    "name": "add_one",
+    "chip": "sm_90a",
+    "ptx": "add_one.ptx",
+    "cubin": None,
+    "toolchain": {"tilemega": "0.1.0", "mlir": "22.1.8", "ptxas": "13.0"},
+    "kernels": [
+        {
+            "name": "add_one",
+            "grid": [8, 8, 1],
+            "block": [128, 1, 1],
+            "dynamic_shared_bytes": 0,
+            "params": [
+                {"name": "A", "kind": "tensor", "dtype": "float32",
+                 "shape": [1024, 1024], "strides": [1024, 1]},
+                {"name": "B", "kind": "tensor", "dtype": "float32",
+                 "shape": [1024, 1024], "strides": [1024, 1]},
+                {"name": "alpha", "kind": "scalar", "dtype": "float32"},
+                {"name": "n", "kind": "scalar", "dtype": "int32"},
+            ],
+        }
+    ],
+}
+
+
+def write_artifact(folder, meta=None, ptx_text="// dummy PTX\n", stem=None):
+    """Write <stem>.json (+ the PTX it names) into `folder`; return the JSON path."""
+    meta = copy.deepcopy(BASE_META if meta is None else meta)
+    stem = stem or (meta.get("name") if isinstance(meta, dict) else None) or "art"
+    folder = str(folder)
+    os.makedirs(folder, exist_ok=True)
+    if isinstance(meta, dict) and isinstance(meta.get("ptx"), str) and ptx_text is not None:
+        with open(os.path.join(folder, meta["ptx"]), "w") as f:
+            f.write(ptx_text)
+    path = os.path.join(folder, stem + ".json")
+    with open(path, "w") as f:
+        json.dump(meta, f, indent=1)
+    return path
+
+
+@pytest.fixture
+def base_meta():
+    return copy.deepcopy(BASE_META)
+
+
+@pytest.fixture
+def artifact_path(tmp_path):
+    return write_artifact(tmp_path)
