@@ -17,4 +17,14 @@ def __getattr__(name):
         from . import compiler
 
         return getattr(compiler, name)
+    if name in ("jit", "autotune"):
+        # The decorators (their modules are callable too, for when
+        # `import tilemega.jit` has bound the attribute to the module).
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{name}"), name)
+    if name == "language":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.language")
     raise AttributeError(f"module 'tilemega' has no attribute {name!r}")

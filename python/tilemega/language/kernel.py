@@ -1,0 +1,170 @@
+"""The kernel context and loops: `T.Kernel`, `T.Parallel`, `T.Pipelined`, `T.serial`.
+
+    with T.Kernel(T.ceildiv(N, 128), M // 64, threads=128) as (bx, by):
+        for i, j in T.Parallel(64, 128):        # tile.parallel, traced once
+            ...
+        for k in T.Pipelined(K // 32, num_stages=3):   # tile.pipelined
+            ...
+
+`T.Parallel` and `T.Pipelined` are iterators that create their op, yield
+index values once (so the loop body is traced once, into the op's region),
+and close the region when the body is done. A plain Python `for` loop over
+`range(...)` is unrolled at trace time.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .trace import (Scope, TileLangTypeError, current, in_kernel, user_error,
+                    user_location, user_position)
+from .types import index, static_int
+from .values import Expr, constant, to_index
+
+
+class Kernel:
+    """`with T.Kernel(gx[, gy[, gz]], threads=128) as bx` (or `(bx, by)`...):
+    the kernel body, run once per thread block of the grid.
+
+    Grid sizes and `threads` are compile-time ints (symbolic dimensions are
+    fine: kernels are specialised per shape). `threads` is a multiple of 32,
+    at most 1024. The block indices are index values.
+    """
+
+    def __init__(self, *grid, threads=128):
+        self.grid = grid
+        self.threads = threads
+        self.scope: Optional[Scope] = None
+
+    def __enter__(self):
+        from ..dialects import tile
+
+        api = "T.Kernel"
+        state = current(api)
+        if state.kernel is not None:
+            user_error(api, "a kernel function holds exactly one `with T.Kernel(...)`; "
+                            "this is the second")
+        if len(state.scopes) != 1:
+            user_error(api, "T.Kernel must be at the top level of the function body")
+        if len(self.grid) == 1 and isinstance(self.grid[0], (tuple, list)):
+            self.grid = tuple(self.grid[0])
+        if not 1 <= len(self.grid) <= 3:
+            user_error(api, f"the grid has 1 to 3 dimensions, got {len(self.grid)}")
+        grid = [static_int(g, f"grid[{i}]", api, minimum=1) for i, g in enumerate(self.grid)]
+        if isinstance(self.threads, (tuple, list)):
+            user_error(api, f"threads must be one int (1-d thread blocks), got "
+                            f"{self.threads!r}", TileLangTypeError)
+        threads = static_int(self.threads, "threads", api)
+        if threads < 32 or threads % 32 or threads > 1024:
+            user_error(api, f"threads must be a positive multiple of 32 and at most 1024, "
+                            f"got {threads}")
+        limits = ((1 << 31) - 1, 65535, 65535)
+        for i, (g, lim) in enumerate(zip(grid, limits)):
+            if g > lim:
+                user_error(api, f"grid[{i}] = {g} is over CUDA's limit of {lim} blocks")
+        with user_location(), state.func_scope.end_point():
+            op = tile.kernel(grid=grid, threads=threads)
+        block = op.body.blocks[0]
+        state.kernel = op
+        state.threads = threads
+        scope = Scope("kernel", block, state.func_scope, op, user_position())
+        state.kernel_scope = scope
+        state.push(scope)
+        self.scope = scope
+        ids = tuple(Expr(a, index, scope, True, nonneg=True) for a in block.arguments)
+        return ids[0] if len(ids) == 1 else ids
+
+    def __exit__(self, exc_type, exc, tb):
+        current(None).pop(self.scope)
+        return False
+
+
+def _extents(api, extents):
+    if len(extents) == 1 and isinstance(extents[0], (tuple, list)):
+        extents = tuple(extents[0])
+    if not extents:
+        user_error(api, "needs at least one extent")
+    return [static_int(e, f"extent {i}", api, minimum=1) for i, e in enumerate(extents)]
+
+
+class Parallel:
+    """`for i, j in T.Parallel(64, 128):` an elementwise loop nest over a tile
+    (`tile.parallel`), spread over the block's threads. Extents are
+    compile-time ints. `layout=` (a `T.Blocked` or attribute string) fixes
+    which thread runs which iteration."""
+
+    def __init__(self, *extents, layout=None):
+        self.extents = extents
+        self.layout = layout
+
+    def __iter__(self):
+        from ..dialects import tile
+        from .ops import layout_attr
+
+        api = "T.Parallel"
+        state = in_kernel(api)
+        extents = _extents(api, self.extents)
+        if state.in_parallel():
+            user_error(api, "T.Parallel loops cannot be nested; use one T.Parallel with "
+                            "several extents")
+        layout = None
+        if self.layout is not None:
+            layout = layout_attr(self.layout, len(extents), state.threads, api, "layout")
+        position = user_position()
+        with user_location(), state.scope.end_point():
+            op = tile.parallel(extents, layout=layout)
+        block = op.body.blocks[0]
+        scope = Scope("parallel", block, state.scope, op, position)
+        state.push(scope)
+        try:
+            ids = tuple(Expr(a, index, scope, True, nonneg=True) for a in block.arguments)
+            yield ids[0] if len(ids) == 1 else ids
+        finally:
+            state.pop(scope)
+
+
+class Pipelined:
+    """`for k in T.Pipelined(n, num_stages=3):` or `T.Pipelined(lb, ub, step=1,
+    num_stages=3)`: a counted loop (`tile.pipelined`) whose global->shared
+    copies may overlap across `num_stages` iterations. Bounds may be ints or
+    traced index values; `num_stages=0` (TileLang's "no pipelining") is 1."""
+
+    def __init__(self, start, stop=None, step=1, *, num_stages=1, **ignored):
+        if stop is None:
+            start, stop = 0, start
+        self.start, self.stop, self.step = start, stop, step
+        self.num_stages = num_stages
+        self.ignored = ignored
+        self.api = "T.Pipelined"
+
+    def __iter__(self):
+        from ..dialects import tile
+
+        api = self.api
+        state = in_kernel(api)
+        if self.ignored:
+            user_error(api, f"unsupported arguments {sorted(self.ignored)} (supported: start, "
+                            "stop, step, num_stages)", TileLangTypeError)
+        stages = static_int(self.num_stages, "num_stages", api, minimum=0)
+        step = static_int(self.step, "step", api, minimum=1)
+        lb = to_index(self.start, api, "start")
+        ub = to_index(self.stop, api, "stop")
+        st = constant(step, index, api=api)
+        position = user_position()
+        with user_location(), state.scope.end_point():
+            op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages))
+        block = op.body.blocks[0]
+        scope = Scope("pipelined", block, state.scope, op, position)
+        state.push(scope)
+        try:
+            yield Expr(block.arguments[0], index, scope, True, nonneg=lb.nonneg)
+        finally:
+            state.pop(scope)
+
+
+def serial(start, stop=None, step=1):
+    """`for k in T.serial(n):` a loop kept as a loop (a `tile.pipelined` with
+    one stage); a Python `range` loop would be unrolled at trace time."""
+    p = Pipelined(start, stop, step, num_stages=1)
+    p.api = "T.serial"
+    return p

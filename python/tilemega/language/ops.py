@@ -1,0 +1,542 @@
+"""Tile operations: allocation, copy, gemm, fill, reduce, atomics, layouts.
+
+Each function checks its arguments in Python (ranks, shapes, scopes, dtypes)
+and raises `TileLangError` naming the argument and the user's line; what the
+Python side does not check, the MLIR verifier reports at the same line.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .trace import TileLangTypeError, in_kernel, assigned_name, user_error, user_location, \
+    user_position
+from .types import SymExpr, as_dtype, static_int
+from .values import Buffer, BufferLoad, BufferRegion, Expr, as_expr, to_index
+
+_SHARED_SPACE = "#gpu.address_space<workgroup>"
+_FRAGMENT_SPACE = "#tile.fragment"
+
+
+# ---------------------------------------------------------------------------
+# Layout and swizzle attributes
+# ---------------------------------------------------------------------------
+
+def _int_list(value, what, api, minimum):
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not value:
+        user_error(api, f"{what} must be a non-empty list of ints, got {value!r}",
+                   TileLangTypeError)
+    out = []
+    for i, v in enumerate(value):
+        if isinstance(v, SymExpr):
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int):
+            user_error(api, f"{what}[{i}] must be an int, got {v!r}", TileLangTypeError)
+        if v < minimum:
+            user_error(api, f"{what}[{i}] must be >= {minimum}, got {v}")
+        out.append(v)
+    return out
+
+
+class Blocked:
+    """A blocked fragment layout (`#tile.blocked`, Triton's encoding).
+
+        T.Blocked(size_per_thread=[1, 4], threads_per_warp=[1, 32],
+                  warps_per_block=[4, 1], order=[1, 0])
+
+    `order` lists dimensions fastest-varying first (default: the last
+    dimension fastest). The product of `threads_per_warp` is 32 and the
+    product of `warps_per_block` times 32 is the kernel's thread count.
+    """
+
+    def __init__(self, size_per_thread, threads_per_warp, warps_per_block, order=None):
+        api = "T.Blocked"
+        self.size_per_thread = _int_list(size_per_thread, "size_per_thread", api, 1)
+        rank = len(self.size_per_thread)
+        self.threads_per_warp = _int_list(threads_per_warp, "threads_per_warp", api, 1)
+        self.warps_per_block = _int_list(warps_per_block, "warps_per_block", api, 1)
+        self.order = (list(range(rank - 1, -1, -1)) if order is None
+                      else _int_list(order, "order", api, 0))
+        for name in ("threads_per_warp", "warps_per_block", "order"):
+            if len(getattr(self, name)) != rank:
+                user_error(api, f"{name} has {len(getattr(self, name))} entries but "
+                                f"size_per_thread has {rank}")
+        if sorted(self.order) != list(range(rank)):
+            user_error(api, f"order must be a permutation of 0..{rank - 1}, got {self.order}")
+        prod = 1
+        for t in self.threads_per_warp:
+            prod *= t
+        if prod != 32:
+            user_error(api, f"the product of threads_per_warp must be 32, got "
+                            f"{self.threads_per_warp} (product {prod})")
+
+    @property
+    def rank(self) -> int:
+        return len(self.size_per_thread)
+
+    @property
+    def num_threads(self) -> int:
+        n = 32
+        for w in self.warps_per_block:
+            n *= w
+        return n
+
+    def __str__(self):
+        f = lambda v: "[" + ", ".join(map(str, v)) + "]"  # noqa: E731
+        return (f"#tile.blocked<sizePerThread = {f(self.size_per_thread)}, threadsPerWarp = "
+                f"{f(self.threads_per_warp)}, warpsPerBlock = {f(self.warps_per_block)}, "
+                f"order = {f(self.order)}>")
+
+    __repr__ = __str__
+
+
+class Swizzle:
+    """A shared-memory XOR swizzle `#tile.swizzle<bits, base, shift>`
+    (CuTe's Swizzle<B, M, S>); bits = 0 is no swizzle."""
+
+    def __init__(self, bits=3, base=3, shift=3):
+        api = "T.Swizzle"
+        self.bits = static_int(bits, "bits", api, minimum=0)
+        self.base = static_int(base, "base", api, minimum=0)
+        self.shift = static_int(shift, "shift", api, minimum=0)
+
+    def __str__(self):
+        return f"#tile.swizzle<bits = {self.bits}, base = {self.base}, shift = {self.shift}>"
+
+    __repr__ = __str__
+
+
+def _parse_attr(text: str, api, what):
+    from ..ir import Attribute, MLIRError
+    try:
+        return Attribute.parse(text)
+    except (MLIRError, ValueError) as e:
+        user_error(api, f"{what}: cannot parse attribute {text!r}: {e}")
+
+
+def layout_attr(layout, rank: int, threads: Optional[int], api, what):
+    """An MLIR layout attribute from a Blocked, an attribute string or an Attribute."""
+    if isinstance(layout, Blocked):
+        if layout.rank != rank:
+            user_error(api, f"{what}: the layout has rank {layout.rank} but the tile has "
+                            f"rank {rank}")
+        if threads is not None and layout.num_threads != threads:
+            user_error(api, f"{what}: the layout spreads over {layout.num_threads} threads "
+                            f"(warps_per_block {layout.warps_per_block}) but the kernel has "
+                            f"{threads}")
+        return _parse_attr(str(layout), api, what)
+    if isinstance(layout, str):
+        return _parse_attr(layout, api, what)
+    if hasattr(layout, "context") and hasattr(layout, "type"):   # an ir.Attribute
+        return layout
+    user_error(api, f"{what} must be a T.Blocked, an attribute string or an MLIR attribute, "
+                    f"got {type(layout).__name__}", TileLangTypeError)
+
+
+def swizzle_attr(swizzle, api, what):
+    if isinstance(swizzle, Swizzle):
+        return _parse_attr(str(swizzle), api, what)
+    if isinstance(swizzle, (tuple, list)) and len(swizzle) == 3:
+        return _parse_attr(str(Swizzle(*swizzle)), api, what)
+    if isinstance(swizzle, dict):
+        return _parse_attr(str(Swizzle(**swizzle)), api, what)
+    if isinstance(swizzle, str):
+        return _parse_attr(swizzle, api, what)
+    if hasattr(swizzle, "context") and hasattr(swizzle, "type"):
+        return swizzle
+    user_error(api, f"{what} must be a T.Swizzle, (bits, base, shift), an attribute string "
+                    f"or an MLIR attribute, got {swizzle!r}", TileLangTypeError)
+
+
+# ---------------------------------------------------------------------------
+# Allocation
+# ---------------------------------------------------------------------------
+
+def _shape(shape, api):
+    if isinstance(shape, (int, SymExpr)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or not shape:
+        user_error(api, f"shape must be a non-empty tuple of ints, got {shape!r}",
+                   TileLangTypeError)
+    return [static_int(d, f"shape[{i}]", api, minimum=1) for i, d in enumerate(shape)]
+
+
+def _alloc(kind, shape, dtype, api, attrs):
+    from ..dialects import tile
+    from ..ir import Attribute, MemRefType
+
+    state = in_kernel(api)
+    dims = _shape(shape, api)
+    dt = as_dtype(dtype, "dtype", api=api)
+    space = Attribute.parse(_SHARED_SPACE if kind == "shared" else _FRAGMENT_SPACE)
+    ty = MemRefType.get(dims, dt.mlir_type(), memory_space=space)
+    ks = state.kernel_scope
+    # Allocations belong to the kernel body; one made inside a loop is hoisted
+    # to the top of the kernel.
+    ip = ks.end_point() if state.scope is ks else ks.hoist_point()
+    name = assigned_name(f"{kind}@{user_position()[1]}")
+    with user_location(), ip:
+        if kind == "shared":
+            value = tile.alloc_shared(ty, **attrs)
+        else:
+            value = tile.alloc_fragment(ty, **attrs)
+    if state.scope is not ks:
+        ks.last_hoisted = value.owner
+    buf = Buffer(value, name, dims, dt, kind, value.owner, user_position())
+    state.buffers.append(buf)
+    return buf
+
+
+def alloc_shared(shape, dtype="float32", scope="shared.dyn", *, swizzle=None) -> Buffer:
+    """A tile in the block's shared memory (`tile.alloc_shared`).
+
+    swizzle: a `T.Swizzle`, `(bits, base, shift)` or attribute string; by
+    default the compiler chooses.
+    """
+    api = "T.alloc_shared"
+    if scope not in ("shared", "shared.dyn"):
+        user_error(api, f"scope must be 'shared' or 'shared.dyn', got {scope!r}")
+    attrs = {}
+    if swizzle is not None:
+        in_kernel(api)
+        attrs["swizzle"] = swizzle_attr(swizzle, api, "swizzle")
+    return _alloc("shared", shape, dtype, api, attrs)
+
+
+def alloc_fragment(shape, dtype="float32", scope="local.fragment", *, layout=None) -> Buffer:
+    """A tile spread over the threads' registers (`tile.alloc_fragment`).
+
+    layout: a `T.Blocked` or attribute string (see also `T.annotate_layout`);
+    by default layout inference chooses.
+    """
+    api = "T.alloc_fragment"
+    if scope not in ("local.fragment", "fragment"):
+        user_error(api, f"scope must be 'local.fragment', got {scope!r}")
+    attrs = {}
+    if layout is not None:
+        state = in_kernel(api)
+        attrs["layout"] = layout_attr(layout, len(_shape(shape, api)), state.threads, api,
+                                      "layout")
+    return _alloc("fragment", shape, dtype, api, attrs)
+
+
+def annotate_layout(layouts: dict):
+    """`T.annotate_layout({A_f: T.Blocked(...), A_s: T.Swizzle(3, 3, 3)})`:
+    fixes the `layout` of fragments and the `swizzle` of shared tiles.
+    Values may also be MLIR attribute strings."""
+    api = "T.annotate_layout"
+    state = in_kernel(api)
+    if not isinstance(layouts, dict):
+        user_error(api, f"expects a dict {{buffer: layout}}, got {type(layouts).__name__}",
+                   TileLangTypeError)
+    for buf, layout in layouts.items():
+        if not isinstance(buf, Buffer):
+            user_error(api, f"keys must be buffers from T.alloc_fragment / T.alloc_shared, "
+                            f"got {type(buf).__name__}", TileLangTypeError)
+        what = f"layout of {buf.name}"
+        if buf.scope == "fragment":
+            if isinstance(layout, Swizzle):
+                user_error(api, f"{what}: a swizzle applies to shared tiles, {buf.name} is a "
+                                "fragment")
+            buf.op.attributes["layout"] = layout_attr(layout, buf.ndim, state.threads, api,
+                                                      what)
+        elif buf.scope == "shared":
+            if isinstance(layout, Blocked):
+                user_error(api, f"{what}: a blocked layout applies to fragments, {buf.name} is "
+                                "shared (give it a T.Swizzle)")
+            buf.op.attributes["swizzle"] = swizzle_attr(layout, api, what)
+        else:
+            user_error(api, f"{what}: {buf.name} is a global tensor; only shared and fragment "
+                            "tiles take layouts")
+
+
+def use_swizzle(buf, bits=3, base=3, shift=3):
+    """Sets the `swizzle` of a shared tile: `T.use_swizzle(A_s, bits=3, base=3,
+    shift=3)`. (Unlike TileLang's `T.use_swizzle(panel_size)`, which reorders
+    thread blocks, this is the shared-memory XOR swizzle.)"""
+    api = "T.use_swizzle"
+    in_kernel(api)
+    if not isinstance(buf, Buffer):
+        user_error(api, f"the first argument must be a shared tile, got "
+                        f"{type(buf).__name__} {buf!r} (TileLang's T.use_swizzle(panel_size) "
+                        "block rasterisation is not supported)", TileLangTypeError)
+    if buf.scope != "shared":
+        user_error(api, f"{buf.name} is a {buf.scope} buffer; swizzles apply to shared tiles")
+    buf.op.attributes["swizzle"] = swizzle_attr(Swizzle(bits, base, shift), api, "swizzle")
+
+
+# ---------------------------------------------------------------------------
+# Regions
+# ---------------------------------------------------------------------------
+
+class _Side:
+    """One side of a copy/atomic: a buffer and a box (starts, extents or None)."""
+
+    def __init__(self, buffer, starts, extents, kind, load=None):
+        self.buffer = buffer
+        self.starts = starts
+        self.extents = extents
+        self.kind = kind          # "buffer", "point" or "region"
+        self.load = load
+
+    def describe(self):
+        b = self.buffer
+        if self.kind == "buffer":
+            return f"{b.name} (shape {list(b.shape)})"
+        if self.kind == "region":
+            return f"region of {b.name} (extents {self.extents})"
+        return f"{b.name}[...]"
+
+
+def _side(x, api, what) -> _Side:
+    if isinstance(x, Buffer):
+        return _Side(x, [0] * x.ndim, list(x.shape), "buffer")
+    if isinstance(x, BufferRegion):
+        return _Side(x.buffer, x.starts, x.extents, "region")
+    if isinstance(x, BufferLoad):
+        return _Side(x.buffer, x.indices, None, "point", x)
+    user_error(api, f"{what} must be a buffer, a region start `A[r, c]` or a slice "
+                    f"`A[r:r+64, c:c+128]`, got {type(x).__name__} {x!r}", TileLangTypeError)
+
+
+def _offsets(side: _Side, api):
+    """ints stay static; traced indices become index Values."""
+    out = []
+    for s in side.starts:
+        out.append(s if isinstance(s, int) else to_index(s, api, "offset").ir)
+    return out
+
+
+def _check_box(side: _Side, sizes, api, what):
+    buf = side.buffer
+    if len(sizes) != buf.ndim:
+        user_error(api, f"{what} {buf.name} has rank {buf.ndim} but the copied box has rank "
+                        f"{len(sizes)} ({sizes}); both sides of a copy need the same rank")
+    for d, (s, n) in enumerate(zip(side.starts, sizes)):
+        if isinstance(s, int) and s + n > buf.shape[d]:
+            user_error(api, f"{what} box [{s}, {s + n}) in dimension {d} is out of bounds of "
+                            f"{buf.describe()}")
+    if buf.scope == "fragment" and (any(not (isinstance(s, int) and s == 0)
+                                        for s in side.starts) or list(sizes) != list(buf.shape)):
+        user_error(api, f"fragment {buf.name} is copied whole: its box must be its shape "
+                        f"{list(buf.shape)} at offset 0, got extents {list(sizes)}")
+
+
+# ---------------------------------------------------------------------------
+# Data movement
+# ---------------------------------------------------------------------------
+
+def copy(src, dst):
+    """`T.copy(src, dst)` (`tile.copy`), TileLang semantics.
+
+    Each side is a whole buffer, a region start `A[r, c]` (whose extent is the
+    other side's shape) or a slice `A[r:r+64, c:c+128]`. The extents of both
+    sides must agree. Element types may differ (both floats or both integers:
+    each element is converted).
+    """
+    from ..dialects import tile
+
+    api = "T.copy"
+    state = in_kernel(api)
+    s, d = _side(src, api, "src"), _side(dst, api, "dst")
+    if s.extents is not None and d.extents is not None:
+        if list(s.extents) != list(d.extents):
+            user_error(api, f"extents do not match: src {s.describe()} vs dst "
+                            f"{d.describe()}")
+        sizes = list(s.extents)
+    elif s.extents is not None:
+        sizes = list(s.extents)
+    elif d.extents is not None:
+        sizes = list(d.extents)
+    else:
+        user_error(api, "both src and dst are region starts (`A[r, c]`), so the extent is "
+                        "unknown: give one side as a whole buffer or a slice")
+    _check_box(s, sizes, api, "src")
+    _check_box(d, sizes, api, "dst")
+    sb, db = s.buffer, d.buffer
+    if sb.scope == "global" and db.scope == "global":
+        user_error(api, f"cannot copy global {sb.name} to global {db.name}: stage the tile "
+                        "through T.alloc_shared or T.alloc_fragment")
+    if sb.scope == "fragment" and db.scope == "fragment":
+        user_error(api, f"cannot copy fragment {sb.name} to fragment {db.name}: use "
+                        "T.Parallel")
+    if (sb.dtype.kind == "float") != (db.dtype.kind == "float"):
+        user_error(api, f"dtype mismatch: cannot convert {sb.dtype.name} ({sb.name}) to "
+                        f"{db.dtype.name} ({db.name}); both must be floats or both integers",
+                   TileLangTypeError)
+    for side in (s, d):
+        if side.load is not None:
+            side.load.consume()
+    src_offsets, dst_offsets = _offsets(s, api), _offsets(d, api)
+    with user_location(), state.scope.end_point():
+        tile.copy(sb.ir, db.ir, src_offsets=src_offsets, dst_offsets=dst_offsets,
+                  sizes=sizes)
+
+
+def _tile_buffer(x, api, what, scopes=("shared", "fragment")) -> Buffer:
+    if isinstance(x, BufferRegion):
+        b = x.buffer
+        if list(x.extents) == list(b.shape) and all(isinstance(s, int) and s == 0
+                                                    for s in x.starts):
+            return b
+        user_error(api, f"{what}: only whole tiles are supported, got a region of {b.name}")
+    if not isinstance(x, Buffer):
+        user_error(api, f"{what} must be a tile buffer, got {type(x).__name__} {x!r}",
+                   TileLangTypeError)
+    if x.scope not in scopes:
+        user_error(api, f"{what} ({x.name}) must be {' or '.join(scopes)}, got {x.scope}")
+    return x
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, clear_accum=False, *, policy=None,
+         k_pack=None, wg_wait=None):
+    """`T.gemm(A, B, C)`: C += op(A) @ op(B) (`tile.gemm`).
+
+    A (M x K, or K x M with transpose_A) and B (K x N, or N x K with
+    transpose_B) are shared tiles or fragments; C (M x N) is a fragment.
+    With clear_accum C is zeroed first. (`policy`, `k_pack` and `wg_wait` of
+    TileLang are accepted and ignored.)
+    """
+    from ..dialects import tile
+    from ..ir import UnitAttr
+
+    api = "T.gemm"
+    state = in_kernel(api)
+    a = _tile_buffer(A, api, "A")
+    b = _tile_buffer(B, api, "B")
+    c = _tile_buffer(C, api, "C", scopes=("fragment",))
+    for name, buf in (("A", a), ("B", b), ("C", c)):
+        if buf.ndim != 2:
+            user_error(api, f"{name} ({buf.name}) must be a 2-d tile, got rank {buf.ndim}")
+    m, ka = (a.shape[1], a.shape[0]) if transpose_A else a.shape
+    kb, n = (b.shape[1], b.shape[0]) if transpose_B else b.shape
+    if ka != kb:
+        user_error(api, f"K differs: A ({a.name} {list(a.shape)}"
+                        f"{', transposed' if transpose_A else ''}) gives K = {ka}, B "
+                        f"({b.name} {list(b.shape)}{', transposed' if transpose_B else ''}) "
+                        f"gives K = {kb}")
+    if list(c.shape) != [m, n]:
+        user_error(api, f"C ({c.name}) must be {m} x {n} (M x N), got {list(c.shape)}")
+    if a.dtype is not b.dtype:
+        user_error(api, f"dtype mismatch: A is {a.dtype.name} but B is {b.dtype.name}",
+                   TileLangTypeError)
+    with user_location(), state.scope.end_point():
+        tile.GemmOp(a.ir, b.ir, c.ir,
+                    transpose_a=UnitAttr.get() if transpose_A else None,
+                    transpose_b=UnitAttr.get() if transpose_B else None,
+                    clear_accum=UnitAttr.get() if clear_accum else None)
+
+
+def clear(buffer):
+    """Sets every element of a shared or fragment tile to zero (`tile.clear`)."""
+    from ..dialects import tile
+
+    api = "T.clear"
+    state = in_kernel(api)
+    buf = _tile_buffer(buffer, api, "buffer")
+    with user_location(), state.scope.end_point():
+        tile.ClearOp(buf.ir)
+
+
+def fill(buffer, value):
+    """Writes `value` (a Python number or a traced value of the tile's dtype)
+    into every element of a shared or fragment tile (`tile.fill`)."""
+    from ..dialects import tile
+
+    api = "T.fill"
+    state = in_kernel(api)
+    buf = _tile_buffer(buffer, api, "buffer")
+    if isinstance(value, Expr) and value.dtype is not buf.dtype:
+        user_error(api, f"dtype mismatch: filling {buf.dtype.name} tile {buf.name} with a "
+                        f"{value.dtype.name} value; use T.cast(value, '{buf.dtype.name}')",
+                   TileLangTypeError)
+    v = as_expr(value, buf.dtype, api, "value")
+    with user_location(), state.scope.end_point():
+        tile.FillOp(buf.ir, v.ir)
+
+
+def _reduce(kind, src, dst, dim, clear, api):
+    from ..dialects import tile
+    from ..ir import UnitAttr
+
+    state = in_kernel(api)
+    s = _tile_buffer(src, api, "src")
+    d = _tile_buffer(dst, api, "dst")
+    dim = static_int(dim, "dim", api)
+    if not -s.ndim <= dim < s.ndim:
+        user_error(api, f"dim {dim} is out of range for src {s.name} of rank {s.ndim}")
+    dim %= s.ndim
+    if s.ndim < 2:
+        user_error(api, f"src {s.name} must have rank >= 2 (the result keeps the other "
+                        "dimensions)")
+    expected = [n for i, n in enumerate(s.shape) if i != dim]
+    if list(d.shape) != expected:
+        user_error(api, f"dst {d.name} must have shape {expected} (src {list(s.shape)} "
+                        f"without dimension {dim}), got {list(d.shape)}")
+    if s.dtype is not d.dtype:
+        user_error(api, f"dtype mismatch: src is {s.dtype.name} but dst is {d.dtype.name}",
+                   TileLangTypeError)
+    with user_location(), state.scope.end_point():
+        tile.ReduceOp(getattr(tile.ReduceKind, kind), s.ir, dim, d.ir,
+                      clear=UnitAttr.get() if clear else None)
+
+
+def reduce_sum(buffer, out, dim=-1, clear=True):
+    """out = sum of `buffer` along `dim` (`tile.reduce sum`); with clear=False
+    the result is added to what `out` holds."""
+    _reduce("sum", buffer, out, dim, clear, "T.reduce_sum")
+
+
+def reduce_max(buffer, out, dim=-1, clear=True):
+    """out = max of `buffer` along `dim` (`tile.reduce max`)."""
+    _reduce("max", buffer, out, dim, clear, "T.reduce_max")
+
+
+def reduce_min(buffer, out, dim=-1, clear=True):
+    """out = min of `buffer` along `dim` (`tile.reduce min`)."""
+    _reduce("min", buffer, out, dim, clear, "T.reduce_min")
+
+
+def reduce_absmax(buffer, out, dim=-1, clear=True):
+    """out = the largest magnitude of `buffer` along `dim` (`tile.reduce absmax`)."""
+    _reduce("absmax", buffer, out, dim, clear, "T.reduce_absmax")
+
+
+def _atomic(kind, dst, value, api):
+    from ..dialects import tile
+    from ..dialects.tile import _split_offsets
+
+    state = in_kernel(api)
+    src = _tile_buffer(value, api, "value")
+    d = _side(dst, api, "dst")
+    if d.buffer.scope != "global":
+        user_error(api, f"dst ({d.buffer.name}) must be a global tensor, got {d.buffer.scope}")
+    sizes = list(src.shape)
+    if d.extents is not None and list(d.extents) != sizes:
+        if d.kind == "buffer":
+            user_error(api, f"extents do not match: dst {d.describe()} vs value {src.name} "
+                            f"{sizes}; give the destination as a region start dst[r, c]")
+        user_error(api, f"extents do not match: dst {d.describe()} vs value {src.name} "
+                        f"{sizes}")
+    _check_box(d, sizes, api, "dst")
+    if src.dtype is not d.buffer.dtype:
+        user_error(api, f"dtype mismatch: value {src.name} is {src.dtype.name} but dst "
+                        f"{d.buffer.name} is {d.buffer.dtype.name}", TileLangTypeError)
+    if d.load is not None:
+        d.load.consume()
+    dyn, static = _split_offsets("offsets", _offsets(d, api), d.buffer.ndim)
+    with user_location(), state.scope.end_point():
+        tile.AtomicOp(getattr(tile.AtomicKind, kind), src.ir, d.buffer.ir, dyn, static)
+
+
+def atomic_add(dst, value):
+    """`T.atomic_add(C[r, c], C_frag)`: atomically adds a tile into global
+    memory at a region start (or a slice / whole tensor of the tile's shape)."""
+    _atomic("add", dst, value, "T.atomic_add")
+
+
+def atomic_max(dst, value):
+    """Like `T.atomic_add`, with max."""
+    _atomic("max", dst, value, "T.atomic_max")
