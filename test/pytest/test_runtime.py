@@ -559,3 +559,26 @@ def test_cli_reports_bad_artifact(tmp_path, capsys):
     bad.write_text("{}")
     assert cli_main(["info", str(bad)]) == 1
     assert "field 'format'" in capsys.readouterr().err
+
+
+def test_misaligned_tensor_is_rejected(tmp_path):
+    """A view starting mid-row breaks the kernel's 16-byte vector accesses."""
+    import copy as _copy
+    from conftest import BASE_META, write_artifact
+    from tilemega.runtime import ArgumentError, load_artifact
+
+    meta = _copy.deepcopy(BASE_META)
+    for p in meta["kernels"][0]["params"]:
+        if p["kind"] == "tensor":
+            p["alignment"] = 16
+    art = load_artifact(write_artifact(tmp_path, meta))
+
+    class Fake:
+        def __init__(self, ptr):
+            self.__cuda_array_interface__ = {
+                "shape": (1024, 1024), "typestr": "<f4", "data": (ptr, False),
+                "strides": None, "version": 3}
+
+    art.kernels["add_one"].check(Fake(0x10000), Fake(0x20000), 1.0, 3)
+    with pytest.raises(ArgumentError, match=r"argument 0 'A'.*16-byte aligned"):
+        art.kernels["add_one"].check(Fake(0x10004), Fake(0x20000), 1.0, 3)

@@ -79,6 +79,11 @@ def check_tensor(param: ParamSpec, arg, where: str, stream: Optional[int] = None
         raise ArgumentError(
             f"{where}: expected strides {list(param.strides)} (elements, row-major), got "
             f"{list(desc.strides)}; pass a contiguous tensor (e.g. x.contiguous())")
+    if desc.ptr % param.alignment:
+        raise ArgumentError(
+            f"{where}: the kernel uses {param.alignment}-byte vector accesses but the "
+            f"tensor's address {desc.ptr:#x} is not {param.alignment}-byte aligned "
+            "(a view into another tensor?); pass a fresh copy (e.g. x.clone())")
     return desc
 
 

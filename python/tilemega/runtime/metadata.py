@@ -30,6 +30,8 @@ class ParamSpec:
     dtype: str
     shape: Optional[Tuple[int, ...]] = None
     strides: Optional[Tuple[int, ...]] = None
+    # Bytes the tensor's address must be a multiple of (vector accesses).
+    alignment: int = 1
 
 
 @dataclass(frozen=True)
@@ -168,4 +170,8 @@ def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
     strides = c.int_list(c.get(p, "strides", f"{field}.strides"), f"{field}.strides", 0)
     if len(strides) != len(shape):
         c.fail(f"{field}.strides", f"has {len(strides)} entries but shape has {len(shape)}")
-    return ParamSpec(name, kind, dtype, shape, strides)
+    alignment = p.get("alignment", 1)
+    if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1 \
+            or alignment & (alignment - 1):
+        c.fail(f"{field}.alignment", f"expected a power of two >= 1, got {alignment!r}")
+    return ParamSpec(name, kind, dtype, shape, strides, alignment)
