@@ -5,6 +5,7 @@ import json
 import os
 import struct
 import subprocess
+import threading
 import sys
 import types
 
@@ -68,7 +69,9 @@ class FakeDLPack:
 
 @pytest.fixture
 def fake_torch(monkeypatch):
-    """A stand-in `torch` in sys.modules, enough for the runtime's duck typing."""
+    """A stand-in `torch` in sys.modules, enough for the runtime's duck typing
+    and for the fast launch path (dtype singletons, is_cuda, get_device,
+    torch._C._cuda_getCurrentRawStream)."""
     torch = types.ModuleType("torch")
 
     class Device:
@@ -86,10 +89,14 @@ def fake_torch(monkeypatch):
         def __str__(self):
             return "torch." + self.name
 
+    for name in ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16",
+                 "int32", "int64", "bool"):
+        setattr(torch, name, DType(name))
+
     class Tensor:
         def __init__(self, shape, dtype="float32", device="cuda:0", strides=None, ptr=0x7F00DEAD0000):
             self.shape = tuple(shape)
-            self.dtype = DType(dtype)
+            self.dtype = getattr(torch, dtype)
             self.device = Device(device)
             self._strides = strides
             self._ptr = ptr
@@ -101,12 +108,25 @@ def fake_torch(monkeypatch):
         def data_ptr(self):
             return self._ptr
 
+        @property
+        def is_cuda(self):
+            return self.device.type == "cuda"
+
+        def get_device(self):
+            return self.device.index if self.device.type == "cuda" else -1
+
     class Stream:
-        cuda_stream = 0xABC
+        def __init__(self, handle):
+            self.cuda_stream = handle
+
+    current = {}                       # device -> raw stream handle; 0xABC by default
 
     torch.Tensor = Tensor
-    torch.cuda = types.SimpleNamespace(current_stream=lambda device=None: Stream(),
-                                       current_device=lambda: 0, Stream=Stream)
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda device=None: Stream(current.get(device or 0, 0xABC)),
+        current_device=lambda: 0, Stream=Stream, current=current)
+    torch._C = types.SimpleNamespace(
+        _cuda_getCurrentRawStream=lambda device: current.get(device, 0xABC))
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch
 
@@ -582,3 +602,316 @@ def test_misaligned_tensor_is_rejected(tmp_path):
     art.kernels["add_one"].check(Fake(0x10000), Fake(0x20000), 1.0, 3)
     with pytest.raises(ArgumentError, match=r"argument 0 'A'.*16-byte aligned"):
         art.kernels["add_one"].check(Fake(0x10004), Fake(0x20000), 1.0, 3)
+
+
+# ---------------------------------------------------------------- fast launch path (fake driver)
+
+
+class FakeDriver:
+    """Enough of cuda.bindings.driver for a launch; contexts are ints, and the
+    current one is per thread (a stack, as in the real driver)."""
+
+    PRIMARY = 0x1000                    # primary context of device d: PRIMARY + d
+
+    class CUstream:
+        def __init__(self, handle=0):
+            self.handle = int(handle)
+
+        def __int__(self):
+            return self.handle
+
+    def __init__(self, sizes):
+        self.sizes = sizes              # bytes of each kernel parameter, to read them back
+        self.tls = threading.local()
+        self.launches = []
+        self.launch_result = 0
+        self.streams_made = 0
+
+    def _stack(self):
+        if not hasattr(self.tls, "stack"):
+            self.tls.stack = []
+        return self.tls.stack
+
+    def current(self):
+        stack = self._stack()
+        return stack[-1] if stack else 0
+
+    def cuDeviceGet(self, ordinal):
+        return (0, ordinal)
+
+    def cuDevicePrimaryCtxRetain(self, dev):
+        return (0, self.PRIMARY + dev)
+
+    def cuCtxGetCurrent(self):
+        return (0, self.current())
+
+    def cuCtxSetCurrent(self, ctx):
+        stack = self._stack()
+        if stack:
+            stack[-1] = int(ctx)
+        else:
+            stack.append(int(ctx))
+        return (0,)
+
+    def cuCtxPushCurrent(self, ctx):
+        self._stack().append(int(ctx))
+        return (0,)
+
+    def cuCtxPopCurrent(self):
+        return (0, self._stack().pop())
+
+    def cuModuleLoadData(self, image):
+        return (0, "module")
+
+    def cuModuleGetFunction(self, module, name):
+        return (0, "function " + name.decode())
+
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+        ptrs = (ctypes.c_void_p * len(self.sizes)).from_address(params)
+        raw = [ctypes.string_at(ptrs[i], n) for i, n in enumerate(self.sizes)]
+        self.launches.append(dict(function=f, grid=(gx, gy, gz), block=(bx, by, bz), smem=smem,
+                                  stream=int(stream), raw=raw, context=self.current()))
+        return (self.launch_result,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+
+    def cuGetErrorString(self, err):
+        return (0, b"too many resources requested for launch")
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    from tilemega.runtime import driver
+    drv = FakeDriver(sizes=[8, 8, 4, 4])          # add_one(A, B, alpha: f32, n: i32)
+    monkeypatch.setattr(driver, "_cuda", drv)
+    monkeypatch.setattr(driver, "_device_count", 2)
+    monkeypatch.setattr(driver, "_primary", {})
+    return drv
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """Counts launches through the general path (Kernel.launch)."""
+    calls = []
+    original = Kernel.launch
+
+    def spy(self, *args, **kwargs):
+        calls.append(args)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Kernel, "launch", spy)
+    return calls
+
+
+def _unpack(launch):
+    a, b, alpha, n = launch["raw"]
+    return (struct.unpack("<Q", a)[0], struct.unpack("<Q", b)[0], struct.unpack("<f", alpha)[0],
+            struct.unpack("<i", n)[0])
+
+
+def _torch_args(torch, **over):
+    args = dict(A=torch.Tensor((1024, 1024), ptr=0x10000), B=torch.Tensor((1024, 1024), ptr=0x20000),
+                alpha=1.5, n=7)
+    args.update(over)
+    return [args["A"], args["B"], args["alpha"], args["n"]]
+
+
+def test_fast_path_launches_without_the_general_path(art, fake_torch, fake_driver, general_calls):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    k(*_torch_args(fake_torch, alpha=-2, n=-3))          # int for a float param
+    assert general_calls == []
+    first, second = fake_driver.launches
+    assert _unpack(first) == (0x10000, 0x20000, 1.5, 7)
+    assert _unpack(second) == (0x10000, 0x20000, -2.0, -3)
+    assert first["grid"] == (8, 8, 1) and first["block"] == (128, 1, 1) and first["smem"] == 0
+    assert first["function"] == "function add_one"
+    assert first["stream"] == 0xABC                      # torch's current stream
+    assert first["context"] == FakeDriver.PRIMARY        # set current by the first call
+    assert k._fast is not None and list(k._fast.devices) == [0]
+
+
+def _bad_calls(torch):
+    T = torch.Tensor
+    return [
+        _torch_args(torch, B=T((1024, 1024), dtype="bfloat16", ptr=0x20000)),
+        _torch_args(torch, A=T((1024, 512), ptr=0x10000)),
+        _torch_args(torch, A=T((512, 1024), ptr=0x10000)),       # strides alone would pass
+        _torch_args(torch, A=T((1024, 1024), strides=(1, 1024), ptr=0x10000)),
+        _torch_args(torch, A=T((1024, 1024), device="cpu")),
+        _torch_args(torch, B=T((1024, 1024), device="cuda:1", ptr=0x20000)),
+        _torch_args(torch, A=T((1024, 1024), device="cuda:1", ptr=0x10000)),
+        _torch_args(torch, A=np.zeros((1024, 1024), np.float32)),
+        _torch_args(torch, n=2**31),
+        _torch_args(torch, n=True),
+        _torch_args(torch, n=1.0),
+        _torch_args(torch, alpha=1e39),
+        _torch_args(torch, alpha=10**400),
+        _torch_args(torch, alpha="1"),
+        _torch_args(torch, alpha=False),
+        _torch_args(torch)[:3],
+        _torch_args(torch) + [1],
+    ]
+
+
+def test_fast_path_rejects_what_the_general_path_rejects(art, fake_torch, fake_driver):
+    k = art.add_one
+    k(*_torch_args(fake_torch))                          # warm: the fast path is set up
+    for bad in _bad_calls(fake_torch):
+        with pytest.raises(ArgumentError) as general:
+            k.check(*bad)
+        with pytest.raises(ArgumentError) as fast:
+            k(*bad)
+        assert str(fast.value) == str(general.value)
+    assert len(fake_driver.launches) == 1
+
+
+def test_fast_path_alignment_is_checked(tmp_path, base_meta, fake_torch, fake_driver):
+    for p in base_meta["kernels"][0]["params"]:
+        if p["kind"] == "tensor":
+            p["alignment"] = 16
+    k = load_artifact(write_artifact(tmp_path, base_meta)).add_one
+    k(*_torch_args(fake_torch))
+    bad = _torch_args(fake_torch, B=fake_torch.Tensor((1024, 1024), ptr=0x20004))
+    with pytest.raises(ArgumentError, match=r"argument 1 'B'.*16-byte aligned"):
+        k(*bad)
+    assert len(fake_driver.launches) == 1
+
+
+def test_general_path_takes_what_the_fast_path_leaves(tmp_path, base_meta, fake_torch,
+                                                      fake_driver, general_calls):
+    p = base_meta["kernels"][0]["params"][0]
+    p["shape"], p["strides"] = [1, 1024], [1024, 1]
+    k = load_artifact(write_artifact(tmp_path, base_meta)).add_one
+    odd = fake_torch.Tensor((1, 1024), strides=(1, 1), ptr=0x10000)   # size-1 dim, any stride
+    k(*_torch_args(fake_torch, A=odd))
+    assert general_calls == []                                     # strides rule kept
+    k(*_torch_args(fake_torch, A=odd, n=np.int32(5), alpha=np.float32(0.25)))
+    assert len(general_calls) == 1                                 # numpy scalars: general path
+    assert _unpack(fake_driver.launches[-1])[2:] == (0.25, 5)
+    assert len(fake_driver.launches) == 2
+
+
+def test_fast_path_follows_torch_current_stream(art, fake_torch, fake_driver, general_calls):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    fake_torch.cuda.current[0] = 0x5151                 # e.g. inside `with torch.cuda.stream(s)`
+    k(*_torch_args(fake_torch))
+    fake_torch.cuda.current[0] = 0xABC
+    k(*_torch_args(fake_torch))
+    k(*_torch_args(fake_torch), stream=0x77)
+    k(*_torch_args(fake_torch), stream=types.SimpleNamespace(cuda_stream=0x78))
+    k(*_torch_args(fake_torch), stream=0)
+    assert [x["stream"] for x in fake_driver.launches] == [0xABC, 0x5151, 0xABC, 0x77, 0x78, 0]
+    assert general_calls == []
+    with pytest.raises(ArgumentError, match="stream"):
+        k(*_torch_args(fake_torch), stream="default")
+
+
+def test_fast_path_without_raw_stream_getter(art, fake_torch, fake_driver, general_calls):
+    del fake_torch._C
+    fake_torch.cuda.current[0] = 0x99
+    art.add_one(*_torch_args(fake_torch))
+    assert fake_driver.launches[0]["stream"] == 0x99 and general_calls == []
+
+
+def test_another_current_context_goes_through_the_general_path(art, fake_torch, fake_driver,
+                                                               general_calls):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    fake_driver.cuCtxPushCurrent(0x7777)               # e.g. the user's own context
+    k(*_torch_args(fake_torch))
+    assert len(general_calls) == 1
+    assert fake_driver.launches[-1]["context"] == FakeDriver.PRIMARY     # pushed for the launch
+    assert fake_driver.current() == 0x7777                               # and popped again
+    fake_driver.cuCtxPopCurrent()
+    k(*_torch_args(fake_torch))
+    assert len(general_calls) == 1 and len(fake_driver.launches) == 3
+
+
+def test_switching_devices_launches_in_each_devices_context(art, fake_torch, fake_driver):
+    k = art.add_one
+    T = fake_torch.Tensor
+    k(*_torch_args(fake_torch))
+    on1 = [T((1024, 1024), device="cuda:1", ptr=0x30000), T((1024, 1024), device="cuda:1"), 1.0, 1]
+    fake_torch.cuda.current[1] = 0x111
+    k(*on1)                          # device 0's context is current: device 1's is pushed
+    k(*_torch_args(fake_torch))
+    contexts = [x["context"] for x in fake_driver.launches]
+    assert contexts == [FakeDriver.PRIMARY, FakeDriver.PRIMARY + 1, FakeDriver.PRIMARY]
+    assert [x["stream"] for x in fake_driver.launches] == [0xABC, 0x111, 0xABC]
+    assert fake_driver.current() == FakeDriver.PRIMARY
+    assert sorted(k._fast.devices) == [0, 1]
+
+
+def test_fast_path_in_other_threads(art, fake_torch, fake_driver):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    errors = []
+
+    def work():
+        try:                         # a new thread has no current context
+            for _ in range(50):
+                k(*_torch_args(fake_torch))
+        except Exception as exc:     # reported in the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(fake_driver.launches) == 201
+    assert all(_unpack(x) == (0x10000, 0x20000, 1.5, 7) for x in fake_driver.launches)
+
+
+def test_busy_buffer_uses_the_general_path(art, fake_torch, fake_driver, general_calls):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    with k._fast.lock:               # as if another thread were launching right now
+        k(*_torch_args(fake_torch, n=9))
+    assert len(general_calls) == 1 and _unpack(fake_driver.launches[-1])[3] == 9
+
+
+def test_fast_path_reports_driver_errors(art, fake_torch, fake_driver):
+    k = art.add_one
+    k(*_torch_args(fake_torch))
+    fake_driver.launch_result = 701
+    with pytest.raises(LaunchError) as info:
+        k(*_torch_args(fake_torch))
+    assert str(info.value).startswith(
+        "cuLaunchKernel('add_one', grid=(8, 8, 1), block=(128, 1, 1), dynamic_shared_bytes=0) "
+        "failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES (701)")
+    assert info.value.code == 701
+
+
+def test_scalar_packing_matches_the_general_path(tmp_path, base_meta, fake_torch, fake_driver):
+    """Every scalar dtype: the fast path writes the bytes pack_scalar would."""
+    from tilemega.runtime.dtypes import DTYPES
+    cases = {"float16": [1.0, -2.5, 65504.0, 1e-8, 3], "bfloat16": [1.0, 1.00390625, -2.5, 7],
+             "float32": [0.1, -1e38, float("inf"), 2], "float64": [0.1, 1e300],
+             "int8": [-128, 127], "uint8": [0, 255], "int16": [-32768, 32767],
+             "int32": [-(2**31), 2**31 - 1], "int64": [-(2**63), 2**63 - 1]}
+    assert set(cases) == set(DTYPES)
+    for dtype, values in cases.items():
+        meta = json.loads(json.dumps(base_meta))
+        meta["kernels"][0]["params"][2]["dtype"] = dtype
+        folder = tmp_path / dtype
+        k = load_artifact(write_artifact(folder, meta)).add_one
+        size = DTYPES[dtype].itemsize
+        fake_driver.sizes = [8, 8, size, 4]
+        for v in values:
+            k(*_torch_args(fake_torch, alpha=v))
+            want = pack_scalar(dtype, v if DTYPES[dtype].int_range else float(v))
+            assert fake_driver.launches[-1]["raw"][2] == bytes(want), (dtype, v)
+        assert k._fast is not None and len(k._fast.devices) == 1
+
+
+def test_no_fast_path_for_kernels_without_tensors(tmp_path, base_meta, fake_torch):
+    from tilemega.runtime.fast import FastLauncher
+    meta = json.loads(json.dumps(base_meta))
+    meta["kernels"][0]["params"] = meta["kernels"][0]["params"][2:]
+    k = load_artifact(write_artifact(tmp_path, meta)).add_one
+    assert FastLauncher.build(k, fake_torch) is None

@@ -292,3 +292,131 @@ def test_no_current_context_in_a_fresh_thread(art, torch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert art.load(0) == "ptx"
+
+
+# ---------------------------------------------------------------- the fast path of Kernel.__call__
+
+
+def test_fast_path_checks_every_call(tmp_path, torch):
+    meta = _meta()
+    meta["kernels"][0]["params"][1]["alignment"] = 16
+    k = _write(tmp_path, meta).scale2
+    x, y = _xy(torch)
+    k(x, y, N)
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x)
+    assert k._fast is not None and 0 in k._fast.devices      # the fast path is set up
+    every_other = torch.arange(2 * N, dtype=torch.float32, device="cuda")[::2]
+    shifted = torch.zeros(N + 4, dtype=torch.float32, device="cuda")[1:N + 1]
+    bad = [
+        ((x.half(), y, N), "argument 0 'x': expected dtype float32, got float16"),
+        ((x, y.to(torch.bfloat16), N), "argument 1 'y': expected dtype float32, got bfloat16"),
+        ((x[:500], y, N), r"argument 0 'x': expected shape \[1000\], got \[500\]"),
+        ((x.view(10, 100), y, N), r"argument 0 'x': expected shape \[1000\], got \[10, 100\]"),
+        ((every_other, y, N), r"argument 0 'x': expected strides \[1\].*got \[2\]"),
+        ((x, shifted, N), r"argument 1 'y': .*16-byte aligned"),
+        ((x.cpu(), y, N), "argument 0 'x': got a torch tensor on device 'cpu'"),
+        ((x, y, 2**31), r"argument 2 'n': value 2147483648 out of range for int32"),
+        ((x, y, float(N)), "argument 2 'n': expected an int for int32, got float"),
+        ((x, y, True), "argument 2 'n': expected a number for int32, got bool"),
+        ((x, y), r"scale2: expected 3 arguments \(x, y, n\), got 2"),
+    ]
+    y.fill_(-1.0)
+    for args, message in bad:
+        with pytest.raises(ArgumentError, match=message) as fast:
+            k(*args)
+        with pytest.raises(ArgumentError) as general:
+            k.check(*args)
+        assert str(fast.value) == str(general.value)
+    torch.cuda.synchronize()
+    assert torch.all(y == -1.0)                 # none of them launched
+    k(x, y, N)
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x)
+
+
+def _busy(torch, stream):
+    """Keep `stream` busy for ~0.1 s, so work queued behind it visibly waits."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(200_000_000)
+
+
+@pytest.mark.parametrize("how", ["current", "explicit"])
+def test_fast_path_launches_on_the_torch_stream(art, torch, how):
+    x, y = _xy(torch)
+    k = art.scale2
+    k(x, y, N)                                  # sets the fast path up, on the default stream
+    torch.cuda.synchronize()
+    y.fill_(-1.0)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    _busy(torch, s)
+    if how == "current":
+        with torch.cuda.stream(s):              # stream=None follows torch.cuda.current_stream()
+            k(x, y, N)
+    else:
+        k(x, y, N, stream=s)
+    torch.cuda.current_stream().synchronize()   # the default stream does not wait for s ...
+    assert not s.query(), "the sleep was too short for this test"
+    assert torch.all(y == -1.0)                 # ... so the launch, queued on s, has not run
+    s.synchronize()
+    assert torch.equal(y, 2 * x)
+    y.fill_(0.0)
+    k(x, y, N)                                  # and back on the default stream
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x)
+
+
+def test_fast_path_in_a_fresh_thread(art, torch):
+    # No context is current in a new thread: the first call sets the primary one.
+    import threading
+    x, y = _xy(torch)
+    torch.cuda.synchronize()
+    errors = []
+
+    def work():
+        try:
+            for _ in range(3):
+                art.scale2(x, y, N)
+            torch.cuda.synchronize()
+        except Exception as exc:   # reported in the main thread
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    assert torch.equal(y, 2 * x)
+
+
+def _create_context(drv):
+    """A new (non-primary) context on device 0, made current; skip where impossible."""
+    dev = drv.cuDeviceGet(0)[1]
+    for create in (lambda: drv.cuCtxCreate(None, 0, dev),      # cuda.bindings 13
+                   lambda: drv.cuCtxCreate(0, dev)):           # cuda.bindings 12
+        try:
+            err, ctx = create()
+        except TypeError:
+            continue
+        if int(getattr(err, "value", err)) == 0:
+            return ctx
+    pytest.skip("could not create a CUDA context with this cuda.bindings")
+
+
+def test_a_users_own_context_stays_current(art, torch):
+    from tilemega.runtime import driver
+    drv = driver.cuda()
+    x, y = _xy(torch)
+    k = art.scale2
+    k(x, y, N)                                  # the fast path is set up
+    y.fill_(-1.0)
+    torch.cuda.synchronize()
+    ctx = _create_context(drv)
+    try:
+        k(x, y, N)                              # must launch in the primary context ...
+        current = drv.cuCtxGetCurrent()[1]
+        assert int(current) == int(ctx)         # ... and leave the user's one current
+    finally:
+        drv.cuCtxDestroy(ctx)                   # also pops it: torch's context is current again
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x)

@@ -149,7 +149,10 @@ class Artifact:
             if fn is None:
                 fn = driver.get_function(module, kernel)
                 self._functions[key] = fn
-            if (dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT
+            # The default limit counts static shared memory too (kernels
+            # may declare a few bytes), so raise it for any dynamic request
+            # that is not provably below it.
+            if (dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT - 1024
                     and dynamic_shared_bytes > self._smem_limit.get(key, 0)):
                 driver.set_max_dynamic_shared(fn, dynamic_shared_bytes, kernel)
                 self._smem_limit[key] = dynamic_shared_bytes

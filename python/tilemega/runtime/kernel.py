@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Optional
 
 from . import driver, launch
 from .args import BoundArgs, bind
 from .errors import ArgumentError
+from .fast import FastLauncher
 from .metadata import KernelSpec
 
 if TYPE_CHECKING:
@@ -14,6 +16,9 @@ if TYPE_CHECKING:
 
 # Above this the driver needs CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised.
 DEFAULT_DYNAMIC_SHARED_LIMIT = 48 * 1024
+
+_modules = sys.modules
+_UNSET = object()
 
 
 class Kernel:
@@ -31,12 +36,23 @@ class Kernel:
     torch tensors, objects with `__cuda_array_interface__` or DLPack CUDA
     tensors; scalars are Python ints/floats. Driver failures raise
     `LaunchError`; a missing cuda-python or GPU raises `RuntimeUnavailable`.
+
+    Calling the kernel takes a fast path (runtime/fast.py, a few microseconds
+    of host time) when all tensors are torch CUDA tensors on one device whose
+    primary context is current, and scalars are plain ints/floats; it checks
+    the same things as the general path, and anything else (other tensor
+    types, numpy scalars, another current context, any argument that the
+    fast checks do not accept) goes through `launch`, the general path, which
+    gives the same results and errors as before. A Kernel may be called from
+    several threads at once.
     """
 
     def __init__(self, artifact: "Artifact", spec: KernelSpec):
         self.artifact = artifact
         self.spec = spec
         self.name = spec.name
+        self._fast_torch = _UNSET      # the torch module self._fast was built for
+        self._fast: Optional[FastLauncher] = None
 
     def __repr__(self):
         params = ", ".join(
@@ -45,7 +61,13 @@ class Kernel:
         return f"<Kernel {self.name}({params}) grid={self.spec.grid} block={self.spec.block}>"
 
     def __call__(self, *args, stream=None):
-        self.launch(*args, stream=stream)
+        torch = _modules.get("torch")
+        if torch is not self._fast_torch:      # first call, or torch imported since
+            self._fast = None if torch is None else FastLauncher.build(self, torch)
+            self._fast_torch = torch
+        fast = self._fast
+        if fast is None or not fast.try_launch(args, stream):
+            self.launch(*args, stream=stream)
 
     def check(self, *args, stream=None) -> BoundArgs:
         """Check and pack `args` without launching (never touches the GPU)."""
@@ -54,6 +76,10 @@ class Kernel:
     def launch(self, *args, grid=None, block=None, stream=None,
                dynamic_shared_bytes: Optional[int] = None, sync: bool = False):
         """Launch with optional overrides of the metadata's launch shape.
+
+        This is the general path, for every kind of argument (and the path
+        that `kernel(...)` falls back to); it costs tens of microseconds of
+        host time, `kernel(...)` a few in the common case.
 
         grid/block: an int or 1-3 ints (missing ones are 1). sync=True waits
         for the stream and reports asynchronous faults (e.g. an illegal address)

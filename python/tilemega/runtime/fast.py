@@ -1,0 +1,224 @@
+"""The fast launch path behind `Kernel.__call__`.
+
+The general path (`Kernel.launch`: args.bind, then launch.launch_kernel inside
+driver.device_context) is written for clarity and for every kind of argument;
+it costs tens of microseconds of host time per launch. This module handles the
+common case in a few microseconds:
+
+  * every tensor argument is a torch.Tensor on a CUDA device (all on one),
+  * every scalar is a plain Python int or float,
+  * the primary context of that device is current on the calling thread
+    (torch makes it so once it has used the device on that thread).
+
+It checks exactly what the general path checks, against values precomputed
+once per kernel from its spec (torch dtype objects, shape and stride tuples,
+alignment, scalar ranges, a struct format that packs all parameters with one
+call). It never raises an ArgumentError itself and never decides that an
+argument is bad: whenever anything is not certainly fine (a dtype, shape,
+stride, device or alignment mismatch, a numpy scalar, an out-of-range value,
+another context current, another thread using the kernel at the same moment)
+it returns False and the caller runs the general path, which then either
+launches (e.g. torch's arbitrary strides of size-1 dimensions) or raises the
+usual ArgumentError with the usual message. So acceptance, error messages and
+the order in which errors are found are the general path's by construction.
+
+Thread safety: the parameter buffer is preallocated per kernel and guarded by
+a lock taken without blocking; a thread that finds it taken uses the general
+path (which allocates its own), so a Kernel may be called from several threads
+at once. The context check (cuCtxGetCurrent) is per thread by nature.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import Optional
+
+from . import driver
+from .args import _strides_match
+from .dtypes import DTYPES, _bfloat16_bits
+from .launch import stream_handle
+
+# Kinds of parameter checks, the first field of each entry of FastLauncher.checks.
+_TENSOR, _INT, _FLOAT, _BF16 = 0, 1, 2, 3
+
+# struct codes (little-endian, standard sizes) of each artifact dtype's bytes.
+# The integer codes refuse (struct.error) exactly the values outside the
+# dtype's range, and 'e'/'f' raise OverflowError where pack_scalar does; both
+# send the call to the general path, which reports it. bfloat16 is packed as
+# its bit pattern (uint16) by _bfloat16_bits, as pack_scalar does.
+_CODES = {"int8": "b", "uint8": "B", "int16": "h", "int32": "i", "int64": "q",
+          "float16": "e", "float32": "f", "float64": "d", "bfloat16": "H"}
+_SLOT = 8       # every parameter gets an 8-byte aligned 8-byte slot in the buffer
+
+# CUstream objects by raw handle, shared by all kernels: cuLaunchKernel takes a
+# CUstream as is, while an int would be wrapped into a new one at every call.
+_streams = {}
+_MAX_STREAMS = 256
+
+
+def _cu_stream(drv, handle: int):
+    cu = _streams.get(handle)
+    if cu is None:
+        if len(_streams) >= _MAX_STREAMS:
+            _streams.clear()
+        cu = _streams[handle] = drv.CUstream(handle)
+    return cu
+
+
+def _raw_stream_getter(torch):
+    """device -> torch's current CUstream handle on it, as cheaply as torch allows."""
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    current_stream = torch.cuda.current_stream
+    return lambda device: current_stream(device).cuda_stream
+
+
+class FastLauncher:
+    """Per-kernel state of the fast path; `try_launch(args, stream)` -> bool."""
+
+    def __init__(self, kernel, torch):
+        spec = kernel.spec
+        self.kernel = kernel
+        self.tensor_type = torch.Tensor
+        self.nparams = len(spec.params)
+        checks, fmt = [], "<"
+        for p in spec.params:
+            code = _CODES[p.dtype]
+            if p.kind == "tensor":
+                tdtype = getattr(torch, p.dtype)     # torch dtypes are singletons
+                checks.append((_TENSOR, tdtype, tuple(p.shape), tuple(p.strides), p.alignment))
+                code = "Q"
+            else:
+                dt = DTYPES[p.dtype]
+                if dt.int_range is not None:
+                    checks.append((_INT, None, None, None, None))
+                elif p.dtype == "bfloat16":
+                    checks.append((_BF16, None, None, None, None))
+                else:
+                    checks.append((_FLOAT, None, None, None, None))
+            fmt += code + "x" * (_SLOT - struct.calcsize("<" + code))
+        self.checks = tuple(checks)
+        self.pack_into = struct.Struct(fmt).pack_into
+        # One slot per parameter and the void*[] kernelParams pointing at them,
+        # allocated once: a launch only writes the slots (build() ensures >= 1).
+        self.buffer = ctypes.create_string_buffer(_SLOT * self.nparams)
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * self.nparams)(
+            *(base + _SLOT * i for i in range(self.nparams)))
+        self.params_address = ctypes.addressof(self.pointers)
+        self.grid = spec.grid
+        self.block = spec.block
+        self.smem = spec.dynamic_shared_bytes
+        self.what = (f"cuLaunchKernel({spec.name!r}, grid={tuple(spec.grid)}, "
+                     f"block={tuple(spec.block)}, dynamic_shared_bytes={spec.dynamic_shared_bytes})")
+        self.raw_stream = _raw_stream_getter(torch)
+        self.lock = threading.Lock()
+        self.devices = {}      # CUDA ordinal -> (primary context as int, CUfunction)
+        self.drv = None        # cuda.bindings.driver, once the first launch got it
+
+    @classmethod
+    def build(cls, kernel, torch) -> Optional["FastLauncher"]:
+        """A launcher for `kernel`, or None where the fast path cannot apply."""
+        spec = kernel.spec
+        if not any(p.kind == "tensor" for p in spec.params):
+            return None          # no tensor names the device: the general path decides
+        if not isinstance(getattr(torch, "Tensor", None), type):
+            return None
+        if any(p.kind == "tensor" and getattr(torch, p.dtype, None) is None for p in spec.params):
+            return None
+        if not hasattr(torch, "cuda"):
+            return None
+        return cls(kernel, torch)
+
+    # -- per call --------------------------------------------------------------
+
+    def try_launch(self, args, stream) -> bool:
+        """Launch and return True, or return False for the general path.
+
+        Raises only what the general path would raise for the same call: an
+        ArgumentError for a bad `stream` object, a LaunchError from the driver.
+        """
+        if stream is not None:
+            handle = stream if type(stream) is int else stream_handle(stream)
+        if len(args) != self.nparams:
+            return False
+        tensor_type = self.tensor_type
+        values = []
+        device = -1
+        for arg, (kind, a, b, c, d) in zip(args, self.checks):
+            if kind == _TENSOR:          # a: torch dtype, b: shape, c: strides, d: alignment
+                if not isinstance(arg, tensor_type) or arg.dtype is not a or not arg.is_cuda:
+                    return False
+                if arg.shape != b:
+                    return False
+                strides = arg.stride()
+                if strides != c and not _strides_match(b, strides, c):
+                    return False
+                ptr = arg.data_ptr()
+                if ptr % d:
+                    return False
+                index = arg.get_device()
+                if index != device:
+                    if device >= 0 or index < 0:
+                        return False     # tensors on different devices
+                    device = index
+                values.append(ptr)
+            elif kind == _INT:           # the range is checked by pack_into
+                if type(arg) is not int:
+                    return False
+                values.append(arg)
+            else:
+                t = type(arg)
+                if t is not float and t is not int:
+                    return False
+                if kind == _BF16:
+                    try:
+                        arg = _bfloat16_bits(float(arg))
+                    except OverflowError:
+                        return False
+                values.append(arg)
+
+        entry = self.devices.get(device)
+        if entry is None:
+            entry = self._prepare(device)
+        drv = self.drv
+        current = drv.cuCtxGetCurrent()[1]
+        if current is None or int(current) != entry[0]:
+            return False                 # no or another context current: the general path
+        if stream is None:               # sets or pushes (and pops) the primary one
+            handle = self.raw_stream(device)
+        cu_stream = _streams.get(handle)
+        if cu_stream is None:
+            cu_stream = _cu_stream(drv, handle)
+
+        lock = self.lock
+        if not lock.acquire(False):
+            return False                 # another thread is using the buffer right now
+        try:
+            try:
+                self.pack_into(self.buffer, 0, *values)
+            except (OverflowError, struct.error):
+                return False             # e.g. a float beyond float32: the general path says so
+            grid, block = self.grid, self.block
+            result = drv.cuLaunchKernel(entry[1], grid[0], grid[1], grid[2], block[0], block[1],
+                                        block[2], self.smem, cu_stream, self.params_address, 0)
+        finally:
+            lock.release()
+        err = result[0]
+        if err and driver._code(err) != 0:
+            driver.call(result, self.what)
+        return True
+
+    def _prepare(self, device: int):
+        """Load the module on `device` (once) and remember its context and function."""
+        self.drv = driver.cuda()
+        kernel = self.kernel
+        ctx = driver.primary_context(device)
+        with driver.device_context(device):
+            function = kernel.artifact._function(device, kernel.name, self.smem)
+        entry = (int(ctx), function)
+        self.devices[device] = entry
+        return entry
