@@ -105,7 +105,7 @@ func.func @parallel_layouts(%G: memref<100xf32>, %H: memref<16x16xf32>, %K: memr
 
 func.func @conflict() {
   tile.kernel blocks(%b) in [1] threads 128 {
-    // expected-note @+1 {{the other fragment is allocated here}}
+    // expected-note @+1 {{the other layout comes from here}}
     %a = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
     // expected-error @+1 {{layout #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]> conflicts with layout #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]> of a fragment that shares tile.parallel bodies with it (directly or through other fragments)}}
     %c = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
@@ -125,6 +125,61 @@ func.func @too_small() {
   tile.kernel blocks(%b) in [1] threads 128 {
     // expected-error @+1 {{cannot spread a fragment of shape [8, 8] evenly over 128 threads: its layout covers tiles of [64, 8]; use a larger fragment or fewer threads}}
     %f = tile.alloc_fragment : memref<8x8xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// Reductions and sliced reads: the row maxima take the slice of the score
+// tile's layout along the reduced dimension, and a tile.parallel over the
+// scores reads them at [i] in the thread that holds [i, j].
+
+// CHECK-LABEL: func.func @row_softmax_layouts
+// CHECK: %[[S:.*]] = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>}
+// CHECK: tile.alloc_fragment {layout = #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>>} : memref<16xf32, #tile.fragment>
+// CHECK: tile.parallel (%{{.*}}, %{{.*}}) in [16, 128] attributes {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>}
+func.func @row_softmax_layouts(%A: memref<16x128xf32>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %s = tile.alloc_fragment : memref<16x128xf32, #tile.fragment>
+    %m = tile.alloc_fragment : memref<16xf32, #tile.fragment>
+    tile.copy %A[0, 0] to %s[0, 0] sizes [16, 128] : memref<16x128xf32> to memref<16x128xf32, #tile.fragment>
+    tile.reduce max %s dim 1 into %m {clear} : memref<16x128xf32, #tile.fragment> into memref<16xf32, #tile.fragment>
+    tile.parallel (%i, %j) in [16, 128] {
+      %x = memref.load %s[%i, %j] : memref<16x128xf32, #tile.fragment>
+      %r = memref.load %m[%i] : memref<16xf32, #tile.fragment>
+      %y = arith.subf %x, %r : f32
+      memref.store %y, %s[%i, %j] : memref<16x128xf32, #tile.fragment>
+    }
+  }
+  return
+}
+
+// -----
+
+// A tensor-core gemm accumulator gets the mma layout (square-ish warp tiles).
+
+// CHECK-LABEL: func.func @mma_accumulator
+// CHECK: tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [2, 2]>} : memref<128x128xf32, #tile.fragment>
+func.func @mma_accumulator() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_shared : memref<128x32xf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<32x128xf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c : memref<128x32xf16, #gpu.address_space<workgroup>>, memref<32x128xf16, #gpu.address_space<workgroup>>, memref<128x128xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @slice_conflict(%A: memref<16x128xf32>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %s = tile.alloc_fragment : memref<16x128xf32, #tile.fragment>
+    // expected-note @+1 {{that layout comes from here}}
+    %m = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerBlock = [4], order = [0]>} : memref<128xf32, #tile.fragment>
+    // expected-error @+1 {{'tile.reduce' op needs layout #tile.slice<dim = 0, parent = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>> for a fragment that has layout #tile.blocked<sizePerThread = [1], threadsPerWarp = [32], warpsPerBlock = [4], order = [0]>; converting between them is not supported}}
+    tile.reduce sum %s dim 0 into %m : memref<16x128xf32, #tile.fragment> into memref<128xf32, #tile.fragment>
   }
   return
 }

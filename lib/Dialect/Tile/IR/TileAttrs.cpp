@@ -77,3 +77,43 @@ LogicalResult SwizzleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           "overlap";
   return success();
 }
+
+LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    ArrayRef<int64_t> warpsPerBlock) {
+  if (warpsPerBlock.size() != 2)
+    return emitError() << "mma layout warpsPerBlock must have 2 entries "
+                          "(warps along M and N), got "
+                       << warpsPerBlock.size();
+  if (warpsPerBlock[0] < 1 || warpsPerBlock[1] < 1)
+    return emitError() << "mma layout warpsPerBlock entries must be >= 1";
+  return success();
+}
+
+LogicalResult SliceLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      int64_t dim, Attribute parent) {
+  if (!isa<BlockedLayoutAttr, MmaLayoutAttr>(parent))
+    return emitError() << "slice layout parent must be a #tile.blocked or "
+                          "#tile.mma layout, got "
+                       << parent;
+  unsigned rank = isa<MmaLayoutAttr>(parent)
+                      ? 2
+                      : cast<BlockedLayoutAttr>(parent).getRank();
+  if (rank < 2)
+    return emitError() << "slice layout parent must have rank >= 2";
+  if (dim < 0 || dim >= static_cast<int64_t>(rank))
+    return emitError() << "slice dim " << dim << " is out of range for a rank-"
+                       << rank << " parent";
+  return success();
+}
+
+unsigned SliceLayoutAttr::getRank() const {
+  if (auto mma = dyn_cast<MmaLayoutAttr>(getParent()))
+    return 1;
+  return cast<BlockedLayoutAttr>(getParent()).getRank() - 1;
+}
+
+int64_t SliceLayoutAttr::getNumThreads() const {
+  if (auto mma = dyn_cast<MmaLayoutAttr>(getParent()))
+    return mma.getNumThreads();
+  return cast<BlockedLayoutAttr>(getParent()).getNumThreads();
+}

@@ -1,10 +1,21 @@
 //===- InferLayouts.cpp - assign fragment and parallel layouts -------------===//
+//
+// Fragments and tile.parallel loops are nodes; a parallel and the fragments it
+// touches at all its indices must share one layout (a thread computes an
+// element only where it holds every operand), so they are grouped. Some
+// groups are derived from others: the result of a tile.reduce, and a
+// fragment a parallel reads with one index left out (row_max[i] inside a loop
+// over (i, j)), take the slice of their source's layout along that
+// dimension. Seeds are the user's annotations and tile.gemm accumulators
+// (the mma layout when tensor cores apply); every other root group gets the
+// default blocked layout of its shape.
+//
+//===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
-#include "llvm/ADT/MapVector.h"
 
 namespace mlir::tilemega::tile {
 #define GEN_PASS_DEF_TILEINFERLAYOUTS
@@ -16,31 +27,157 @@ using namespace mlir::tilemega::tile;
 
 namespace {
 
-/// Fragments a parallel body touches through memref.load / memref.store.
-static SmallVector<AllocFragmentOp> getTouchedFragments(ParallelOp parallel) {
-  SmallVector<AllocFragmentOp> result;
-  parallel.getBody().walk([&](Operation *op) {
-    Value memref;
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      memref = load.getMemRef();
-    else if (auto store = dyn_cast<memref::StoreOp>(op))
-      memref = store.getMemRef();
-    if (auto alloc = memref ? memref.getDefiningOp<AllocFragmentOp>() : nullptr)
-      if (!llvm::is_contained(result, alloc))
-        result.push_back(alloc);
-  });
-  return result;
-}
-
-static std::string formatShape(ArrayRef<int64_t> shape) {
+std::string formatShape(ArrayRef<int64_t> shape) {
   std::string s = "[";
   llvm::raw_string_ostream os(s);
   llvm::interleaveComma(shape, os);
   return s + "]";
 }
 
+/// A fragment access in a parallel body: which parallel indices it uses.
+struct FragmentAccess {
+  AllocFragmentOp alloc;
+  Operation *op;
+  /// Parallel dimensions the access leaves out.
+  SmallVector<int64_t> droppedDims;
+};
+
+SmallVector<FragmentAccess> getFragmentAccesses(ParallelOp parallel) {
+  SmallVector<FragmentAccess> result;
+  Block &body = parallel.getBody().front();
+  parallel.getBody().walk([&](Operation *op) {
+    Value memref;
+    ValueRange indices;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      memref = load.getMemRef();
+      indices = load.getIndices();
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      memref = store.getMemRef();
+      indices = store.getIndices();
+    }
+    auto alloc = memref ? memref.getDefiningOp<AllocFragmentOp>() : nullptr;
+    if (!alloc)
+      return;
+    FragmentAccess access{alloc, op, {}};
+    for (auto [d, arg] : llvm::enumerate(body.getArguments()))
+      if (!llvm::is_contained(indices, arg))
+        access.droppedDims.push_back(d);
+    result.push_back(access);
+  });
+  return result;
+}
+
+/// "Take the slice along `dim` of the layout of `parent`'s group."
+struct Derivation {
+  Operation *derived;
+  Operation *parent;
+  int64_t dim;
+  Operation *cause;
+};
+
+bool isTensorCoreGemm(GemmOp gemm) {
+  Type in = gemm.getA().getType().getElementType();
+  Type acc = gemm.getC().getType().getElementType();
+  int64_t k = gemm.getTransposeA() ? gemm.getA().getType().getDimSize(0)
+                                   : gemm.getA().getType().getDimSize(1);
+  return (in.isF16() || in.isBF16()) && (acc.isF32() || acc.isF16()) &&
+         k % 16 == 0 && isShared(gemm.getA().getType()) &&
+         isShared(gemm.getB().getType());
+}
+
+//===- Shared-memory swizzles of tensor-core operands ---------------------===//
+//
+// ldmatrix reads 8x8 matrices of 16-bit elements: in each of its phases 8
+// lanes read one 16-byte row each, 8 consecutive tile rows at the same column
+// (rows 8i..8i+7 of the 16x16 A, 16x8 B or transposed tiles; the warp's
+// sub-tile starts on a multiple of 8 rows). Shared memory serves 32 banks of
+// 4 bytes, i.e. 8 groups of 16 bytes per 128-byte wavefront; the phase is
+// conflict-free iff its 8 row addresses fall into 8 distinct groups
+// (address / 16) % 8. Unswizzled, rows of R = 64 halves (128 bytes) all hit
+// the same group (8-way conflict), R = 32 is 4-way, R = 16 2-way.
+//
+// Swizzle<bits, base = 3, shift> XORs the 16-byte chunk index c = (o >> 3) %
+// 2^bits of element offset o with (o >> (3 + shift)) % 2^bits:
+//  - bits = log2(min(2R, 128) / 16): a row of 2R >= 32 bytes has at least
+//    2^bits chunks, so the XOR stays inside the row and permutes its 16-byte
+//    chunks (which stay contiguous: base = 3 leaves the low 3 bits alone).
+//  - the XOR source is the index of the 128-byte line: o / max(R, 64), so
+//    shift = max(log2 R, 6) - 3. For R >= 64 that is the row r itself, and
+//    group = (c ^ r) % 8 is 8 distinct values over 8 consecutive rows. For
+//    R < 64 one line holds L = 64 / R rows; group = (r % L) * (8 / L) +
+//    (c ^ (r / L)) % (8 / L): r % L and r / L together take 8 distinct value
+//    pairs over 8 consecutive rows, so again 8 groups. (shift = log2 R - 3,
+//    i.e. the row's own low bits, would leave rows r and r + 4 in one group
+//    for R = 16 and R = 32: a 2-way conflict.)
+// The same swizzle keeps the cooperative 16-byte copy stores (8 lanes on 8
+// consecutive chunks of one line) conflict-free, since it permutes chunks
+// within each line. Checked exhaustively for R = 16..512 with a small model.
+
+/// The ldmatrix-friendly swizzle of a shared tile of 16-bit elements with
+/// rows of `rowElems`, or null when the row is not a power of two of at
+/// least 32 bytes.
+SwizzleAttr getLdmatrixSwizzle(MLIRContext *ctx, int64_t rowElems,
+                               unsigned elemBits) {
+  if (elemBits != 16 || rowElems < 16 || !llvm::isPowerOf2_64(rowElems))
+    return nullptr;
+  int64_t rowBytes = rowElems * 2;
+  int64_t bits = llvm::Log2_64(std::min<int64_t>(rowBytes, 128) / 16);
+  int64_t base = 3; // 8 elements: one 16-byte ldmatrix row.
+  int64_t shift = std::max<int64_t>(llvm::Log2_64(rowElems), 6) - base;
+  return SwizzleAttr::get(ctx, bits, base, shift);
+}
+
+/// True when every access of `alloc`'s tile goes through tile ops (or loads
+/// and stores in tile.parallel bodies), which all apply its swizzle; directly
+/// or through its multi-buffered stages.
+bool onlySwizzleAwareUses(AllocSharedOp alloc) {
+  auto awareUser = [&](Operation *user) {
+    if (isa<TileDialect>(user->getDialect()))
+      return true;
+    if (isa<memref::LoadOp, memref::StoreOp>(user))
+      return user->getParentOfType<ParallelOp>() != nullptr;
+    return false;
+  };
+  for (Operation *user : alloc->getUsers()) {
+    if (auto subview = dyn_cast<memref::SubViewOp>(user)) {
+      if (getMultiBufferedAlloc(subview.getResult()) != alloc ||
+          !llvm::all_of(subview->getUsers(), awareUser))
+        return false;
+      continue;
+    }
+    if (!awareUser(user))
+      return false;
+  }
+  return true;
+}
+
+/// Gives the shared A and B tiles of tensor-core gemms (those whose
+/// accumulator got the mma layout) the ldmatrix swizzle, unless the user
+/// chose one (a `swizzle` attribute, even bits = 0, is left alone).
+void inferTensorCoreSwizzles(KernelOp kernel) {
+  kernel.walk([&](GemmOp gemm) {
+    auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
+    if (!c || !isa_and_nonnull<MmaLayoutAttr>(c.getLayoutAttr()) ||
+        !isTensorCoreGemm(gemm))
+      return;
+    for (Value operand : {gemm.getA(), gemm.getB()}) {
+      auto alloc = operand.getDefiningOp<AllocSharedOp>();
+      if (!alloc)
+        alloc = getMultiBufferedAlloc(operand);
+      if (!alloc || alloc.getSwizzleAttr() || !onlySwizzleAwareUses(alloc))
+        continue;
+      MemRefType type = cast<MemRefType>(operand.getType());
+      if (SwizzleAttr swizzle = getLdmatrixSwizzle(
+              gemm.getContext(), type.getShape().back(),
+              type.getElementTypeBitWidth()))
+        alloc.setSwizzleAttr(swizzle);
+    }
+  });
+}
+
 struct TileInferLayoutsPass
-    : public mlir::tilemega::tile::impl::TileInferLayoutsBase<TileInferLayoutsPass> {
+    : public mlir::tilemega::tile::impl::TileInferLayoutsBase<
+          TileInferLayoutsPass> {
   void runOnOperation() override {
     getOperation().walk([&](KernelOp kernel) {
       if (failed(inferKernel(kernel)))
@@ -52,89 +189,231 @@ struct TileInferLayoutsPass
     MLIRContext *ctx = kernel.getContext();
     int64_t threads = kernel.getThreads();
 
-    // Fragments touched by one parallel must share a layout: group them.
     llvm::EquivalenceClasses<Operation *> groups;
     SmallVector<ParallelOp> parallels;
+    SmallVector<Derivation> derivations;
     kernel.walk([&](AllocFragmentOp alloc) { groups.insert(alloc); });
-    kernel.walk([&](ParallelOp parallel) {
+    kernel.walk([&](ParallelOp parallel) -> WalkResult {
       parallels.push_back(parallel);
-      SmallVector<AllocFragmentOp> touched = getTouchedFragments(parallel);
-      for (size_t i = 1; i < touched.size(); ++i)
-        groups.unionSets(touched[0], touched[i]);
+      groups.insert(parallel);
+      for (const FragmentAccess &access : getFragmentAccesses(parallel)) {
+        if (access.droppedDims.empty()) {
+          groups.unionSets(parallel.getOperation(), access.alloc);
+        } else if (access.droppedDims.size() == 1) {
+          derivations.push_back({access.alloc, parallel,
+                                 access.droppedDims.front(), access.op});
+        } else {
+          access.op->emitOpError()
+              << "reads a fragment with " << access.droppedDims.size()
+              << " of the parallel's indices left out; only one is supported";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    kernel.walk([&](ReduceOp reduce) {
+      auto src = reduce.getSrc().getDefiningOp<AllocFragmentOp>();
+      auto dst = reduce.getDst().getDefiningOp<AllocFragmentOp>();
+      if (src && dst)
+        derivations.push_back({dst, src, reduce.getDim(), reduce});
     });
 
-    // One layout per group: the user's annotation if any, else the default
-    // for the group's shape and its widest element type.
-    DenseMap<Operation *, BlockedLayoutAttr> leaderLayout;
-    DenseMap<Operation *, Operation *> leaderAnnotatedBy;
-    DenseMap<Operation *, int64_t> leaderVector;
-    for (auto it = groups.begin(); it != groups.end(); ++it) {
-      if (!(*it)->isLeader())
-        continue;
-      Operation *leader = (*it)->getData();
-      int64_t maxVec = 16;
-      for (auto member = groups.member_begin(**it);
-           member != groups.member_end(); ++member) {
-        auto alloc = cast<AllocFragmentOp>(*member);
-        maxVec = std::min(maxVec,
-                          getMaxVectorElems(alloc.getType().getElementType()));
-        BlockedLayoutAttr annotated = alloc.getLayoutAttr();
-        if (!annotated)
+    // Seeds: annotations (which must agree within a group), then gemm
+    // accumulators.
+    DenseMap<Operation *, Attribute> layoutOf; // group leader -> layout
+    DenseMap<Operation *, Operation *> decidedBy;
+    auto seed = [&](Operation *member, Attribute layout,
+                    Operation *by) -> LogicalResult {
+      Operation *leader = groups.getLeaderValue(member);
+      Attribute &chosen = layoutOf[leader];
+      if (chosen && chosen != layout) {
+        InFlightDiagnostic diag =
+            by->emitOpError()
+            << "layout " << layout << " conflicts with layout " << chosen
+            << " of a fragment that shares tile.parallel bodies with it "
+               "(directly or through other fragments)";
+        diag.attachNote(decidedBy[leader]->getLoc())
+            << "the other layout comes from here";
+        return failure();
+      }
+      chosen = layout;
+      decidedBy[leader] = by;
+      return success();
+    };
+    WalkResult walk = kernel.walk([&](Operation *op) -> WalkResult {
+      if (auto alloc = dyn_cast<AllocFragmentOp>(op))
+        if (Attribute layout = alloc.getLayoutAttr())
+          return failed(seed(alloc, layout, alloc)) ? WalkResult::interrupt()
+                                                    : WalkResult::advance();
+      if (auto parallel = dyn_cast<ParallelOp>(op))
+        if (Attribute layout = parallel.getLayoutAttr())
+          return failed(seed(parallel, layout, parallel))
+                     ? WalkResult::interrupt()
+                     : WalkResult::advance();
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+    kernel.walk([&](GemmOp gemm) {
+      auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
+      if (!c || layoutOf.count(groups.getLeaderValue(c)) ||
+          !isTensorCoreGemm(gemm))
+        return;
+      MemRefType cType = gemm.getC().getType();
+      if (MmaLayoutAttr mma = getDefaultMmaLayout(
+              ctx, cType.getDimSize(0), cType.getDimSize(1), threads)) {
+        layoutOf[groups.getLeaderValue(c)] = mma;
+        decidedBy[groups.getLeaderValue(c)] = gemm;
+      }
+    });
+
+    // Derived groups take slices of their parents; the remaining roots get
+    // the default blocked layout. Repeat until everything has a layout.
+    DenseSet<Operation *> derivedLeaders;
+    for (const Derivation &d : derivations)
+      derivedLeaders.insert(groups.getLeaderValue(d.derived));
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (const Derivation &d : derivations) {
+        Operation *leader = groups.getLeaderValue(d.derived);
+        Attribute parent = layoutOf.lookup(groups.getLeaderValue(d.parent));
+        if (!parent)
           continue;
-        BlockedLayoutAttr &chosen = leaderLayout[leader];
-        if (chosen && chosen != annotated) {
+        if (getLayoutRank(parent) < 2)
+          return d.cause->emitOpError()
+                 << "needs a slice of the 1-d layout " << parent
+                 << "; reducing a 1-d tile to one value is not supported yet";
+        if (isa<SliceLayoutAttr>(parent))
+          return d.cause->emitOpError()
+                 << "needs a slice of the layout " << parent
+                 << ", which is itself a slice; that is not supported";
+        Attribute sliced = SliceLayoutAttr::get(ctx, d.dim, parent);
+        Attribute existing = layoutOf.lookup(leader);
+        if (existing == sliced)
+          continue;
+        if (existing) {
           InFlightDiagnostic diag =
-              alloc.emitOpError()
-              << "layout " << annotated
-              << " conflicts with layout " << chosen
-              << " of a fragment that shares tile.parallel bodies with it "
-                 "(directly or through other fragments)";
-          diag.attachNote(leaderAnnotatedBy[leader]->getLoc())
-              << "the other fragment is allocated here";
+              d.cause->emitOpError()
+              << "needs layout " << sliced << " for a fragment that has "
+              << "layout " << existing
+              << "; converting between them is not supported";
+          diag.attachNote(decidedBy[leader]->getLoc())
+              << "that layout comes from here";
           return failure();
         }
-        chosen = annotated;
-        leaderAnnotatedBy[leader] = alloc;
+        layoutOf[leader] = sliced;
+        decidedBy[leader] = d.cause;
+        changed = true;
       }
-      leaderVector[leader] = maxVec;
+      if (changed)
+        continue;
+      for (auto it = groups.begin(); it != groups.end(); ++it) {
+        if (!(*it)->isLeader())
+          continue;
+        Operation *leader = (*it)->getData();
+        if (layoutOf.count(leader) || derivedLeaders.contains(leader))
+          continue;
+        layoutOf[leader] = getDefaultForGroup(groups, **it, threads);
+        decidedBy[leader] = leader;
+        changed = true;
+        break; // Derivations may follow from this one first.
+      }
     }
 
+    // Apply and check.
     for (auto it = groups.begin(); it != groups.end(); ++it) {
-      auto alloc = cast<AllocFragmentOp>((*it)->getData());
-      Operation *leader = groups.getLeaderValue(alloc);
-      BlockedLayoutAttr layout = leaderLayout.lookup(leader);
-      ArrayRef<int64_t> shape = alloc.getType().getShape();
-      if (!layout) {
-        layout = getDefaultBlockedLayout(ctx, shape, leaderVector[leader],
-                                         threads);
-        leaderLayout[leader] = layout;
+      Operation *member = (*it)->getData();
+      Attribute layout = layoutOf.lookup(groups.getLeaderValue(member));
+      if (!layout)
+        return member->emitOpError(
+            "has no layout: its layout depends on itself through "
+            "tile.reduce / tile.parallel slices");
+      if (auto parallel = dyn_cast<ParallelOp>(member)) {
+        parallel.setLayoutAttr(layout);
+        continue;
       }
-      if (!layoutCoversExactly(layout, shape)) {
-        SmallVector<int64_t> chunk;
-        for (unsigned d = 0; d < layout.getRank(); ++d)
-          chunk.push_back(layout.getChunkExtent(d));
+      auto alloc = cast<AllocFragmentOp>(member);
+      ArrayRef<int64_t> shape = alloc.getType().getShape();
+      std::string why;
+      FailureOr<ThreadOwnership> ownership =
+          getThreadOwnership(layout, shape, &why);
+      if (failed(ownership))
+        return alloc.emitOpError() << "cannot use layout " << layout << ": "
+                                   << why;
+      if (!ownership->coversExactly()) {
+        if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout)) {
+          SmallVector<int64_t> chunk;
+          for (unsigned d = 0; d < blocked.getRank(); ++d)
+            chunk.push_back(blocked.getChunkExtent(d));
+          return alloc.emitOpError()
+                 << "cannot spread a fragment of shape " << formatShape(shape)
+                 << " evenly over " << threads
+                 << " threads: its layout covers tiles of "
+                 << formatShape(chunk)
+                 << "; use a larger fragment or fewer threads";
+        }
         return alloc.emitOpError()
-               << "cannot spread a fragment of shape " << formatShape(shape)
-               << " evenly over " << threads
-               << " threads: its layout covers tiles of "
-               << formatShape(chunk)
-               << "; use a larger fragment or fewer threads";
+               << "layout " << layout << " does not cover a fragment of shape "
+               << formatShape(shape) << " exactly";
       }
       alloc.setLayoutAttr(layout);
     }
-
-    for (ParallelOp parallel : parallels) {
-      if (parallel.getLayoutAttr())
-        continue;
-      SmallVector<AllocFragmentOp> touched = getTouchedFragments(parallel);
-      BlockedLayoutAttr layout =
-          touched.empty()
-              ? getDefaultBlockedLayout(ctx, parallel.getExtents(),
-                                        /*maxVectorElems=*/1, threads)
-              : touched.front().getLayoutAttr();
-      parallel.setLayoutAttr(layout);
-    }
+    inferTensorCoreSwizzles(kernel);
     return success();
+  }
+
+  /// Elements of a fragment one 128-bit access moves: by the element type of
+  /// the memory it is copied from or to (a bf16 tensor loaded into an f32
+  /// fragment moves 8 elements at a time), else by its own element type.
+  static int64_t getAccessVectorElems(AllocFragmentOp alloc) {
+    int64_t elems = 0;
+    for (Operation *user : alloc->getUsers()) {
+      auto copy = dyn_cast<CopyOp>(user);
+      if (!copy)
+        continue;
+      Value other = copy.getSrc() == alloc.getResult() ? copy.getDst()
+                                                       : copy.getSrc();
+      int64_t v = getMaxVectorElems(
+          cast<MemRefType>(other.getType()).getElementType());
+      elems = elems ? std::min(elems, v) : v;
+    }
+    return elems; // 0: not copied, no constraint of its own.
+  }
+
+  /// The default blocked layout of a group: its shape, and one 128-bit
+  /// access per thread and chunk (see getAccessVectorElems).
+  static Attribute
+  getDefaultForGroup(llvm::EquivalenceClasses<Operation *> &groups,
+                     const llvm::EquivalenceClasses<Operation *>::ECValue &leader,
+                     int64_t threads) {
+    // Copied fragments decide the width (their memory accesses are what
+    // vectorises); a group without copies goes by its element types.
+    int64_t copiedVec = 16, ownVec = 16;
+    SmallVector<int64_t> shape;
+    bool hasFragment = false;
+    for (auto member = groups.member_begin(leader);
+         member != groups.member_end(); ++member) {
+      if (auto alloc = dyn_cast<AllocFragmentOp>(*member)) {
+        hasFragment = true;
+        if (int64_t elems = getAccessVectorElems(alloc))
+          copiedVec = std::min(copiedVec, elems);
+        ownVec = std::min(ownVec,
+                          getMaxVectorElems(alloc.getType().getElementType()));
+        shape.assign(alloc.getType().getShape().begin(),
+                     alloc.getType().getShape().end());
+      } else if (shape.empty()) {
+        auto extents = cast<ParallelOp>(*member).getExtents();
+        shape.assign(extents.begin(), extents.end());
+      }
+    }
+    // A parallel that touches no fragment: one element per thread and
+    // neighbouring threads on neighbouring elements (coalesced scalars).
+    int64_t maxVec = copiedVec < 16 ? copiedVec : ownVec;
+    if (!hasFragment)
+      maxVec = 1;
+    return getDefaultBlockedLayout(leader.getData()->getContext(), shape,
+                                   maxVec, threads);
   }
 };
 

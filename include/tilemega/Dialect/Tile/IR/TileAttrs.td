@@ -80,6 +80,57 @@ def Tile_BlockedLayoutAttr : Tile_Attr<"BlockedLayout", "blocked"> {
   }];
 }
 
+def Tile_MmaLayoutAttr : Tile_Attr<"MmaLayout", "mma"> {
+  let summary = "The accumulator layout of mma.sync m16n8k16 tensor-core tiles";
+  let description = [{
+    The register layout of a `tile.gemm` accumulator on tensor cores. The
+    block's warps form a `warpsPerBlock[0] x warpsPerBlock[1]` grid over the
+    M x N tile; each warp owns an `(M / wm) x (N / wn)` sub-tile made of
+    16 x 8 `mma.sync` accumulator tiles, in which lane `l` holds rows
+    `l / 4` and `l / 4 + 8`, columns `2 * (l % 4)` and `2 * (l % 4) + 1`
+    (PTX's m16n8 C/D fragment). The tile's M must be a multiple of
+    `16 * wm` and its N a multiple of `8 * wn`.
+
+    ```mlir
+    %acc = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [2, 2]>}
+        : memref<128x128xf32, #tile.fragment>
+    ```
+  }];
+  let parameters = (ins ArrayRefParameter<"int64_t">:$warpsPerBlock);
+  let assemblyFormat = "`<` `warpsPerBlock` `=` `[` $warpsPerBlock `]` `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const { return 2; }
+    int64_t getNumThreads() const {
+      return 32 * getWarpsPerBlock()[0] * getWarpsPerBlock()[1];
+    }
+  }];
+}
+
+def Tile_SliceLayoutAttr : Tile_Attr<"SliceLayout", "slice"> {
+  let summary = "A layout with one dimension of its parent removed";
+  let description = [{
+    The layout of a tile that is its parent tile with dimension `dim`
+    reduced away, such as the row maxima of a score tile. A thread holds
+    element `e` when, in the parent layout, it holds an element whose indices
+    without `dim` are `e`; the threads along `dim` hold copies. This is what
+    `tile.reduce` produces and what lets a `tile.parallel` over the parent
+    read `row_max[i]` in the thread that holds `scores[i, j]`.
+
+    ```mlir
+    #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 4],
+        threadsPerWarp = [4, 8], warpsPerBlock = [4, 1], order = [1, 0]>>
+    ```
+  }];
+  let parameters = (ins "int64_t":$dim, "::mlir::Attribute":$parent);
+  let assemblyFormat = "`<` `dim` `=` $dim `,` `parent` `=` $parent `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getRank() const;
+    int64_t getNumThreads() const;
+  }];
+}
+
 def Tile_SwizzleAttr : Tile_Attr<"Swizzle", "swizzle"> {
   let summary = "An XOR swizzle of shared-memory element offsets";
   let description = [{
@@ -100,6 +151,11 @@ def Tile_SwizzleAttr : Tile_Attr<"Swizzle", "swizzle"> {
   }];
   let genVerifyDecl = 1;
 }
+
+/// Any layout a fragment or a tile.parallel may carry.
+def Tile_FragmentLayoutAttr : AnyAttrOf<[Tile_BlockedLayoutAttr,
+                                        Tile_MmaLayoutAttr,
+                                        Tile_SliceLayoutAttr]>;
 
 //===----------------------------------------------------------------------===//
 // Enums

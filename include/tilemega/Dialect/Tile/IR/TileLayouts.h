@@ -34,6 +34,52 @@ bool layoutCoversExactly(BlockedLayoutAttr layout, ArrayRef<int64_t> shape);
 /// (counting masked-off slots when the layout does not cover exactly).
 int64_t getElementsPerThread(BlockedLayoutAttr layout, ArrayRef<int64_t> shape);
 
+/// True for the attributes a fragment may carry as its layout
+/// (#tile.blocked, #tile.mma, #tile.slice).
+bool isFragmentLayout(Attribute layout);
+/// Rank of the tiles a fragment layout applies to.
+unsigned getLayoutRank(Attribute layout);
+/// Threads a fragment layout spreads a tile over.
+int64_t getLayoutNumThreads(Attribute layout);
+
+/// How a layout spreads one tile dimension over a thread's lane and warp ids:
+/// the thread's first index in the dimension is
+///   ((lane / laneStride) % laneCount) * laneScale
+/// + ((warp / warpStride) % warpCount) * warpScale.
+/// Threads that differ only in lanes/warps along other dimensions share it.
+struct DimMapping {
+  int64_t laneStride = 1, laneCount = 1, laneScale = 0;
+  int64_t warpStride = 1, warpCount = 1, warpScale = 0;
+};
+
+/// The elements of a tile that one thread holds under a layout: the
+/// thread-dependent base of each dimension, plus, for each register slot in
+/// order, the static offset from that base.
+struct ThreadOwnership {
+  SmallVector<DimMapping> dims;
+  SmallVector<SmallVector<int64_t>> elements;
+  /// Dimensions in which a thread's elements can fall outside the tile.
+  SmallVector<bool> overhangs;
+
+  bool coversExactly() const { return llvm::none_of(overhangs, [](bool b) { return b; }); }
+  /// Largest power of two w such that every aligned group of w slots holds
+  /// consecutive elements of the innermost dimension (a vector access).
+  int64_t getContiguity() const;
+  /// Slot of the element with these static offsets, or -1.
+  int64_t findSlot(ArrayRef<int64_t> offsets) const;
+};
+
+/// The ownership of a tile of `shape` under `layout`; failure (with the reason
+/// in `why`) when the layout cannot hold such a tile.
+FailureOr<ThreadOwnership> getThreadOwnership(Attribute layout,
+                                              ArrayRef<int64_t> shape,
+                                              std::string *why = nullptr);
+
+/// The mma layout for a gemm accumulator of M x N over `numThreads`, or null
+/// when the shape does not tile into 16 x 8 mma.sync tiles per warp.
+MmaLayoutAttr getDefaultMmaLayout(MLIRContext *ctx, int64_t m, int64_t n,
+                                  int64_t numThreads);
+
 } // namespace mlir::tilemega::tile
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILELAYOUTS_H
