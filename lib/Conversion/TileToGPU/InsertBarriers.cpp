@@ -3,8 +3,9 @@
 // Threads write shared memory for other threads to read. Every tile op that
 // writes shared memory is fenced by a block barrier before it (earlier readers
 // are done: write-after-read) and after it (the data is complete:
-// read-after-write). This is conservative but always correct; the pipelining
-// pass replaces it with stage-aware waits inside pipelined loops.
+// read-after-write). This is conservative but always correct. Async copies
+// (`tile.copy async`) are left alone: tile-pipeline, which issues them, places
+// the cp.async waits and the barriers that go with them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +21,10 @@ static bool isSharedValue(Value v) {
 }
 
 static bool writesShared(Operation *op) {
+  // An async copy has only been issued when the op is done: a barrier after
+  // it orders nothing. Whoever issues it places the wait and the barrier.
   if (auto copy = dyn_cast<tile::CopyOp>(op))
-    return isSharedValue(copy.getDst());
+    return !copy.getAsync() && isSharedValue(copy.getDst());
   if (auto fill = dyn_cast<tile::FillOp>(op))
     return isSharedValue(fill.getDst());
   if (auto clear = dyn_cast<tile::ClearOp>(op))

@@ -766,3 +766,134 @@ func.func @grid_over_limit() {
   }
   return
 }
+
+//===----------------------------------------------------------------------===//
+// Async copies
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @async_copy_shared_to_fragment() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %s = tile.alloc_shared : memref<4x32xf32, #gpu.address_space<workgroup>>
+    %f = tile.alloc_fragment : memref<4x32xf32, #tile.fragment>
+    // expected-error @+1 {{async copies go from global to shared memory, got shared to fragment}}
+    tile.copy async %s[0, 0] to %f[0, 0] sizes [4, 32]
+        : memref<4x32xf32, #gpu.address_space<workgroup>> to memref<4x32xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @async_copy_global_to_fragment(%A: memref<64x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %f = tile.alloc_fragment : memref<4x32xf32, #tile.fragment>
+    // expected-error @+1 {{async copies go from global to shared memory, got global to fragment}}
+    tile.copy async %A[0, 0] to %f[0, 0] sizes [4, 32]
+        : memref<64x64xf32> to memref<4x32xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @async_copy_convert(%A: memref<64x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %s = tile.alloc_shared : memref<4x32xf16, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{async copies cannot convert elements: 'f32' vs 'f16'}}
+    tile.copy async %A[0, 0] to %s[0, 0] sizes [4, 32]
+        : memref<64x64xf32> to memref<4x32xf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @async_wait_negative() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    // expected-error @+1 {{pending must be >= 0, got -1}}
+    tile.async_wait pending -1
+  }
+  return
+}
+
+// -----
+
+func.func @async_commit_outside_kernel() {
+  // expected-error @+1 {{must be nested in a tile.kernel}}
+  tile.async_commit
+  return
+}
+
+// -----
+
+// Only a whole leading-dimension slice of a shared alloc is a stage; any
+// other strided view is not a tile.
+
+func.func @strided_view_not_a_stage(%A: memref<64x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %buf = tile.alloc_shared : memref<2x4x64xf32, #gpu.address_space<workgroup>>
+    %half = memref.subview %buf[1, 0, 0] [1, 4, 32] [1, 1, 1]
+        : memref<2x4x64xf32, #gpu.address_space<workgroup>>
+          to memref<4x32xf32, strided<[64, 1], offset: 256>, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{destination must have the identity (row-major) layout}}
+    tile.copy %A[0, 0] to %half[0, 0] sizes [4, 32]
+        : memref<64x64xf32> to memref<4x32xf32, strided<[64, 1], offset: 256>, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @global_view_not_a_stage(%A: memref<2x64x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %s = tile.alloc_shared : memref<4x32xf32, #gpu.address_space<workgroup>>
+    %v = memref.subview %A[1, 0, 0] [1, 64, 64] [1, 1, 1]
+        : memref<2x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: 4096>>
+    // expected-error @+1 {{source must have the identity (row-major) layout}}
+    tile.copy %v[0, 0] to %s[0, 0] sizes [4, 32]
+        : memref<64x64xf32, strided<[64, 1], offset: 4096>> to memref<4x32xf32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @mma_layout_rank() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{mma layout warpsPerBlock must have 2 entries (warps along M and N), got 1}}
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [4]>} : memref<64x64xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @mma_layout_shape() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{cannot hold this fragment: an mma layout with warpsPerBlock = [2, 2] needs a 2-d tile whose rows are a multiple of 32 and columns a multiple of 16}}
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [2, 2]>} : memref<48x64xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @slice_parent() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{slice layout parent must be a #tile.blocked or #tile.mma layout, got 3 : i64}}
+    %c = tile.alloc_fragment {layout = #tile.slice<dim = 0, parent = 3>} : memref<64xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @slice_dim() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{slice dim 2 is out of range for a rank-2 parent}}
+    %c = tile.alloc_fragment {layout = #tile.slice<dim = 2, parent = #tile.mma<warpsPerBlock = [2, 2]>>} : memref<64xf32, #tile.fragment>
+  }
+  return
+}

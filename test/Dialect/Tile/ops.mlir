@@ -172,3 +172,34 @@ func.func @pipelined(%A: memref<64x256xf16>) {
   }
   return
 }
+
+// CHECK-LABEL: func.func @async_copy
+// CHECK:         tile.copy async %{{.*}}[0, %{{.*}}] to %{{.*}}[0, 0] sizes [64, 32] : memref<64x256xf16> to memref<64x32xf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT:    tile.async_commit
+// CHECK-NEXT:    tile.async_wait pending 0
+// CHECK:         tile.copy async %{{.*}}[0, %{{.*}}] to %[[STAGE:.*]][0, 0] sizes [64, 32] : memref<64x256xf16> to memref<64x32xf16, strided<[32, 1], offset: ?>, #gpu.address_space<workgroup>>
+// CHECK-NEXT:    tile.async_commit
+// CHECK-NEXT:    tile.async_wait pending 2
+// CHECK:         tile.copy %[[STAGE]][0, 0] to %{{.*}}[0, 0] sizes [64, 32] : memref<64x32xf16, strided<[32, 1], offset: ?>, #gpu.address_space<workgroup>> to memref<64x32xf32, #tile.fragment>
+func.func @async_copy(%A: memref<64x256xf16>, %k: index, %stage: index) {
+  tile.kernel blocks(%bx) in [1] threads 128 {
+    %s = tile.alloc_shared : memref<64x32xf16, #gpu.address_space<workgroup>>
+    tile.copy async %A[0, %k] to %s[0, 0] sizes [64, 32]
+        : memref<64x256xf16> to memref<64x32xf16, #gpu.address_space<workgroup>>
+    tile.async_commit
+    tile.async_wait pending 0
+    // One stage of a three-stage tile.
+    %buf = tile.alloc_shared : memref<3x64x32xf16, #gpu.address_space<workgroup>>
+    %st = memref.subview %buf[%stage, 0, 0] [1, 64, 32] [1, 1, 1]
+        : memref<3x64x32xf16, #gpu.address_space<workgroup>>
+          to memref<64x32xf16, strided<[32, 1], offset: ?>, #gpu.address_space<workgroup>>
+    tile.copy async %A[0, %k] to %st[0, 0] sizes [64, 32]
+        : memref<64x256xf16> to memref<64x32xf16, strided<[32, 1], offset: ?>, #gpu.address_space<workgroup>>
+    tile.async_commit
+    tile.async_wait pending 2
+    %f = tile.alloc_fragment : memref<64x32xf32, #tile.fragment>
+    tile.copy %st[0, 0] to %f[0, 0] sizes [64, 32]
+        : memref<64x32xf16, strided<[32, 1], offset: ?>, #gpu.address_space<workgroup>> to memref<64x32xf32, #tile.fragment>
+  }
+  return
+}

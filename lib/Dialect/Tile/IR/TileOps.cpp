@@ -1,6 +1,7 @@
 //===- TileOps.cpp - tile dialect operations --------------------------------===//
 
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -35,17 +36,54 @@ static std::string formatShape(ArrayRef<int64_t> shape) {
   return s;
 }
 
+AllocSharedOp mlir::tilemega::tile::getMultiBufferedAlloc(Value value) {
+  auto subview = value.getDefiningOp<memref::SubViewOp>();
+  if (!subview)
+    return nullptr;
+  auto alloc = subview.getSource().getDefiningOp<AllocSharedOp>();
+  if (!alloc)
+    return nullptr;
+  MemRefType bufferType = alloc.getType(), stageType = subview.getType();
+  ArrayRef<int64_t> stageShape = stageType.getShape();
+  if (bufferType.getRank() != stageType.getRank() + 1 ||
+      bufferType.getShape().drop_front() != stageShape)
+    return nullptr;
+  // [stage, 0, ...] [1, d0, ...] [1, ...]: one whole slice.
+  ArrayRef<int64_t> offsets = subview.getStaticOffsets();
+  ArrayRef<int64_t> sizes = subview.getStaticSizes();
+  ArrayRef<int64_t> strides = subview.getStaticStrides();
+  if (sizes.front() != 1 || sizes.drop_front() != stageShape ||
+      !llvm::all_of(offsets.drop_front(), [](int64_t o) { return o == 0; }) ||
+      !llvm::all_of(strides, [](int64_t s) { return s == 1; }))
+    return nullptr;
+  // Row-major and contiguous; only the offset (the stage) may vary.
+  SmallVector<int64_t> layoutStrides;
+  int64_t layoutOffset;
+  if (failed(stageType.getStridesAndOffset(layoutStrides, layoutOffset)))
+    return nullptr;
+  int64_t expected = 1;
+  for (int64_t d = stageType.getRank() - 1; d >= 0; --d) {
+    if (layoutStrides[d] != expected)
+      return nullptr;
+    expected *= stageShape[d];
+  }
+  return alloc;
+}
+
 /// Checks what every tile buffer operand needs: an identity layout and a
-/// memory space that is one of our scopes.
+/// memory space that is one of our scopes. When `value` is given, a stage of
+/// a multi-buffered shared tile (whose layout carries the stage offset) is
+/// accepted as well.
 static LogicalResult verifyTileBuffer(Operation *op, StringRef name,
-                                      MemRefType type) {
+                                      MemRefType type, Value value = {}) {
   if (getScope(type) == Scope::Unknown)
     return op->emitOpError() << name << " has memory space "
                              << type.getMemorySpace()
                              << ", which is not global, shared "
                                 "(#gpu.address_space<workgroup>) or "
                                 "#tile.fragment";
-  if (!type.getLayout().isIdentity())
+  if (!type.getLayout().isIdentity() &&
+      !(value && getMultiBufferedAlloc(value)))
     return op->emitOpError() << name
                              << " must have the identity (row-major) layout";
   // Layouts, thread mappings and boxes are all at least 1-d; a 0-d buffer
@@ -195,23 +233,35 @@ LogicalResult AllocFragmentOp::verify() {
                          << " registers per thread, over the "
                          << kMaxRegistersPerThread << "-register limit by "
                          << registers - kMaxRegistersPerThread;
-  BlockedLayoutAttr layout = getLayoutAttr();
+  Attribute layout = getLayoutAttr();
   if (!layout)
     return success();
-  if (layout.getRank() != type.getRank())
-    return emitOpError() << "layout has rank " << layout.getRank()
+  if (getLayoutRank(layout) != type.getRank())
+    return emitOpError() << "layout has rank " << getLayoutRank(layout)
                          << " but the fragment has rank " << type.getRank();
-  if (layout.getNumThreads() != threads)
+  if (getLayoutNumThreads(layout) != threads)
     return emitOpError() << "layout spreads the fragment over "
-                         << layout.getNumThreads()
+                         << getLayoutNumThreads(layout)
                          << " threads but the kernel has " << threads;
-  for (unsigned d = 0; d < type.getRank(); ++d)
-    if (type.getDimSize(d) % layout.getChunkExtent(d) != 0)
-      return emitOpError() << "fragment dimension " << d << " (size "
-                           << type.getDimSize(d)
-                           << ") is not a multiple of the layout's chunk "
-                              "extent "
-                           << layout.getChunkExtent(d);
+  if (auto blocked = dyn_cast<BlockedLayoutAttr>(layout)) {
+    for (unsigned d = 0; d < type.getRank(); ++d)
+      if (type.getDimSize(d) % blocked.getChunkExtent(d) != 0)
+        return emitOpError() << "fragment dimension " << d << " (size "
+                             << type.getDimSize(d)
+                             << ") is not a multiple of the layout's chunk "
+                                "extent "
+                             << blocked.getChunkExtent(d);
+  }
+  std::string why;
+  FailureOr<ThreadOwnership> ownership =
+      getThreadOwnership(layout, type.getShape(), &why);
+  if (failed(ownership))
+    return emitOpError() << "layout " << layout
+                         << " cannot hold this fragment: " << why;
+  if (!ownership->coversExactly())
+    return emitOpError() << "layout " << layout
+                         << " does not cover the fragment exactly: some "
+                            "threads would hold elements outside it";
   return success();
 }
 
@@ -229,11 +279,12 @@ SmallVector<OpFoldResult> CopyOp::getMixedDstOffsets() {
 
 /// Checks one side of a box access: offset list length, static bounds, and
 /// for fragments that the whole tile is covered.
-static LogicalResult verifyBox(Operation *op, StringRef name, MemRefType type,
+static LogicalResult verifyBox(Operation *op, StringRef name, Value buffer,
                                ValueRange dynOffsets,
                                ArrayRef<int64_t> staticOffsets,
                                ArrayRef<int64_t> sizes) {
-  if (failed(verifyTileBuffer(op, name, type)))
+  auto type = cast<MemRefType>(buffer.getType());
+  if (failed(verifyTileBuffer(op, name, type, buffer)))
     return failure();
   if (staticOffsets.size() != static_cast<size_t>(type.getRank()))
     return op->emitOpError() << "expects " << type.getRank() << " " << name
@@ -282,9 +333,9 @@ LogicalResult CopyOp::verify() {
   for (int64_t s : sizes)
     if (s < 1)
       return emitOpError() << "sizes must be >= 1, got " << formatShape(sizes);
-  if (failed(verifyBox(*this, "source", srcType, getSrcOffsets(),
+  if (failed(verifyBox(*this, "source", getSrc(), getSrcOffsets(),
                        getStaticSrcOffsets(), sizes)) ||
-      failed(verifyBox(*this, "destination", dstType, getDstOffsets(),
+      failed(verifyBox(*this, "destination", getDst(), getDstOffsets(),
                        getStaticDstOffsets(), sizes)))
     return failure();
   Scope src = getScope(srcType), dst = getScope(dstType);
@@ -293,6 +344,17 @@ LogicalResult CopyOp::verify() {
                        "shared memory or a fragment");
   if (src == Scope::Fragment && dst == Scope::Fragment)
     return emitOpError("cannot copy fragment to fragment: use tile.parallel");
+  if (getAsync()) {
+    if (src != Scope::Global || dst != Scope::Shared)
+      return emitOpError() << "async copies go from global to shared memory, "
+                              "got "
+                           << stringifyScope(src) << " to "
+                           << stringifyScope(dst);
+    if (srcType.getElementType() != dstType.getElementType())
+      return emitOpError() << "async copies cannot convert elements: "
+                           << srcType.getElementType() << " vs "
+                           << dstType.getElementType();
+  }
   if (!convertibleElementTypes(srcType.getElementType(),
                                dstType.getElementType()))
     return emitOpError() << "cannot convert element type "
@@ -309,7 +371,7 @@ LogicalResult CopyOp::verify() {
 LogicalResult AtomicOp::verify() {
   MemRefType srcType = getSrc().getType();
   MemRefType dstType = getDst().getType();
-  if (failed(verifyTileBuffer(*this, "source", srcType)))
+  if (failed(verifyTileBuffer(*this, "source", srcType, getSrc())))
     return failure();
   if (!isGlobal(dstType))
     return emitOpError() << "destination must be global, got "
@@ -325,7 +387,7 @@ LogicalResult AtomicOp::verify() {
     return emitOpError() << "atomics support f16, bf16, f32, f64, i32 and i64, "
                             "got "
                          << elem;
-  return verifyBox(*this, "destination", dstType, getOffsets(),
+  return verifyBox(*this, "destination", getDst(), getOffsets(),
                    getStaticOffsets(), srcType.getShape());
 }
 
@@ -336,9 +398,10 @@ LogicalResult AtomicOp::verify() {
 LogicalResult GemmOp::verify() {
   MemRefType aType = getA().getType(), bType = getB().getType(),
              cType = getC().getType();
-  for (auto [name, type] : {std::pair<StringRef, MemRefType>{"A", aType},
-                            {"B", bType}, {"C", cType}}) {
-    if (failed(verifyTileBuffer(*this, name, type)))
+  for (auto [name, value] : {std::pair<StringRef, Value>{"A", getA()},
+                             {"B", getB()}, {"C", getC()}}) {
+    auto type = cast<MemRefType>(value.getType());
+    if (failed(verifyTileBuffer(*this, name, type, value)))
       return failure();
     if (type.getRank() != 2)
       return emitOpError() << name << " must be a 2-d tile, got rank "
@@ -380,8 +443,8 @@ LogicalResult GemmOp::verify() {
 
 LogicalResult ReduceOp::verify() {
   MemRefType srcType = getSrc().getType(), dstType = getDst().getType();
-  if (failed(verifyTileBuffer(*this, "source", srcType)) ||
-      failed(verifyTileBuffer(*this, "destination", dstType)))
+  if (failed(verifyTileBuffer(*this, "source", srcType, getSrc())) ||
+      failed(verifyTileBuffer(*this, "destination", dstType, getDst())))
     return failure();
   if (isGlobal(srcType) || isGlobal(dstType))
     return emitOpError("reduces shared or fragment tiles, not global ones");
@@ -407,8 +470,9 @@ LogicalResult ReduceOp::verify() {
 // FillOp / ClearOp
 //===----------------------------------------------------------------------===//
 
-static LogicalResult verifyWritableTile(Operation *op, MemRefType type) {
-  if (failed(verifyTileBuffer(op, "destination", type)))
+static LogicalResult verifyWritableTile(Operation *op, Value tile) {
+  auto type = cast<MemRefType>(tile.getType());
+  if (failed(verifyTileBuffer(op, "destination", type, tile)))
     return failure();
   if (isGlobal(type))
     return op->emitOpError("writes shared or fragment tiles; use tile.copy to "
@@ -418,7 +482,7 @@ static LogicalResult verifyWritableTile(Operation *op, MemRefType type) {
 
 LogicalResult FillOp::verify() {
   MemRefType type = getDst().getType();
-  if (failed(verifyWritableTile(*this, type)))
+  if (failed(verifyWritableTile(*this, getDst())))
     return failure();
   if (getValue().getType() != type.getElementType())
     return emitOpError() << "value type " << getValue().getType()
@@ -428,7 +492,7 @@ LogicalResult FillOp::verify() {
 }
 
 LogicalResult ClearOp::verify() {
-  return verifyWritableTile(*this, getDst().getType());
+  return verifyWritableTile(*this, getDst());
 }
 
 //===----------------------------------------------------------------------===//
@@ -482,16 +546,16 @@ LogicalResult ParallelOp::verify() {
     if (e < 1)
       return emitOpError() << "extents must be >= 1, got "
                            << formatShape(extents);
-  if (BlockedLayoutAttr layout = getLayoutAttr()) {
-    if (layout.getRank() != extents.size())
-      return emitOpError() << "layout has rank " << layout.getRank()
+  if (Attribute layout = getLayoutAttr()) {
+    if (getLayoutRank(layout) != extents.size())
+      return emitOpError() << "layout has rank " << getLayoutRank(layout)
                            << " but the iteration space has rank "
                            << extents.size();
     // The InKernel trait has checked that there is a kernel.
     int64_t threads = (*this)->getParentOfType<KernelOp>().getThreads();
-    if (layout.getNumThreads() != threads)
+    if (getLayoutNumThreads(layout) != threads)
       return emitOpError() << "layout spreads the iterations over "
-                           << layout.getNumThreads()
+                           << getLayoutNumThreads(layout)
                            << " threads but the kernel has " << threads;
   }
   return success();
@@ -523,8 +587,21 @@ LogicalResult ParallelOp::verifyRegions() {
     auto type = cast<MemRefType>(memref.getType());
     if (!isFragment(type))
       return WalkResult::advance();
-    if (type.getShape() != getExtents() ||
-        !llvm::equal(indices, body.getArguments())) {
+    // The parallel's own indices, in order; some may be left out (a
+    // fragment sliced from the iteration space, e.g. row_max[i]).
+    SmallVector<int64_t> expectedShape;
+    unsigned next = 0;
+    bool ok = true;
+    for (Value index : indices) {
+      while (next < body.getNumArguments() && body.getArgument(next) != index)
+        ++next;
+      if (next == body.getNumArguments()) {
+        ok = false;
+        break;
+      }
+      expectedShape.push_back(getExtents()[next++]);
+    }
+    if (!ok || type.getShape() != ArrayRef<int64_t>(expectedShape)) {
       op->emitOpError() << "accesses a fragment inside tile.parallel with "
                            "indices other than the parallel's own ("
                         << "fragment shape " << formatShape(type.getShape())
@@ -588,8 +665,10 @@ void PipelinedOp::print(OpAsmPrinter &p) {
 }
 
 LogicalResult PipelinedOp::verify() {
-  if (getNumStages() < 1)
-    return emitOpError() << "num_stages must be >= 1, got " << getNumStages();
+  // I64Attr reads back unsigned: a negative count must not pass as huge.
+  int64_t numStages = getNumStagesAttr().getInt();
+  if (numStages < 1)
+    return emitOpError() << "num_stages must be >= 1, got " << numStages;
   return success();
 }
 
@@ -598,6 +677,18 @@ LogicalResult PipelinedOp::verifyRegions() {
   if (body.getNumArguments() != 1 || !body.getArgument(0).getType().isIndex())
     return emitOpError("body must have exactly one index argument (the "
                        "induction variable)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AsyncWaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AsyncWaitOp::verify() {
+  // I64Attr reads back unsigned: look at the attribute's signed value.
+  int64_t pending = getPendingAttr().getInt();
+  if (pending < 0)
+    return emitOpError() << "pending must be >= 0, got " << pending;
   return success();
 }
 

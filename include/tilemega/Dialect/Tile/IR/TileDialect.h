@@ -50,4 +50,16 @@ LogicalResult InKernel<ConcreteType>::verifyTrait(Operation *op) {
 #define GET_OP_CLASSES
 #include "tilemega/Dialect/Tile/IR/TileOps.h.inc"
 
+namespace mlir::tilemega::tile {
+
+/// When `value` is one stage of a multi-buffered shared tile (what
+/// tile-pipeline makes), the alloc it belongs to; null otherwise. A stage is a
+/// rank-reducing `memref.subview %buf[%stage, 0, ...] [1, d0, ...] [1, ...]`
+/// of a `tile.alloc_shared : memref<N x d0 x ...>`: a contiguous row-major
+/// tile whose layout only carries the stage's offset. Tile ops accept it like
+/// the tile itself, and it is swizzled like the alloc, as a tile of its own.
+AllocSharedOp getMultiBufferedAlloc(Value value);
+
+} // namespace mlir::tilemega::tile
+
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEDIALECT_H

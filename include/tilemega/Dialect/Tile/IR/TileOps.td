@@ -85,6 +85,11 @@ def Tile_AllocSharedOp : Tile_Op<"alloc_shared", [HasParent<"KernelOp">]> {
     element offsets are permuted to avoid bank conflicts; without one, layout
     inference chooses.
 
+    A multi-buffered tile (what `tile-pipeline` makes of a tile it pipelines)
+    has a leading stage dimension; one stage is the rank-reducing
+    `memref.subview %buf[%stage, 0, ...] [1, ...] [1, ...]`, which tile ops
+    accept like a tile of their own and which is swizzled like one.
+
     ```mlir
     %A_s = tile.alloc_shared : memref<128x32xf16, #gpu.address_space<workgroup>>
     ```
@@ -109,7 +114,7 @@ def Tile_AllocFragmentOp : Tile_Op<"alloc_fragment", [HasParent<"KernelOp">]> {
     %acc = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
     ```
   }];
-  let arguments = (ins OptionalAttr<Tile_BlockedLayoutAttr>:$layout);
+  let arguments = (ins OptionalAttr<Tile_FragmentLayoutAttr>:$layout);
   let results = (outs Res<Tile_FragmentBuffer, "", [MemAlloc]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -136,6 +141,24 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     tile.copy %A[%row, 0] to %A_s[0, 0] sizes [128, 32]
         : memref<1024x1024xf16> to memref<128x32xf16, #gpu.address_space<workgroup>>
     ```
+
+    With `async` the copy is only issued (`cp.async` on sm_80 and later): it
+    goes from global to shared memory with one element type, and the
+    destination may be read only once a `tile.async_commit` has closed the
+    copy's group, a `tile.async_wait` has retired that group and a
+    `gpu.barrier` has made every thread's part visible. Elements outside the
+    global buffer are zero-filled. No barriers are inserted around an async
+    copy: whoever issues it (normally `tile-pipeline`) places the waits.
+    Chunks a thread cannot move in 4, 8 or 16 bytes are copied synchronously,
+    which a later wait also covers.
+
+    ```mlir
+    tile.copy async %A[%row, %k] to %A_s[0, 0] sizes [128, 32]
+        : memref<1024x1024xf16> to memref<128x32xf16, #gpu.address_space<workgroup>>
+    tile.async_commit
+    tile.async_wait pending 0
+    gpu.barrier
+    ```
   }];
   let arguments = (ins
     Arg<Tile_Buffer, "source", [MemRead]>:$src,
@@ -144,8 +167,10 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     Arg<Tile_Buffer, "destination", [MemWrite]>:$dst,
     Variadic<Index>:$dst_offsets,
     DenseI64ArrayAttr:$static_dst_offsets,
-    DenseI64ArrayAttr:$sizes);
+    DenseI64ArrayAttr:$sizes,
+    UnitAttr:$async);
   let assemblyFormat = [{
+    (`async` $async^)?
     $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
     `to` $dst `` custom<DynamicIndexList>($dst_offsets, $static_dst_offsets)
     `sizes` $sizes attr-dict `:` type($src) `to` type($dst)
@@ -289,7 +314,7 @@ def Tile_ParallelOp : Tile_Op<"parallel", [
     ```
   }];
   let arguments = (ins DenseI64ArrayAttr:$extents,
-                       OptionalAttr<Tile_BlockedLayoutAttr>:$layout);
+                       OptionalAttr<Tile_FragmentLayoutAttr>:$layout);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -332,6 +357,47 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
   let extraClassDeclaration = [{
     ::mlir::Value getInductionVar() { return getBody().getArgument(0); }
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Asynchronous copies
+//===----------------------------------------------------------------------===//
+
+def Tile_AsyncCommitOp : Tile_Op<"async_commit", []> {
+  let summary = "Close the group of the thread's outstanding async copies";
+  let description = [{
+    Every `tile.copy async` the thread issued since the previous commit forms
+    one group; `tile.async_wait` counts these groups. A commit with no copy
+    before it closes an empty group, which completes at once: committing on
+    every path keeps the group count uniform across iterations and threads
+    (`cp.async.commit_group`).
+
+    ```mlir
+    tile.copy async %A[%row, %k] to %A_s[0, 0] sizes [128, 32]
+        : memref<1024x1024xf16> to memref<128x32xf16, #gpu.address_space<workgroup>>
+    tile.async_commit
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Tile_AsyncWaitOp : Tile_Op<"async_wait", []> {
+  let summary = "Wait until at most N groups of async copies are in flight";
+  let description = [{
+    Blocks the thread until at most `pending` of its committed groups of
+    async copies are incomplete (`cp.async.wait_group N`): with `pending 0`
+    all of them have landed. It orders only the thread's own copies; a
+    `gpu.barrier` after it makes the whole tile visible to the block.
+
+    ```mlir
+    // Three stages: two groups may stay in flight while stage i is read.
+    tile.async_wait pending 2
+    gpu.barrier
+    ```
+  }];
+  let arguments = (ins I64Attr:$pending);
+  let assemblyFormat = "`pending` $pending attr-dict";
+  let hasVerifier = 1;
 }
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD

@@ -33,4 +33,89 @@ def TileInferLayouts : Pass<"tile-infer-layouts", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::tilemega::tile::TileDialect"];
 }
 
+def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
+  let summary = "Software-pipeline the global-to-shared copies of tile.pipelined loops";
+  let description = [{
+    Turns every `tile.pipelined %k = lb to ub step s num_stages N` into an
+    `scf.for` whose global-to-shared copies run N - 1 iterations ahead of the
+    code that reads them, as asynchronous copies (`cp.async`) into N-fold
+    buffered shared tiles.
+
+    **Producers.** A copy is pipelined when it is a `tile.copy` at the top
+    level of the loop body, from global memory into a whole
+    `tile.alloc_shared` tile (offsets 0, sizes the tile's shape) of the same
+    element type, whose source and offsets are computed in the body only by
+    side-effect-free ops from the induction variable and values defined
+    before the loop, and whose tile is, inside the loop, written by nothing
+    else and read only after the copy (by `tile.copy`, `tile.gemm`,
+    `tile.reduce`, `tile.atomic`, `memref.load` or `vector.load`). Outside
+    the loop the tile may be used only by other pipelined loops that pipeline
+    it too (each gets its own buffers). Other copies stay synchronous where
+    they are; a loop without producers is left as it is and runs in order.
+
+    **Buffers.** Each producer's tile becomes `tile.alloc_shared :
+    memref<N x shape>` with the tile's swizzle; stage `s` is the rank-reducing
+    `memref.subview %buf[s, 0, ...]`, swizzled as a tile of its own. Shared
+    memory grows N-fold for these tiles; a kernel that then exceeds 227 KiB is
+    an error that names the loop.
+
+    **Schedule.** With T = ceildiv(ub - lb, s) iterations:
+
+    - prologue: for j in [0, N - 1): if j < T, issue the copies of iteration
+      j into stage j; then `tile.async_commit`;
+    - iteration i of the loop (`scf.for %i = 0 to T`): `tile.async_wait
+      pending N-2` (iteration i's group has landed: the refill below is not
+      committed yet); one `gpu.barrier`, which both publishes every thread's
+      copies of stage i % N and ensures every thread is done reading stage
+      (i - 1) % N; then, if i + N - 1 < T, issue the copies of iteration
+      i + N - 1 into that freed stage (i + N - 1) % N; a `tile.async_commit`
+      on every path (an empty group when predicated off, so that the group
+      count stays uniform); the rest of the body with stage i % N;
+    - after the loop, one `gpu.barrier`, so that later writers of shared
+      memory (a sibling loop's prologue) wait for the last iteration's reads.
+
+    N = 1 degenerates to copy, commit, wait 0, barrier, compute, barrier.
+    Loops shorter than N - 1 iterations (down to none) only issue the copies
+    they run; the tail of a K dimension that is not a multiple of the tile is
+    zero-filled by the async copy itself. Run after `tile-infer-layouts` and
+    before `convert-tile-to-gpu`.
+
+    ```mlir
+    %A_s = tile.alloc_shared : memref<64x32xf32, #gpu.address_space<workgroup>>
+    tile.pipelined %k = %c0 to %c32 step %c1 num_stages 2 {
+      %col = arith.muli %k, %c32 : index
+      tile.copy %A[%row, %col] to %A_s[0, 0] sizes [64, 32] : ...
+      tile.copy %A_s[0, 0] to %f[0, 0] sizes [64, 32] : ...
+    }
+    // becomes
+    %buf = tile.alloc_shared : memref<2x64x32xf32, #gpu.address_space<workgroup>>
+    %s0 = memref.subview %buf[0, 0, 0] [1, 64, 32] [1, 1, 1] : ...
+    tile.copy async %A[%row, %c0] to %s0[0, 0] sizes [64, 32] : ...
+    tile.async_commit
+    scf.for %i = %c0 to %c32 step %c1 {
+      %next = arith.addi %i, %c1 : index
+      %more = arith.cmpi slt, %next, %c32 : index
+      scf.if %more {
+        %ns = arith.remui %next, %c2 : index
+        %col = arith.muli %next, %c32 : index
+        %sn = memref.subview %buf[%ns, 0, 0] [1, 64, 32] [1, 1, 1] : ...
+        tile.copy async %A[%row, %col] to %sn[0, 0] sizes [64, 32] : ...
+      }
+      tile.async_commit
+      tile.async_wait pending 1
+      gpu.barrier
+      %is = arith.remui %i, %c2 : index
+      %si = memref.subview %buf[%is, 0, 0] [1, 64, 32] [1, 1, 1] : ...
+      tile.copy %si[0, 0] to %f[0, 0] sizes [64, 32] : ...
+      gpu.barrier
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 #endif // TILEMEGA_DIALECT_TILE_TRANSFORMS_PASSES_TD

@@ -1,0 +1,383 @@
+//===- Pipeline.cpp - software pipelining of tile.pipelined loops ----------===//
+//
+// `tile.pipelined ... num_stages N` becomes an scf.for that issues the
+// global-to-shared copies of iteration i + N - 1 (cp.async into one of N
+// buffers of each tile) before it waits for and computes on iteration i. The
+// schedule and the conditions a copy must meet are in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilemega/Dialect/Tile/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Iterators.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tilemega::tile {
+#define GEN_PASS_DEF_TILEPIPELINE
+#include "tilemega/Dialect/Tile/Transforms/Passes.h.inc"
+} // namespace mlir::tilemega::tile
+
+using namespace mlir;
+using namespace mlir::tilemega::tile;
+
+/// Shared memory one block may use on sm_90 (227 KiB), as the kernel
+/// verifier counts it.
+static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+static int64_t getByteSize(MemRefType type) {
+  return type.getNumElements() *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+namespace {
+
+/// A copy the pass pipelines: it fills `alloc` from global memory once per
+/// iteration.
+struct Producer {
+  CopyOp copy;
+  AllocSharedOp alloc;
+  /// Ops of the loop body the copy's operands are computed by (besides the
+  /// induction variable and values from outside the loop).
+  llvm::SetVector<Operation *> slice;
+  /// The N-stage buffer that replaces `alloc` inside the loop.
+  AllocSharedOp buffer;
+};
+
+/// Collects into `slice` the body ops `value` is computed by; false when one
+/// of them may have side effects or has regions (it cannot be re-run ahead).
+static bool collectSlice(Value value, PipelinedOp loop,
+                         llvm::SetVector<Operation *> &slice) {
+  Block &body = loop.getBody().front();
+  if (value == loop.getInductionVar())
+    return true;
+  Operation *def = value.getDefiningOp();
+  if (!def) // A block argument: of the kernel or of an enclosing region.
+    return !loop->isAncestor(value.getParentBlock()->getParentOp());
+  if (def->getBlock() != &body)
+    return !loop->isAncestor(def);
+  if (slice.contains(def))
+    return true;
+  if (!isPure(def) || def->getNumRegions() != 0)
+    return false;
+  for (Value operand : def->getOperands())
+    if (!collectSlice(operand, loop, slice))
+      return false;
+  slice.insert(def);
+  return true;
+}
+
+/// True when `use` of a shared tile only reads it.
+static bool isReadOnlyUse(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto copy = dyn_cast<CopyOp>(user))
+    return use.get() == copy.getSrc() && use.get() != copy.getDst();
+  if (auto gemm = dyn_cast<GemmOp>(user))
+    return use.get() != gemm.getC();
+  if (auto reduce = dyn_cast<ReduceOp>(user))
+    return use.get() != reduce.getDst();
+  if (isa<AtomicOp>(user))
+    return true; // Shared tiles are only ever its source.
+  if (auto load = dyn_cast<memref::LoadOp>(user))
+    return use.get() == load.getMemRef();
+  return false;
+}
+
+/// The producer `copy` is when it qualifies locally (everything except the
+/// uses of its tile outside `loop`).
+static std::optional<Producer> matchProducer(CopyOp copy, PipelinedOp loop) {
+  MemRefType srcType = copy.getSrc().getType(), dstType = copy.getDst().getType();
+  if (!isGlobal(srcType) || !isShared(dstType) ||
+      srcType.getElementType() != dstType.getElementType())
+    return std::nullopt;
+  auto alloc = copy.getDst().getDefiningOp<AllocSharedOp>();
+  if (!alloc)
+    return std::nullopt;
+  // The whole tile: its other elements would otherwise carry over from
+  // before the loop, which N fresh buffers do not.
+  if (!copy.getDstOffsets().empty() ||
+      !llvm::all_of(copy.getStaticDstOffsets(),
+                    [](int64_t o) { return o == 0; }) ||
+      copy.getSizes() != dstType.getShape())
+    return std::nullopt;
+  Producer producer{copy, alloc, {}, nullptr};
+  if (!collectSlice(copy.getSrc(), loop, producer.slice))
+    return std::nullopt;
+  for (Value offset : copy.getSrcOffsets())
+    if (!collectSlice(offset, loop, producer.slice))
+      return std::nullopt;
+  // In the loop, the tile is read only, and only after the copy (a read
+  // before it would see the previous iteration's tile).
+  Block &body = loop.getBody().front();
+  for (OpOperand &use : alloc->getUses()) {
+    Operation *user = use.getOwner();
+    if (user == copy.getOperation() || !loop->isProperAncestor(user))
+      continue;
+    Operation *top = body.findAncestorOpInBlock(*user);
+    if (!top || !copy->isBeforeInBlock(top) || !isReadOnlyUse(use))
+      return std::nullopt;
+  }
+  return producer;
+}
+
+struct TilePipelinePass
+    : public mlir::tilemega::tile::impl::TilePipelineBase<TilePipelinePass> {
+  void runOnOperation() override {
+    getOperation().walk([&](KernelOp kernel) {
+      if (failed(pipelineKernel(kernel)))
+        signalPassFailure();
+    });
+  }
+
+  LogicalResult pipelineKernel(KernelOp kernel) {
+    // Inner loops first: an outer loop then only sees their scf.for.
+    SmallVector<PipelinedOp> loops;
+    kernel.walk([&](PipelinedOp loop) { loops.push_back(loop); });
+
+    // Producers each loop would have on its own.
+    llvm::MapVector<Operation *, SmallVector<Producer>> producers;
+    DenseMap<Operation *, SmallVector<PipelinedOp>> loopsOfAlloc;
+    for (PipelinedOp loop : loops) {
+      SmallVector<Producer> &list = producers[loop];
+      DenseMap<Operation *, unsigned> writersOf;
+      for (auto copy : loop.getBody().front().getOps<CopyOp>())
+        if (auto alloc = copy.getDst().getDefiningOp<AllocSharedOp>())
+          ++writersOf[alloc];
+      for (auto copy : loop.getBody().front().getOps<CopyOp>()) {
+        std::optional<Producer> producer = matchProducer(copy, loop);
+        if (producer && writersOf[producer->alloc] == 1) {
+          loopsOfAlloc[producer->alloc].push_back(loop);
+          list.push_back(std::move(*producer));
+        }
+      }
+    }
+    // A tile may be used outside a loop only inside other loops that
+    // pipeline it as well: nothing else may see what the loop wrote.
+    DenseSet<Operation *> pipelinedAllocs;
+    for (auto &[alloc, allocLoops] : loopsOfAlloc) {
+      bool covered = llvm::all_of(alloc->getUsers(), [&](Operation *user) {
+        return llvm::any_of(allocLoops, [&](PipelinedOp loop) {
+          return loop->isProperAncestor(user);
+        });
+      });
+      if (covered)
+        pipelinedAllocs.insert(alloc);
+    }
+    for (auto &[loop, list] : producers)
+      llvm::erase_if(list, [&](const Producer &p) {
+        return !pipelinedAllocs.contains(p.alloc);
+      });
+
+    for (auto &[op, list] : producers) {
+      auto loop = cast<PipelinedOp>(op);
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+      if (!list.empty() && step && *step <= 0)
+        return loop.emitOpError() << "step must be positive, got " << *step;
+    }
+    if (failed(checkSharedMemory(kernel, producers, pipelinedAllocs)))
+      return failure();
+    DenseSet<Operation *> existing;
+    kernel.walk([&](Operation *op) { existing.insert(op); });
+    for (auto &[loop, list] : producers)
+      if (!list.empty())
+        pipelineLoop(cast<PipelinedOp>(loop), list);
+    for (Operation *alloc : pipelinedAllocs)
+      if (alloc->use_empty())
+        alloc->erase();
+    // Constants and conditions the rewrite folded away.
+    kernel.walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *op) {
+      if (!existing.contains(op) && isOpTriviallyDead(op))
+        op->erase();
+    });
+    return success();
+  }
+
+  /// The N-fold buffers must fit the block's shared memory.
+  LogicalResult
+  checkSharedMemory(KernelOp kernel,
+                    llvm::MapVector<Operation *, SmallVector<Producer>> &producers,
+                    const DenseSet<Operation *> &pipelinedAllocs) {
+    int64_t bytes = 0;
+    for (auto alloc : kernel.getBody().front().getOps<AllocSharedOp>())
+      if (!pipelinedAllocs.contains(alloc))
+        bytes += getByteSize(alloc.getType());
+    PipelinedOp largest;
+    int64_t largestBytes = 0;
+    for (auto &[op, list] : producers) {
+      auto loop = cast<PipelinedOp>(op);
+      int64_t loopBytes = 0;
+      for (Producer &p : list)
+        loopBytes += getByteSize(p.alloc.getType()) * loop.getNumStages();
+      bytes += loopBytes;
+      if (loopBytes > largestBytes) {
+        largest = loop;
+        largestBytes = loopBytes;
+      }
+    }
+    if (bytes <= kMaxSharedBytes)
+      return success();
+    return largest.emitOpError()
+           << "with num_stages " << largest.getNumStages()
+           << " needs " << largestBytes
+           << " bytes of multi-buffered shared tiles; the kernel would then "
+              "allocate "
+           << bytes << " bytes of shared memory, over the " << kMaxSharedBytes
+           << "-byte (227 KiB) limit of sm_90: use fewer stages or smaller "
+              "tiles";
+  }
+
+  void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {
+    Location loc = loop.getLoc();
+    int64_t numStages = loop.getNumStages();
+
+    // The N-stage buffers, next to the tiles they replace.
+    OpBuilder b(loop);
+    for (Producer &p : list) {
+      MemRefType type = p.alloc.getType();
+      SmallVector<int64_t> shape = {numStages};
+      llvm::append_range(shape, type.getShape());
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(p.alloc);
+      p.buffer = AllocSharedOp::create(
+          b, p.alloc.getLoc(),
+          MemRefType::get(shape, type.getElementType(), nullptr,
+                          type.getMemorySpace()),
+          p.alloc.getSwizzleAttr());
+    }
+
+    Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+          step = loop.getStep();
+    Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+    Value span = b.createOrFold<arith::SubIOp>(loc, ub, lb);
+    Value trips = b.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+
+    // Issues the copies of `iteration` into its stage, when `pred` holds.
+    auto issue = [&](OpBuilder &ob, Value iteration, Value pred) {
+      std::optional<int64_t> known =
+          pred ? getConstantIntValue(pred) : std::optional<int64_t>(1);
+      if (known && *known == 0)
+        return;
+      OpBuilder::InsertionGuard guard(ob);
+      if (!known) {
+        auto ifOp = scf::IfOp::create(ob, loc, pred, /*withElseRegion=*/false);
+        ob.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      }
+      Value scaled = ob.createOrFold<arith::MulIOp>(loc, iteration, step);
+      Value iv = ob.createOrFold<arith::AddIOp>(loc, lb, scaled);
+      Value stage = getStage(ob, loc, iteration, numStages);
+      IRMapping mapping;
+      mapping.map(loop.getInductionVar(), iv);
+      for (Operation &op : loop.getBody().front())
+        if (llvm::any_of(list, [&](Producer &p) { return p.slice.contains(&op); }))
+          ob.clone(op, mapping);
+      for (Producer &p : list) {
+        mapping.map(p.alloc.getResult(), stageView(ob, loc, p.buffer, stage));
+        auto copy = cast<CopyOp>(ob.clone(*p.copy, mapping));
+        copy.setAsync(true);
+      }
+    };
+
+    // Prologue: iterations 0 .. N-2, one group each.
+    for (int64_t j = 0; j + 1 < numStages; ++j) {
+      Value cj = arith::ConstantIndexOp::create(b, loc, j);
+      Value pred = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
+                                                 cj, trips);
+      issue(b, cj, pred);
+      AsyncCommitOp::create(b, loc);
+    }
+
+    auto forOp = scf::ForOp::create(b, loc, c0, trips, c1);
+    OpBuilder fb = OpBuilder::atBlockTerminator(forOp.getBody());
+    Value i = forOp.getInductionVar();
+    if (numStages == 1) {
+      issue(fb, i, Value());
+      AsyncCommitOp::create(fb, loc);
+      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(0));
+      gpu::BarrierOp::create(fb, loc);
+    } else {
+      // Iteration i's group is complete once at most N - 2 are pending (the
+      // refill below is not committed yet). One barrier then does two jobs:
+      // every thread's copies of stage i % N are visible, and every thread
+      // is done reading stage (i - 1) % N in iteration i - 1, which is the
+      // stage the refill for iteration i + N - 1 overwrites.
+      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(numStages - 2));
+      gpu::BarrierOp::create(fb, loc);
+      Value ahead = arith::ConstantIndexOp::create(fb, loc, numStages - 1);
+      Value next = arith::AddIOp::create(fb, loc, i, ahead);
+      Value pred = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::slt,
+                                         next, trips);
+      issue(fb, next, pred);
+      // Always a group, so that the count above stays exact.
+      AsyncCommitOp::create(fb, loc);
+    }
+    Value stage = getStage(fb, loc, i, numStages);
+    Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
+    Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
+    for (Producer &p : list) {
+      Value view = stageView(fb, loc, p.buffer, stage);
+      p.alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
+        return loop->isProperAncestor(use.getOwner());
+      });
+    }
+    // The body (without the producers). With one stage a trailing barrier
+    // lets the next iteration refill the stage just read; with more, the next
+    // iteration's barrier does. After the loop, one barrier keeps later
+    // writers of shared memory (a sibling loop's prologue) from overwriting
+    // a stage the last iteration may still be reading.
+    Operation *trailing = fb.getInsertionBlock()->getTerminator();
+    if (numStages == 1)
+      trailing = gpu::BarrierOp::create(fb, loc);
+    b.setInsertionPointAfter(forOp);
+    gpu::BarrierOp::create(b, loc);
+    for (Producer &p : list)
+      p.copy.erase();
+    Block &body = loop.getBody().front();
+    loop.getInductionVar().replaceAllUsesWith(iv);
+    forOp.getBody()->getOperations().splice(Block::iterator(trailing),
+                                            body.getOperations());
+    loop.erase();
+    // What only the producers needed (their address arithmetic) is dead now.
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+  }
+
+  /// The stage iteration `iteration` uses: iteration % N.
+  static Value getStage(OpBuilder &b, Location loc, Value iteration,
+                        int64_t numStages) {
+    if (std::optional<int64_t> known = getConstantIntValue(iteration))
+      return arith::ConstantIndexOp::create(b, loc, *known % numStages);
+    if (numStages == 1)
+      return arith::ConstantIndexOp::create(b, loc, 0);
+    Value n = arith::ConstantIndexOp::create(b, loc, numStages);
+    return arith::RemUIOp::create(b, loc, iteration, n);
+  }
+
+  /// Stage `stage` of an N-stage buffer: a rank-reducing subview.
+  static Value stageView(OpBuilder &b, Location loc, AllocSharedOp buffer,
+                         Value stage) {
+    MemRefType type = buffer.getType();
+    int64_t rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    offsets[0] = getAsOpFoldResult(stage);
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+    for (int64_t d : type.getShape().drop_front())
+      sizes.push_back(b.getIndexAttr(d));
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    auto stageType = cast<MemRefType>(memref::SubViewOp::inferRankReducedResultType(
+        type.getShape().drop_front(), type, offsets, sizes, strides));
+    return memref::SubViewOp::create(b, loc, stageType, buffer, offsets, sizes,
+                                     strides);
+  }
+};
+
+} // namespace
