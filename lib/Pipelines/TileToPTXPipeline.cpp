@@ -7,6 +7,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -22,8 +23,10 @@ using namespace mlir::tilemega;
 
 void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
                                       const TileToPTXPipelineOptions &options) {
-  // tile level: decide layouts, then lower to per-thread gpu.func code.
+  // tile level: decide layouts, software-pipeline the tile.pipelined loops,
+  // then lower to per-thread gpu.func code.
   pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts());
+  pm.addNestedPass<func::FuncOp>(tile::createTilePipeline());
   pm.addPass(createConvertTileToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -40,6 +43,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   gpuPm.addPass(createSCFToControlFlowPass());
   gpuPm.addPass(memref::createExpandStridedMetadataPass());
   gpuPm.addPass(createLowerAffinePass());
+  // cp.async (nvgpu.device_async_copy) has no ConvertToLLVM interface: it
+  // gets its own pass, ahead of the rest.
+  gpuPm.addPass(createConvertNVGPUToNVVMPass());
   ConvertGpuOpsToNVVMOpsOptions toNVVM;
   toNVVM.useBarePtrCallConv = true;
   toNVVM.indexBitwidth = 64;

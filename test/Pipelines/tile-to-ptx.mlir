@@ -9,6 +9,9 @@
 // CHECK: gpu.binary @tilemega_kernels
 // CHECK-SAME: .target sm_90a
 // CHECK-SAME: .entry scale_add
+// CHECK-SAME: ld.global.v4.b32
+// CHECK-SAME: st.shared.v4.b32
+// CHECK-SAME: st.global.v4.b32
 func.func @scale_add(%A: memref<256x1024xf32> {tile.name = "A"},
                      %B: memref<256x1024xf32> {tile.name = "B"},
                      %alpha: f32 {tile.name = "alpha"}) {

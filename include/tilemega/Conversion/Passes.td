@@ -21,6 +21,12 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     shared memory changes hands. Fragments must have layouts: run
     `tile-infer-layouts` first.
 
+    `tile.copy async` becomes one `nvgpu.device_async_copy` (cp.async) per
+    4-, 8- or 16-byte chunk a thread owns, with a source count of 0 (a
+    zero-filled chunk) outside the global buffer; no barriers go around it.
+    `tile.async_commit` and `tile.async_wait pending N` become
+    `nvvm.cp.async.commit.group` and `nvvm.cp.async.wait.group N`.
+
     ```mlir
     func.func @k(%A: memref<64xf32>) {
       tile.kernel blocks(%b) in [1] threads 32 { ... }
@@ -36,7 +42,8 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
-    "::mlir::arith::ArithDialect"
+    "::mlir::arith::ArithDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::NVVM::NVVMDialect"
   ];
 }
 

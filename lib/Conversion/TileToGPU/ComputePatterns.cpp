@@ -25,13 +25,23 @@ static bool isSharedValue(Value v) {
 
 namespace {
 
+/// Where a fragment a parallel body touches keeps the current iteration's
+/// element: its ownership, and which parallel dimensions its indices leave
+/// out (a slice such as row_max[i] in a loop over (i, j)).
+struct FragmentView {
+  ThreadOwnership ownership;
+  SmallVector<int64_t> droppedDims;
+};
+
 /// Clones a tile.parallel body for one element the thread owns: fragment
 /// accesses become accesses of the thread's register slot, swizzled shared
 /// accesses get permuted indices, everything else is cloned as is.
 class ParallelBodyCloner {
 public:
-  ParallelBodyCloner(ConversionPatternRewriter &rewriter, int64_t slot)
-      : rewriter(rewriter), slot(slot) {}
+  ParallelBodyCloner(ConversionPatternRewriter &rewriter,
+                     const DenseMap<Value, FragmentView> &views,
+                     ArrayRef<int64_t> offsets)
+      : rewriter(rewriter), views(views), offsets(offsets) {}
 
   void cloneBlock(Block &block, IRMapping &mapping) {
     for (Operation &op : block.without_terminator())
@@ -41,43 +51,56 @@ public:
   }
 
 private:
+  /// The register slot of the current iteration's element of `fragment`.
+  Value slotOf(Value fragment, Location loc) {
+    const FragmentView &view = views.find(fragment)->second;
+    SmallVector<int64_t> projected(offsets);
+    for (int64_t d : llvm::reverse(view.droppedDims))
+      projected.erase(projected.begin() + d);
+    int64_t slot = view.ownership.findSlot(projected);
+    assert(slot >= 0 && "layouts were checked to match");
+    return arith::ConstantIndexOp::create(rewriter, loc, slot);
+  }
+
+  SmallVector<Value> mapped(ValueRange values, IRMapping &mapping) {
+    return llvm::map_to_vector(
+        values, [&](Value v) { return mapping.lookupOrDefault(v); });
+  }
+
   void cloneOp(Operation &op, IRMapping &mapping) {
     Location loc = op.getLoc();
     if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      if (isFragmentValue(load.getMemRef())) {
-        Value storage = rewriter.getRemappedValue(load.getMemRef());
-        Value idx = arith::ConstantIndexOp::create(rewriter, loc, slot);
+      Value memref = load.getMemRef();
+      if (isFragmentValue(memref)) {
+        Value storage = rewriter.getRemappedValue(memref);
         mapping.map(load.getResult(),
-                    memref::LoadOp::create(rewriter, loc, storage, idx));
+                    memref::LoadOp::create(rewriter, loc, storage,
+                                           slotOf(memref, loc)));
         return;
       }
-      if (getSwizzle(load.getMemRef())) {
+      if (getSwizzle(memref)) {
         SmallVector<Value> idx = swizzleIndices(
-            rewriter, loc, load.getMemRef(),
-            llvm::map_to_vector(load.getIndices(),
-                                [&](Value v) { return mapping.lookupOrDefault(v); }));
+            rewriter, loc, memref, mapped(load.getIndices(), mapping));
         mapping.map(load.getResult(),
-                    memref::LoadOp::create(rewriter, loc,
-                                           mapping.lookupOrDefault(load.getMemRef()),
-                                           idx));
+                    memref::LoadOp::create(
+                        rewriter, loc, mapping.lookupOrDefault(memref), idx));
         return;
       }
     }
     if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      Value memref = store.getMemRef();
       Value value = mapping.lookupOrDefault(store.getValueToStore());
-      if (isFragmentValue(store.getMemRef())) {
-        Value storage = rewriter.getRemappedValue(store.getMemRef());
-        Value idx = arith::ConstantIndexOp::create(rewriter, loc, slot);
-        memref::StoreOp::create(rewriter, loc, value, storage, idx);
+      if (isFragmentValue(memref)) {
+        Value storage = rewriter.getRemappedValue(memref);
+        memref::StoreOp::create(rewriter, loc, value, storage,
+                                slotOf(memref, loc));
         return;
       }
-      if (getSwizzle(store.getMemRef())) {
+      if (getSwizzle(memref)) {
         SmallVector<Value> idx = swizzleIndices(
-            rewriter, loc, store.getMemRef(),
-            llvm::map_to_vector(store.getIndices(),
-                                [&](Value v) { return mapping.lookupOrDefault(v); }));
+            rewriter, loc, memref, mapped(store.getIndices(), mapping));
         memref::StoreOp::create(rewriter, loc, value,
-                                mapping.lookupOrDefault(store.getMemRef()), idx);
+                                mapping.lookupOrDefault(memref), idx);
         return;
       }
     }
@@ -102,7 +125,8 @@ private:
   }
 
   ConversionPatternRewriter &rewriter;
-  int64_t slot;
+  const DenseMap<Value, FragmentView> &views;
+  ArrayRef<int64_t> offsets;
 };
 
 struct ParallelLowering : TileLoweringPattern<tile::ParallelOp> {
@@ -110,39 +134,61 @@ struct ParallelLowering : TileLoweringPattern<tile::ParallelOp> {
   LogicalResult
   matchAndRewrite(tile::ParallelOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    BlockedLayoutAttr layout = op.getLayoutAttr();
+    Attribute layout = op.getLayoutAttr();
     if (!layout)
       return op.emitOpError("has no layout: run tile-infer-layouts before "
                             "convert-tile-to-gpu");
-    // Each thread runs the iterations whose fragment elements it holds.
+    Block &body = op.getBody().front();
+    // Each thread runs the iterations whose elements it holds; every fragment
+    // the body touches must be laid out like the iterations (or be a slice
+    // of that layout along the indices it leaves out).
+    DenseMap<Value, FragmentView> views;
     WalkResult walk = op.getBody().walk([&](Operation *inner) -> WalkResult {
-      for (Value operand : inner->getOperands()) {
-        if (!isFragmentValue(operand))
-          continue;
-        BlockedLayoutAttr fragmentLayout = getFragmentLayout(operand);
-        if (fragmentLayout != layout) {
-          inner->emitOpError()
-              << "touches a fragment with layout " << fragmentLayout
-              << " inside a tile.parallel with layout " << layout
-              << ": the thread running an iteration must hold its elements";
-          return WalkResult::interrupt();
-        }
+      Value memref;
+      ValueRange indices;
+      if (auto load = dyn_cast<memref::LoadOp>(inner)) {
+        memref = load.getMemRef();
+        indices = load.getIndices();
+      } else if (auto store = dyn_cast<memref::StoreOp>(inner)) {
+        memref = store.getMemRef();
+        indices = store.getIndices();
       }
+      if (!memref || !isFragmentValue(memref) || views.count(memref))
+        return WalkResult::advance();
+      FragmentView view;
+      Attribute expected = layout;
+      for (auto [d, arg] : llvm::enumerate(body.getArguments()))
+        if (!llvm::is_contained(indices, arg))
+          view.droppedDims.push_back(d);
+      for (int64_t d : llvm::reverse(view.droppedDims))
+        expected = tile::SliceLayoutAttr::get(op.getContext(), d, expected);
+      Attribute fragmentLayout = getFragmentLayout(memref);
+      if (fragmentLayout != expected) {
+        inner->emitOpError()
+            << "touches a fragment with layout " << fragmentLayout
+            << " inside a tile.parallel that needs " << expected
+            << ": the thread running an iteration must hold its elements";
+        return WalkResult::interrupt();
+      }
+      view.ownership = getOwnership(
+          fragmentLayout, cast<MemRefType>(memref.getType()).getShape());
+      views.try_emplace(memref, std::move(view));
       return WalkResult::advance();
     });
     if (walk.wasInterrupted())
       return failure();
 
-    Block &body = op.getBody().front();
+    ThreadOwnership ownership = getOwnership(layout, op.getExtents());
     forEachOwnedChunk(
-        rewriter, op.getLoc(), layout, op.getExtents(), 1,
+        rewriter, op.getLoc(), ownership, op.getExtents(), 1,
         [&](const OwnedChunk &chunk) {
           emitGuarded(rewriter, op.getLoc(), chunk.inTile, [&](OpBuilder &) {
             IRMapping mapping;
             for (auto [arg, idx] :
                  llvm::zip_equal(body.getArguments(), chunk.indices))
               mapping.map(arg, idx);
-            ParallelBodyCloner(rewriter, chunk.slot).cloneBlock(body, mapping);
+            ParallelBodyCloner(rewriter, views, chunk.offsets)
+                .cloneBlock(body, mapping);
           });
         });
     rewriter.eraseOp(op);
@@ -182,7 +228,7 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
       return op.emitOpError("with fragment operands A or B needs the "
                             "tensor-core lowering, which this build does not "
                             "have yet; keep A and B in shared memory");
-    BlockedLayoutAttr layout = getFragmentLayout(op.getC());
+    Attribute layout = getFragmentLayout(op.getC());
     if (!layout)
       return op.emitOpError("accumulates into a fragment without a layout: "
                             "run tile-infer-layouts first");
@@ -193,8 +239,8 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
 
     // Thread-owned C elements: (i, j) index values and register slots.
     SmallVector<std::pair<SmallVector<Value>, int64_t>> owned;
-    forEachOwnedChunk(rewriter, loc, layout, cType.getShape(), 1,
-                      [&](const OwnedChunk &chunk) {
+    forEachOwnedChunk(rewriter, loc, getOwnership(layout, cType.getShape()),
+                      cType.getShape(), 1, [&](const OwnedChunk &chunk) {
                         owned.push_back({chunk.indices, chunk.slot});
                       });
     SmallVector<Value> init;
@@ -246,22 +292,11 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
   }
 };
 
-struct ReduceLowering : TileLoweringPattern<tile::ReduceOp> {
-  using TileLoweringPattern::TileLoweringPattern;
-  LogicalResult
-  matchAndRewrite(tile::ReduceOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    return op.emitOpError("cannot be lowered yet: cross-thread reductions "
-                          "need the warp-shuffle lowering of the single-kernel "
-                          "milestone");
-  }
-};
-
 } // namespace
 
 void tile_to_gpu::populateComputePatterns(RewritePatternSet &patterns,
                                           TypeConverter &converter,
                                           KernelLoweringState &state) {
-  patterns.add<ParallelLowering, PipelinedLowering, GemmSimtLowering,
-               ReduceLowering>(converter, patterns.getContext(), state);
+  patterns.add<ParallelLowering, PipelinedLowering, GemmSimtLowering>(
+      converter, patterns.getContext(), state);
 }

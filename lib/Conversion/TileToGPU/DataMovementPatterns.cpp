@@ -13,7 +13,7 @@ using namespace mlir;
 using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
 
-BlockedLayoutAttr tile_to_gpu::getFragmentLayout(Value original) {
+Attribute tile_to_gpu::getFragmentLayout(Value original) {
   if (auto alloc = original.getDefiningOp<tile::AllocFragmentOp>())
     return alloc.getLayoutAttr();
   return nullptr;
@@ -30,26 +30,35 @@ static int64_t pow2Divisor(int64_t n, int64_t cap) {
 /// Width of the vector accesses of a box copy: what the layout gives each
 /// thread along the innermost dimension, limited to 128 bits and to what the
 /// alignment of every non-fragment side allows.
-static int64_t pickVectorWidth(BlockedLayoutAttr layout,
+static int64_t pickVectorWidth(const ThreadOwnership &ownership,
                                ArrayRef<int64_t> sizes,
                                ArrayRef<std::pair<Value, ArrayRef<OpFoldResult>>>
                                    sides) {
   unsigned inner = sizes.size() - 1;
-  if (layout.getOrder().front() != static_cast<int64_t>(inner))
-    return 1;
-  int64_t width = layout.getSizePerThread()[inner];
+  int64_t width = ownership.getContiguity();
   width = pow2Divisor(sizes[inner], width);
   for (auto [buffer, offsets] : sides) {
     auto type = cast<MemRefType>(buffer.getType());
-    width = std::min(width, tile::getMaxVectorElems(type.getElementType()));
+    // Registers have no access width; memory sides are capped at 128 bits.
     if (tile::isFragment(type))
       continue;
+    width = std::min(width, tile::getMaxVectorElems(type.getElementType()));
     width = pow2Divisor(type.getDimSize(inner), width);
     width = std::min(width, knownDivisor(offsets[inner]));
     if (tile::SwizzleAttr swizzle = getSwizzle(buffer))
       width = std::min(width, int64_t(1) << swizzle.getBase());
   }
   return std::max<int64_t>(width, 1);
+}
+
+/// The ownership a cooperative (fragment-free) access of a box uses.
+static ThreadOwnership getCooperativeOwnership(MLIRContext *ctx,
+                                               ArrayRef<int64_t> shape,
+                                               int64_t maxVectorElems,
+                                               int64_t numThreads) {
+  return getOwnership(tile::getDefaultBlockedLayout(ctx, shape, maxVectorElems,
+                                                    numThreads),
+                      shape);
 }
 
 /// Reads `width` register slots of a lowered fragment as a scalar or vector.
@@ -156,11 +165,16 @@ struct AllocFragmentLowering : TileLoweringPattern<tile::AllocFragmentOp> {
     if (!op.getLayoutAttr())
       return op.emitOpError("has no layout: run tile-infer-layouts before "
                             "convert-tile-to-gpu");
-    auto type = dyn_cast_or_null<MemRefType>(
+    // The thread's share: as many registers as the layout gives it (more
+    // than numel / threads for sliced, replicated layouts).
+    MemRefType type = op.getType();
+    int64_t slots =
+        getOwnership(op.getLayoutAttr(), type.getShape()).elements.size();
+    Value storage = memref::AllocaOp::create(
+        rewriter, op.getLoc(), MemRefType::get({slots}, type.getElementType()));
+    auto converted = cast<MemRefType>(
         getTypeConverter()->convertType(op.getType()));
-    if (!type)
-      return failure();
-    rewriter.replaceOpWithNewOp<memref::AllocaOp>(op, type);
+    rewriter.replaceOpWithNewOp<memref::CastOp>(op, converted, storage);
     return success();
   }
 };
@@ -178,25 +192,27 @@ struct CopyLowering : TileLoweringPattern<tile::CopyOp> {
     SmallVector<OpFoldResult> dstOffsets = op.getMixedDstOffsets();
 
     // A fragment side fixes who moves what; otherwise spread the box evenly.
-    BlockedLayoutAttr layout;
+    std::optional<ThreadOwnership> ownership;
     if (tile::isFragment(srcType) || tile::isFragment(dstType)) {
-      layout = getFragmentLayout(tile::isFragment(srcType) ? op.getSrc()
-                                                           : op.getDst());
+      Attribute layout = getFragmentLayout(
+          tile::isFragment(srcType) ? op.getSrc() : op.getDst());
       if (!layout)
         return op.emitOpError("copies a fragment without a layout: run "
                               "tile-infer-layouts first");
+      ownership = getOwnership(layout, sizes);
     } else {
       int64_t maxVec =
           std::min(tile::getMaxVectorElems(srcType.getElementType()),
                    tile::getMaxVectorElems(dstElem));
-      layout = tile::getDefaultBlockedLayout(op.getContext(), sizes, maxVec,
-                                             state.numThreads);
+      ownership = getCooperativeOwnership(op.getContext(), sizes, maxVec,
+                                          state.numThreads);
     }
     int64_t width = pickVectorWidth(
-        layout, sizes, {{op.getSrc(), srcOffsets}, {op.getDst(), dstOffsets}});
+        *ownership, sizes,
+        {{op.getSrc(), srcOffsets}, {op.getDst(), dstOffsets}});
 
     forEachOwnedChunk(
-        rewriter, loc, layout, sizes, width, [&](const OwnedChunk &chunk) {
+        rewriter, loc, *ownership, sizes, width, [&](const OwnedChunk &chunk) {
           emitGuarded(rewriter, loc, chunk.inTile, [&](OpBuilder &b) {
             Value value =
                 tile::isFragment(srcType)
@@ -223,21 +239,23 @@ static void lowerFill(Operation *op, Value original, Value lowered, Value value,
   Location loc = op->getLoc();
   auto type = cast<MemRefType>(original.getType());
   if (tile::isFragment(type)) {
-    int64_t slots = type.getNumElements() / state.numThreads;
+    int64_t slots = getOwnership(getFragmentLayout(original), type.getShape())
+                        .elements.size();
     for (int64_t slot = 0; slot < slots; ++slot)
       writeSlots(rewriter, loc, value, lowered, slot);
     return;
   }
-  BlockedLayoutAttr layout = tile::getDefaultBlockedLayout(
+  ThreadOwnership ownership = getCooperativeOwnership(
       op->getContext(), type.getShape(),
       tile::getMaxVectorElems(type.getElementType()), state.numThreads);
   SmallVector<OpFoldResult> zeros(type.getRank(), rewriter.getIndexAttr(0));
-  int64_t width = pickVectorWidth(layout, type.getShape(), {{original, zeros}});
+  int64_t width =
+      pickVectorWidth(ownership, type.getShape(), {{original, zeros}});
   Value splat = value;
   if (width > 1)
     splat = vector::BroadcastOp::create(
         rewriter, loc, VectorType::get({width}, value.getType()), value);
-  forEachOwnedChunk(rewriter, loc, layout, type.getShape(), width,
+  forEachOwnedChunk(rewriter, loc, ownership, type.getShape(), width,
                     [&](const OwnedChunk &chunk) {
                       emitGuarded(rewriter, loc, chunk.inTile,
                                   [&](OpBuilder &b) {
@@ -288,19 +306,22 @@ struct AtomicLowering : TileLoweringPattern<tile::AtomicOp> {
             ? (isFloat ? arith::AtomicRMWKind::addf : arith::AtomicRMWKind::addi)
             : (isFloat ? arith::AtomicRMWKind::maximumf
                        : arith::AtomicRMWKind::maxs);
-    BlockedLayoutAttr layout =
-        tile::isFragment(srcType)
-            ? getFragmentLayout(op.getSrc())
-            : tile::getDefaultBlockedLayout(op.getContext(), shape, 1,
-                                            state.numThreads);
-    if (!layout)
-      return op.emitOpError("reads a fragment without a layout: run "
-                            "tile-infer-layouts first");
+    std::optional<ThreadOwnership> ownership;
+    if (tile::isFragment(srcType)) {
+      Attribute layout = getFragmentLayout(op.getSrc());
+      if (!layout)
+        return op.emitOpError("reads a fragment without a layout: run "
+                              "tile-infer-layouts first");
+      ownership = getOwnership(layout, shape);
+    } else {
+      ownership = getCooperativeOwnership(op.getContext(), shape, 1,
+                                          state.numThreads);
+    }
     SmallVector<OpFoldResult> offsets =
         getMixedValues(op.getStaticOffsets(), op.getOffsets(), rewriter);
     SmallVector<OpFoldResult> zeros(shape.size(), rewriter.getIndexAttr(0));
     forEachOwnedChunk(
-        rewriter, loc, layout, shape, 1, [&](const OwnedChunk &chunk) {
+        rewriter, loc, *ownership, shape, 1, [&](const OwnedChunk &chunk) {
           emitGuarded(rewriter, loc, chunk.inTile, [&](OpBuilder &b) {
             Value value =
                 tile::isFragment(srcType)

@@ -63,6 +63,9 @@ static DictionaryAttr buildParamMetadata(Builder &b, func::FuncOp func,
       strides[d] = strides[d + 1] * memref.getDimSize(d + 1);
     entries.push_back(
         b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)));
+    // The lowering emits up to 16-byte vector accesses assuming the base
+    // address is 16-byte aligned (cudaMalloc gives 256); the runtime checks.
+    entries.push_back(b.getNamedAttr("alignment", b.getI64IntegerAttr(16)));
   } else {
     entries.push_back(b.getNamedAttr("kind", b.getStringAttr("scalar")));
     entries.push_back(
@@ -168,13 +171,21 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     KernelLoweringState &state = states[gpuFunc];
     state.numThreads = kernel.getThreads();
     int64_t sharedBytes = 0;
+    auto reserve = [&](Operation *op, int64_t bytes) {
+      sharedBytes = llvm::alignTo(sharedBytes, kSharedAlignment);
+      state.sharedOffsets[op] = sharedBytes;
+      sharedBytes += bytes;
+    };
     gpuFunc.walk([&](tile::AllocSharedOp alloc) {
       MemRefType type = alloc.getType();
-      int64_t bytes = type.getNumElements() *
-                      std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      sharedBytes = llvm::alignTo(sharedBytes, kSharedAlignment);
-      state.sharedOffsets[alloc] = sharedBytes;
-      sharedBytes += bytes;
+      reserve(alloc, type.getNumElements() *
+                         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
+    });
+    // Reductions across warps exchange partial results through shared
+    // scratch of their own.
+    gpuFunc.walk([&](tile::ReduceOp reduce) {
+      if (int64_t bytes = getReduceScratchBytes(reduce))
+        reserve(reduce, bytes);
     });
 
     SmallVector<Attribute> params;

@@ -15,84 +15,69 @@ static Value cIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
-void tile_to_gpu::forEachOwnedChunk(OpBuilder &b, Location loc,
-                                    BlockedLayoutAttr layout,
-                                    ArrayRef<int64_t> shape, int64_t width,
-                                    function_ref<void(const OwnedChunk &)> fn) {
-  unsigned rank = shape.size();
-  ArrayRef<int64_t> spt = layout.getSizePerThread();
-  ArrayRef<int64_t> tpw = layout.getThreadsPerWarp();
-  ArrayRef<int64_t> wpb = layout.getWarpsPerBlock();
+ThreadOwnership tile_to_gpu::getOwnership(Attribute layout,
+                                          ArrayRef<int64_t> shape) {
+  FailureOr<ThreadOwnership> ownership =
+      tile::getThreadOwnership(layout, shape);
+  assert(succeeded(ownership) && "layout was checked before lowering");
+  return *ownership;
+}
 
-  // Split lane and warp ids over the dimensions, fastest dimension first.
+SmallVector<Value> tile_to_gpu::getThreadBase(OpBuilder &b, Location loc,
+                                              const ThreadOwnership &ownership) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, loc, tid, cIndex(b, loc, 32));
   Value warp = arith::DivUIOp::create(b, loc, tid, cIndex(b, loc, 32));
-  SmallVector<Value> laneOf(rank), warpOf(rank);
-  for (int64_t d : layout.getOrder()) {
-    laneOf[d] = tpw[d] == 1 ? cIndex(b, loc, 0)
-                            : arith::RemUIOp::create(b, loc, lane,
-                                                     cIndex(b, loc, tpw[d]))
-                                  .getResult();
-    lane = arith::DivUIOp::create(b, loc, lane, cIndex(b, loc, tpw[d]));
-    warpOf[d] = wpb[d] == 1 ? cIndex(b, loc, 0)
-                            : arith::RemUIOp::create(b, loc, warp,
-                                                     cIndex(b, loc, wpb[d]))
-                                  .getResult();
-    warp = arith::DivUIOp::create(b, loc, warp, cIndex(b, loc, wpb[d]));
+  auto term = [&](Value id, int64_t stride, int64_t count,
+                  int64_t scale) -> Value {
+    if (count == 1 || scale == 0)
+      return Value();
+    Value v = id;
+    if (stride != 1)
+      v = arith::DivUIOp::create(b, loc, v, cIndex(b, loc, stride));
+    v = arith::RemUIOp::create(b, loc, v, cIndex(b, loc, count));
+    if (scale != 1)
+      v = arith::MulIOp::create(b, loc, v, cIndex(b, loc, scale));
+    return v;
+  };
+  SmallVector<Value> base;
+  for (const tile::DimMapping &m : ownership.dims) {
+    Value laneTerm = term(lane, m.laneStride, m.laneCount, m.laneScale);
+    Value warpTerm = term(warp, m.warpStride, m.warpCount, m.warpScale);
+    if (laneTerm && warpTerm)
+      base.push_back(arith::AddIOp::create(b, loc, laneTerm, warpTerm));
+    else if (laneTerm || warpTerm)
+      base.push_back(laneTerm ? laneTerm : warpTerm);
+    else
+      base.push_back(cIndex(b, loc, 0));
   }
-  // base[d] = (warp_d * tpw_d + lane_d) * spt_d: the thread's first element.
-  SmallVector<Value> base(rank);
-  SmallVector<int64_t> reps(rank);
-  bool exact = true;
-  for (unsigned d = 0; d < rank; ++d) {
-    Value w = arith::MulIOp::create(b, loc, warpOf[d], cIndex(b, loc, tpw[d]));
-    Value t = arith::AddIOp::create(b, loc, w, laneOf[d]);
-    base[d] = arith::MulIOp::create(b, loc, t, cIndex(b, loc, spt[d]));
-    int64_t chunk = layout.getChunkExtent(d);
-    reps[d] = (shape[d] + chunk - 1) / chunk;
-    exact &= shape[d] % chunk == 0;
-  }
+  return base;
+}
 
-  int64_t sptProduct = 1;
-  for (int64_t s : spt)
-    sptProduct *= s;
-  // Enumerate (rep, element) tuples row-major; the innermost element index
-  // steps by `width` so one chunk is one vector access.
-  SmallVector<int64_t> rep(rank, 0), elem(rank, 0);
-  int64_t numReps = 1;
-  for (int64_t r : reps)
-    numReps *= r;
-  for (int64_t repLinear = 0; repLinear < numReps; ++repLinear) {
-    int64_t rem = repLinear;
-    for (int d = rank - 1; d >= 0; --d) {
-      rep[d] = rem % reps[d];
-      rem /= reps[d];
-    }
-    for (int64_t elemLinear = 0; elemLinear < sptProduct;
-         elemLinear += width) {
-      int64_t erem = elemLinear;
-      for (int d = rank - 1; d >= 0; --d) {
-        elem[d] = erem % spt[d];
-        erem /= spt[d];
+void tile_to_gpu::forEachOwnedChunk(OpBuilder &b, Location loc,
+                                    const ThreadOwnership &ownership,
+                                    ArrayRef<int64_t> shape, int64_t width,
+                                    function_ref<void(const OwnedChunk &)> fn) {
+  SmallVector<Value> base = getThreadBase(b, loc, ownership);
+  for (size_t slot = 0; slot < ownership.elements.size(); slot += width) {
+    ArrayRef<int64_t> offsets = ownership.elements[slot];
+    OwnedChunk chunk;
+    chunk.offsets = offsets;
+    chunk.slot = slot;
+    for (unsigned d = 0; d < shape.size(); ++d) {
+      Value idx = offsets[d] == 0
+                      ? base[d]
+                      : arith::AddIOp::create(b, loc, base[d],
+                                              cIndex(b, loc, offsets[d]))
+                            .getResult();
+      chunk.indices.push_back(idx);
+      if (ownership.overhangs[d]) {
+        Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                         idx, cIndex(b, loc, shape[d]));
+        chunk.inTile = andConditions(b, loc, chunk.inTile, in);
       }
-      OwnedChunk chunk;
-      chunk.slot = repLinear * sptProduct + elemLinear;
-      for (unsigned d = 0; d < rank; ++d) {
-        int64_t offset = rep[d] * layout.getChunkExtent(d) + elem[d];
-        Value idx = offset == 0 ? base[d]
-                                : arith::AddIOp::create(
-                                      b, loc, base[d], cIndex(b, loc, offset))
-                                      .getResult();
-        chunk.indices.push_back(idx);
-        if (!exact && shape[d] % layout.getChunkExtent(d) != 0) {
-          Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                           idx, cIndex(b, loc, shape[d]));
-          chunk.inTile = andConditions(b, loc, chunk.inTile, in);
-        }
-      }
-      fn(chunk);
     }
+    fn(chunk);
   }
 }
 
@@ -127,8 +112,21 @@ int64_t tile_to_gpu::knownDivisor(Value value) {
     return v & -v; // Lowest set bit.
   }
   Operation *def = value.getDefiningOp();
-  if (!def)
+  if (!def) {
+    // A loop counter is lb + i * step: divisible by what both are.
+    auto arg = cast<BlockArgument>(value);
+    // During conversion a block may be detached for a moment: no parent.
+    Operation *parent = arg.getOwner()->getParentOp();
+    if (auto loop = dyn_cast_or_null<scf::ForOp>(parent))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound()),
+                        knownDivisor(loop.getStep()));
+    if (auto loop = dyn_cast_or_null<tile::PipelinedOp>(parent))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound()),
+                        knownDivisor(loop.getStep()));
     return 1;
+  }
   if (auto mul = dyn_cast<arith::MulIOp>(def))
     return std::min(kDivisorCap,
                     knownDivisor(mul.getLhs()) * knownDivisor(mul.getRhs()));
@@ -185,7 +183,12 @@ Value tile_to_gpu::boundsCheck(OpBuilder &b, Location loc, MemRefType type,
 }
 
 tile::SwizzleAttr tile_to_gpu::getSwizzle(Value original) {
-  if (auto alloc = original.getDefiningOp<tile::AllocSharedOp>())
+  // A stage of a multi-buffered tile is swizzled like its alloc, as a tile of
+  // its own (indices within the stage).
+  auto alloc = original.getDefiningOp<tile::AllocSharedOp>();
+  if (!alloc)
+    alloc = tile::getMultiBufferedAlloc(original);
+  if (alloc)
     if (tile::SwizzleAttr swizzle = alloc.getSwizzleAttr())
       if (swizzle.getBits() > 0)
         return swizzle;
@@ -225,15 +228,22 @@ Value tile_to_gpu::loadElements(OpBuilder &b, Location loc, Value memref,
   Type elem = cast<MemRefType>(memref.getType()).getElementType();
   if (width == 1)
     return memref::LoadOp::create(b, loc, memref, indices);
-  return vector::LoadOp::create(b, loc, VectorType::get({width}, elem), memref,
-                                indices);
+  // The callers chose `width` so that the access is aligned to its size
+  // (static shapes, offset divisibility, 16-byte aligned base pointers that
+  // the runtime checks); saying so lets LLVM emit one vector instruction.
+  auto load = vector::LoadOp::create(b, loc, VectorType::get({width}, elem),
+                                     memref, indices);
+  load.setAlignment(width * elem.getIntOrFloatBitWidth() / 8);
+  return load;
 }
 
 void tile_to_gpu::storeElements(OpBuilder &b, Location loc, Value value,
                                 Value memref, ArrayRef<Value> indices) {
-  if (isa<VectorType>(value.getType()))
-    vector::StoreOp::create(b, loc, value, memref, indices);
-  else
+  if (auto vec = dyn_cast<VectorType>(value.getType())) {
+    auto store = vector::StoreOp::create(b, loc, value, memref, indices);
+    store.setAlignment(vec.getNumElements() *
+                       vec.getElementType().getIntOrFloatBitWidth() / 8);
+  } else
     memref::StoreOp::create(b, loc, value, memref, indices);
 }
 

@@ -5,7 +5,9 @@
 #include "TileToGPUInternal.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -40,15 +42,14 @@ struct ConvertTileToGPUPass
                                 KernelLoweringState &state) {
     MLIRContext *ctx = func.getContext();
     // A fragment becomes each thread's share of it: a small private array
-    // that LLVM promotes to registers.
-    int64_t threads = state.numThreads;
+    // (sized by its layout, so the type leaves the size open) that LLVM
+    // promotes to registers.
     TypeConverter converter;
     converter.addConversion([](Type type) { return type; });
-    converter.addConversion([threads](MemRefType type) -> Type {
+    converter.addConversion([](MemRefType type) -> Type {
       if (!tile::isFragment(type))
         return type;
-      return MemRefType::get({type.getNumElements() / threads},
-                             type.getElementType());
+      return MemRefType::get({ShapedType::kDynamic}, type.getElementType());
     });
 
     ConversionTarget target(*ctx);
@@ -69,6 +70,9 @@ struct ConvertTileToGPUPass
     RewritePatternSet patterns(ctx);
     populateDataMovementPatterns(patterns, converter, state);
     populateComputePatterns(patterns, converter, state);
+    populateAsyncCopyPatterns(patterns, converter, state);
+    populateReducePatterns(patterns, converter, state);
+    populateMmaGemmPatterns(patterns, converter, state);
     return applyPartialConversion(func, target, std::move(patterns));
   }
 };

@@ -4,6 +4,7 @@
 #define TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
 
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
@@ -11,6 +12,7 @@
 namespace mlir::tilemega::tile_to_gpu {
 
 using tile::BlockedLayoutAttr;
+using tile::ThreadOwnership;
 
 /// What the patterns of one kernel share.
 struct KernelLoweringState {
@@ -29,7 +31,7 @@ struct TileLoweringPattern : public OpConversionPattern<OpTy> {
 };
 
 /// The layout of a fragment (null when layout inference has not run).
-BlockedLayoutAttr getFragmentLayout(Value original);
+Attribute getFragmentLayout(Value original);
 
 //===- Kernel outlining (OutlineKernels.cpp) ------------------------------===//
 
@@ -50,6 +52,8 @@ void insertSharedMemoryBarriers(gpu::GPUFuncOp func);
 struct OwnedChunk {
   /// Position in the tile, one index per dimension.
   SmallVector<Value> indices;
+  /// The static part of `indices` (offsets from the thread's base).
+  ArrayRef<int64_t> offsets;
   /// Register slot of the first element in the thread's fragment storage.
   int64_t slot;
   /// i1 that is false when the chunk lies outside the tile (layouts that do
@@ -57,11 +61,20 @@ struct OwnedChunk {
   Value inTile;
 };
 
-/// Calls `fn` for every chunk the current thread owns of a tile of `shape`.
-/// `width` divides the layout's innermost sizePerThread.
-void forEachOwnedChunk(OpBuilder &b, Location loc, BlockedLayoutAttr layout,
+/// The thread's first index in every dimension under `ownership`.
+SmallVector<Value> getThreadBase(OpBuilder &b, Location loc,
+                                 const ThreadOwnership &ownership);
+
+/// Calls `fn` for every chunk the current thread owns of a tile of `shape`
+/// under a fragment layout. `width` divides the ownership's contiguity.
+void forEachOwnedChunk(OpBuilder &b, Location loc,
+                       const ThreadOwnership &ownership,
                        ArrayRef<int64_t> shape, int64_t width,
                        function_ref<void(const OwnedChunk &)> fn);
+
+/// The ownership of a tile under a layout that the verifier and layout
+/// inference have accepted.
+ThreadOwnership getOwnership(Attribute layout, ArrayRef<int64_t> shape);
 
 /// Emits `body` under `cond` (directly when `cond` is null).
 void emitGuarded(OpBuilder &b, Location loc, Value cond,
@@ -109,6 +122,25 @@ void populateDataMovementPatterns(RewritePatternSet &patterns,
 void populateComputePatterns(RewritePatternSet &patterns,
                              TypeConverter &converter,
                              KernelLoweringState &state);
+/// `tile.copy async` to cp.async (nvgpu.device_async_copy), commit and wait
+/// to the NVVM cp.async group ops (AsyncCopyPatterns.cpp).
+void populateAsyncCopyPatterns(RewritePatternSet &patterns,
+                               TypeConverter &converter,
+                               KernelLoweringState &state);
+void populateReducePatterns(RewritePatternSet &patterns,
+                            TypeConverter &converter,
+                            KernelLoweringState &state);
+/// tile.gemm on tensor cores: ldmatrix + mma.sync m16n8k16 for f16/bf16
+/// shared A and B and a #tile.mma accumulator (MmaGemmPatterns.cpp); ahead
+/// of the SIMT gemm, which takes what it declines.
+void populateMmaGemmPatterns(RewritePatternSet &patterns,
+                             TypeConverter &converter,
+                             KernelLoweringState &state);
+
+/// Shared-memory bytes a tile.reduce needs to combine the partial results of
+/// warps along the reduced dimension (0 when one warp covers it). Layouts
+/// must have been inferred.
+int64_t getReduceScratchBytes(tile::ReduceOp reduce);
 
 } // namespace mlir::tilemega::tile_to_gpu
 
