@@ -19,7 +19,7 @@ BLOCK_M, BLOCK_N = 64, 128
 THREADS = 128
 
 
-def build() -> Module:
+def build(name="scale_add") -> Module:
     f32 = F32Type.get()
     shared = Attribute.parse("#gpu.address_space<workgroup>")
     fragment = Attribute.parse("#tile.fragment")
@@ -30,7 +30,7 @@ def build() -> Module:
 
     module = Module.create()
     with InsertionPoint(module.body):
-        fn = func.FuncOp("scale_add", ([a_type, a_type, f32], []))
+        fn = func.FuncOp(name, ([a_type, a_type, f32], []))
         fn.arg_attrs = [DictAttr.get({"tile.name": StringAttr.get(n)})
                         for n in ("A", "B", "alpha")]
         with InsertionPoint(fn.add_entry_block()):

@@ -22,9 +22,9 @@ import scale_add  # noqa: E402
 BAD_REDUCE = """
 func.func @r(%A: memref<64x64xf32>) {
   tile.kernel blocks(%b) in [1] threads 32 {
-    %f = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
-    %g = tile.alloc_fragment : memref<64xf32, #tile.fragment>
-    tile.reduce sum %f dim 1 into %g : memref<64x64xf32, #tile.fragment> into memref<64xf32, #tile.fragment>
+    %f = tile.alloc_fragment : memref<128xf32, #tile.fragment>
+    %g = tile.alloc_fragment : memref<1xf32, #tile.fragment>
+    tile.reduce sum %f dim 0 into %g : memref<128xf32, #tile.fragment> into memref<1xf32, #tile.fragment>
   }
   return
 }
@@ -74,7 +74,7 @@ def test_pipeline_failure_gives_diagnostic_and_repro():
     with pytest.raises(CompileError) as info:
         tm_compile(BAD_REDUCE, assemble=False)
     message = str(info.value)
-    assert "tile.reduce" in message and "cannot be lowered yet" in message
+    assert "tile.reduce" in message and "not supported yet" in message
     assert "reproduce with:" in message and "tilemega-opt" in message
 
 

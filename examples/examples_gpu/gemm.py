@@ -1,0 +1,40 @@
+"""Checks a gemm artifact against a float64 torch reference on fresh inputs.
+
+The artifact's configuration (sizes, dtype, transposes) is its entry in
+run_examples.EXAMPLES, found by the artifact's name.
+"""
+
+import gemm
+import run_examples
+
+# ||C - ref|| / ||ref||: C is stored in the input type, so its rounding
+# (2^-9 for bf16, 2^-12 for f16, relative) dominates the f32 accumulation.
+TOLERANCES = {"bf16": 1e-2, "f16": 5e-3}
+TOLERANCE = max(TOLERANCES.values())  # For callers that ignore tolerance().
+
+
+def _config(artifact):
+    for name, module, overrides in run_examples.EXAMPLES:
+        if name == artifact.name and module == "gemm":
+            return gemm.config(**overrides)
+    raise KeyError(f"{artifact.name} is not a gemm entry of run_examples.EXAMPLES")
+
+
+def tolerance(artifact):
+    return TOLERANCES[_config(artifact)["dtype"]]
+
+
+def check(artifact, torch):
+    cfg = _config(artifact)
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    ta, tb = cfg["transpose_a"], cfg["transpose_b"]
+    dt = torch.float16 if cfg["dtype"] == "f16" else torch.bfloat16
+    a = torch.randn(*((K, M) if ta else (M, K)), device="cuda").to(dt)
+    b = torch.randn(*((N, K) if tb else (K, N)), device="cuda").to(dt)
+    # Poisoned: every element must be written.
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
+    artifact(a, b, c)
+    torch.cuda.synchronize()
+    ref = gemm.reference(a, b, ta, tb)
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    return err if err == err else float("inf")  # NaN never passes.
