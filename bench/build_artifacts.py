@@ -1,0 +1,56 @@
+"""Compiles the benchmark-only artifacts (needs the compiler; run here, then
+carry out/ to the GPU machine):
+
+    PYTHONPATH=build/python_packages python bench/build_artifacts.py --out out
+
+The example kernels themselves come from examples/run_examples.py.
+"""
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+# Name -> examples/gemm.py configuration; shapes from the issue.
+GEMMS = {
+    "bench_gemm_bf16_nn_4096": dict(M=4096, N=4096, K=4096, dtype="bf16"),
+    "bench_gemm_f16_nn_4096": dict(M=4096, N=4096, K=4096, dtype="f16"),
+    "bench_gemm_bf16_nt_4096": dict(M=4096, N=4096, K=4096, dtype="bf16", transpose_b=True),
+    "bench_gemm_bf16_nn_8192": dict(M=8192, N=8192, K=8192, dtype="bf16"),
+    # Deeper K tiles: half the barriers per FLOP.
+    "bench_gemm_bf16_nn_4096_bk64s3": dict(M=4096, N=4096, K=4096, dtype="bf16",
+                                           block_k=64, num_stages=3),
+    "bench_gemm_bf16_nn_4096_bk64s4": dict(M=4096, N=4096, K=4096, dtype="bf16",
+                                           block_k=64, num_stages=4),
+    "bench_gemm_bf16_nn_8192_bk64s3": dict(M=8192, N=8192, K=8192, dtype="bf16",
+                                           block_k=64, num_stages=3),
+    # Grouped block order (L2 reuse).
+    "bench_gemm_bf16_nn_4096_g8": dict(M=4096, N=4096, K=4096, dtype="bf16", group_m=8),
+    "bench_gemm_bf16_nn_8192_g8": dict(M=8192, N=8192, K=8192, dtype="bf16", group_m=8),
+    "bench_gemm_bf16_nn_8192_bk64s3g8": dict(M=8192, N=8192, K=8192, dtype="bf16",
+                                             block_k=64, num_stages=3, group_m=8),
+    "bench_gemm_bf16_nn_16x8192x2048": dict(M=16, N=8192, K=2048, dtype="bf16",
+                                            block_m=16, block_n=64, block_k=64),
+    "bench_gemm_bf16_nn_128x14336x4096": dict(M=128, N=14336, K=4096, dtype="bf16"),
+}
+
+
+def main():
+    import gemm
+    import tilemega
+    from tilemega.ir import Context, Location
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="out")
+    args = parser.parse_args()
+    for name, config in GEMMS.items():
+        with Context(), Location.unknown():
+            result = tilemega.compile(gemm.build(name=name, **config), chip="sm_90a", name=name)
+        (kernel,) = result.kernels
+        print(f"{result.save(args.out)}: registers {kernel.get('registers')}, "
+              f"smem {kernel['dynamic_shared_bytes']} B, grid {kernel['grid']}")
+
+
+if __name__ == "__main__":
+    main()
