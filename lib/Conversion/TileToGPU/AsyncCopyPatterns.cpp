@@ -21,13 +21,6 @@ using namespace mlir;
 using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
 
-/// Largest power of two dividing `n`, capped at `cap`.
-static int64_t pow2Divisor(int64_t n, int64_t cap) {
-  int64_t p = 1;
-  while (p * 2 <= cap && n % (p * 2) == 0)
-    p *= 2;
-  return p;
-}
 
 /// Elements per cp.async: what the thread owns contiguously, limited to 16
 /// bytes and to what the alignment of both sides allows (static extents,
@@ -40,10 +33,10 @@ static int64_t pickChunkWidth(const ThreadOwnership &ownership,
   unsigned inner = sizes.size() - 1;
   int64_t width = std::min(ownership.getContiguity(),
                            tile::getMaxVectorElems(elementType));
-  width = pow2Divisor(sizes[inner], width);
+  width = tile::pow2Divisor(sizes[inner], width);
   for (auto [buffer, offsets] : sides) {
     auto type = cast<MemRefType>(buffer.getType());
-    width = pow2Divisor(type.getDimSize(inner), width);
+    width = tile::pow2Divisor(type.getDimSize(inner), width);
     width = std::min(width, knownDivisor(offsets[inner]));
     if (tile::SwizzleAttr swizzle = getSwizzle(buffer))
       width = std::min(width, int64_t(1) << swizzle.getBase());

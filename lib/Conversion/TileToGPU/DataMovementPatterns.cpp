@@ -19,13 +19,6 @@ Attribute tile_to_gpu::getFragmentLayout(Value original) {
   return nullptr;
 }
 
-/// Largest power of two dividing `n`, capped at `cap`.
-static int64_t pow2Divisor(int64_t n, int64_t cap) {
-  int64_t p = 1;
-  while (p * 2 <= cap && n % (p * 2) == 0)
-    p *= 2;
-  return p;
-}
 
 /// Width of the vector accesses of a box copy: what the layout gives each
 /// thread along the innermost dimension, limited to 128 bits and to what the
@@ -36,14 +29,14 @@ static int64_t pickVectorWidth(const ThreadOwnership &ownership,
                                    sides) {
   unsigned inner = sizes.size() - 1;
   int64_t width = ownership.getContiguity();
-  width = pow2Divisor(sizes[inner], width);
+  width = tile::pow2Divisor(sizes[inner], width);
   for (auto [buffer, offsets] : sides) {
     auto type = cast<MemRefType>(buffer.getType());
     // Registers have no access width; memory sides are capped at 128 bits.
     if (tile::isFragment(type))
       continue;
     width = std::min(width, tile::getMaxVectorElems(type.getElementType()));
-    width = pow2Divisor(type.getDimSize(inner), width);
+    width = tile::pow2Divisor(type.getDimSize(inner), width);
     width = std::min(width, knownDivisor(offsets[inner]));
     if (tile::SwizzleAttr swizzle = getSwizzle(buffer))
       width = std::min(width, int64_t(1) << swizzle.getBase());

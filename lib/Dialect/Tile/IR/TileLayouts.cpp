@@ -15,8 +15,14 @@ int64_t mlir::tilemega::tile::getMaxVectorElems(Type elementType) {
   return std::max<int64_t>(1, 128 / std::max<int64_t>(8, bits));
 }
 
-/// Largest power of two that divides `n` and is at most `cap`.
-static int64_t pow2Divisor(int64_t n, int64_t cap) {
+std::string mlir::tilemega::tile::formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(shape, os);
+  return s + "]";
+}
+
+int64_t mlir::tilemega::tile::pow2Divisor(int64_t n, int64_t cap) {
   int64_t p = 1;
   while (p * 2 <= cap && n % (p * 2) == 0)
     p *= 2;

@@ -28,13 +28,6 @@ static int64_t getByteSize(MemRefType type) {
          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
 }
 
-static std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  os << "]";
-  return s;
-}
 
 AllocSharedOp mlir::tilemega::tile::getMultiBufferedAlloc(Value value) {
   auto subview = value.getDefiningOp<memref::SubViewOp>();

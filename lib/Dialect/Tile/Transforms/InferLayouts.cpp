@@ -27,12 +27,6 @@ using namespace mlir::tilemega::tile;
 
 namespace {
 
-std::string formatShape(ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleaveComma(shape, os);
-  return s + "]";
-}
 
 /// A fragment access in a parallel body: which parallel indices it uses.
 struct FragmentAccess {

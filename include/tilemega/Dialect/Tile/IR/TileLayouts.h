@@ -23,6 +23,12 @@ BlockedLayoutAttr getDefaultBlockedLayout(MLIRContext *ctx,
                                           int64_t maxVectorElems,
                                           int64_t numThreads);
 
+/// "[a, b, c]": how diagnostics print shapes.
+std::string formatShape(ArrayRef<int64_t> shape);
+
+/// Largest power of two that divides `n` and is at most `cap`.
+int64_t pow2Divisor(int64_t n, int64_t cap);
+
 /// Elements of `elementType` that fit one 128-bit access.
 int64_t getMaxVectorElems(Type elementType);
 
