@@ -21,7 +21,12 @@ import sys
 
 DEFAULTS = dict(M=512, N=512, K=512, block_m=128, block_n=128, block_k=32,
                 threads=128, num_stages=4, dtype="f16", acc="f32",
-                transpose_a=False, transpose_b=False, group_m=0)
+                transpose_a=False, transpose_b=False, group_m=0,
+                epilogue=None)
+
+# Fused epilogues: C = act(A @ B + bias[None, :]) with bias a length-N vector
+# in the input type, applied to the f32 accumulator before the store.
+EPILOGUES = (None, "bias_relu", "bias_gelu")
 
 def config(**overrides):
     """DEFAULTS updated with `overrides` (unknown keys are an error)."""
@@ -34,6 +39,8 @@ def config(**overrides):
         raise ValueError(f"dtype must be 'f16' or 'bf16', got {cfg['dtype']!r}")
     if cfg["acc"] not in ("f32", "f16"):
         raise ValueError(f"acc must be 'f32' or 'f16', got {cfg['acc']!r}")
+    if cfg["epilogue"] not in EPILOGUES:
+        raise ValueError(f"epilogue must be one of {EPILOGUES}, got {cfg['epilogue']!r}")
     return cfg
 
 
@@ -43,10 +50,10 @@ def _cdiv(a, b):
 
 def build(name="gemm", **overrides):
     """The module of one gemm kernel (`tilemega.ir.Module`) named `name`."""
-    from tilemega.dialects import arith, func, tile
+    from tilemega.dialects import arith, func, math, memref, tile
     from tilemega.ir import (Attribute, BF16Type, DictAttr, F16Type, F32Type,
-                             IndexType, InsertionPoint, MemRefType, Module,
-                             StringAttr)
+                             FloatAttr, IndexType, InsertionPoint, MemRefType,
+                             Module, StringAttr)
 
     cfg = config(**overrides)
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
@@ -66,11 +73,17 @@ def build(name="gemm", **overrides):
 
     module = Module.create()
     with InsertionPoint(module.body):
-        fn = func.FuncOp(name, ([a_type, b_type, c_type], []))
+        epilogue = cfg["epilogue"]
+        arg_types = [a_type, b_type, c_type]
+        arg_names = ["A", "B", "C"]
+        if epilogue:
+            arg_types.append(MemRefType.get([N], elem))
+            arg_names.append("bias")
+        fn = func.FuncOp(name, (arg_types, []))
         fn.arg_attrs = [DictAttr.get({"tile.name": StringAttr.get(n)})
-                        for n in ("A", "B", "C")]
+                        for n in arg_names]
         with InsertionPoint(fn.add_entry_block()):
-            A, B, C = fn.arguments
+            A, B, C = fn.arguments[:3]
             grid_m, grid_n = _cdiv(M, bm), _cdiv(N, bn)
             group = cfg["group_m"]
             if group:
@@ -114,9 +127,46 @@ def build(name="gemm", **overrides):
                     tile.gemm(a_s, b_s, acc,
                               transpose_a=True if ta else None,
                               transpose_b=True if tb else None)
+                if epilogue:
+                    _fused_epilogue(epilogue, acc, fn.arguments[3], col, N,
+                                    bm, bn, acc_type)
                 tile.copy(acc, C, dst_offsets=[row, col], sizes=[bm, bn])
             func.ReturnOp([])
     return module
+
+
+def _fused_epilogue(kind, acc, bias, col, n, bm, bn, acc_type):
+    """acc = act(acc + bias[col + j]) in registers, before the store: one
+    tile.parallel over the accumulator, so each thread works on the mma
+    fragment elements it holds. Bias indices past N are clamped (those
+    columns are masked at the store)."""
+    from tilemega.dialects import arith, math, memref, tile
+    from tilemega.ir import F32Type, FloatAttr, IndexType
+
+    f32 = F32Type.get()
+    index = IndexType.get()
+
+    def const(x):
+        return arith.constant(f32, FloatAttr.get(f32, x))
+
+    p = tile.parallel([bm, bn])
+    from tilemega.ir import InsertionPoint
+    with InsertionPoint(p.body.blocks[0]):
+        i, j = p.body.blocks[0].arguments
+        column = arith.minui(arith.addi(col, j), arith.constant(index, n - 1))
+        v = arith.extf(f32, memref.load(acc, [i, j])) if acc_type != f32 else memref.load(acc, [i, j])
+        v = arith.addf(v, arith.extf(f32, memref.load(bias, [column])))
+        if kind == "bias_relu":
+            v = arith.maximumf(v, const(0.0))
+        else:  # tanh-approximated GELU, as torch's approximate="tanh"
+            inner = arith.mulf(const(0.7978845608028654),
+                               arith.addf(v, arith.mulf(const(0.044715),
+                                                        arith.mulf(v, arith.mulf(v, v)))))
+            v = arith.mulf(arith.mulf(const(0.5), v),
+                           arith.addf(const(1.0), math.tanh(inner)))
+        if acc_type != f32:
+            v = arith.truncf(acc_type, v)
+        memref.store(v, acc, [i, j])
 
 
 def reference(a, b, transpose_a=False, transpose_b=False):

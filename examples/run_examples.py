@@ -33,6 +33,13 @@ EXAMPLES = [
     ("gemm_f16_nn_1000x1000x999", "gemm", {"M": 1000, "N": 1000, "K": 999, "dtype": "f16"}),
     ("gemm_bf16_nn_1024_grouped", "gemm", {"M": 1024, "N": 1024, "K": 1024, "dtype": "bf16",
                                            "block_k": 64, "num_stages": 3, "group_m": 4}),
+    ("gemm_f16_tn_768x512x384", "gemm", {"M": 768, "N": 512, "K": 384, "dtype": "f16",
+                                         "transpose_a": True}),
+    # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
+    ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
+                                     "epilogue": "bias_relu"}),
+    ("gemm_f16_bias_gelu", "gemm", {"M": 512, "N": 768, "K": 1024, "dtype": "f16",
+                                    "epilogue": "bias_gelu"}),
     # Software pipelining (tile.pipelined -> cp.async stages); K = 1000 is not
     # a multiple of the 32-wide K tiles. Stage counts 1-4, a single-iteration
     # loop, and sibling loops with different stage counts.

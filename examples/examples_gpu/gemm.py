@@ -33,8 +33,16 @@ def check(artifact, torch):
     b = torch.randn(*((N, K) if tb else (K, N)), device="cuda").to(dt)
     # Poisoned: every element must be written.
     c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
-    artifact(a, b, c)
+    if cfg["epilogue"]:
+        bias = torch.randn(N, device="cuda").to(dt)
+        artifact(a, b, c, bias)
+    else:
+        artifact(a, b, c)
     torch.cuda.synchronize()
     ref = gemm.reference(a, b, ta, tb)
+    if cfg["epilogue"] == "bias_relu":
+        ref = torch.relu(ref + bias.double())
+    elif cfg["epilogue"] == "bias_gelu":
+        ref = torch.nn.functional.gelu(ref + bias.double(), approximate="tanh")
     err = ((c.double() - ref).norm() / ref.norm()).item()
     return err if err == err else float("inf")  # NaN never passes.
