@@ -8,12 +8,12 @@ works on a GPU machine that has only the compiled artifacts.
 
 __version__ = "0.1.0"
 
-__all__ = ["compile", "CompiledModule", "CompileError", "__version__"]
+__all__ = ["compile", "CompiledModule", "CompileError", "CompileWarning", "__version__"]
 
 
 def __getattr__(name):
     # Lazy: `import tilemega.runtime` must not pull in MLIR.
-    if name in ("compile", "CompiledModule", "CompileError"):
+    if name in ("compile", "CompiledModule", "CompileError", "CompileWarning"):
         from . import compiler
 
         return getattr(compiler, name)

@@ -30,6 +30,11 @@ class CompileError(RuntimeError):
     diagnostics and a `tilemega-opt` command that reproduces the failure."""
 
 
+class CompileWarning(UserWarning):
+    """A compiler warning, e.g. a 16-bit gemm that cannot use tensor cores;
+    the message starts with the source location."""
+
+
 def find_ptxas() -> Optional[str]:
     """ptxas from PATH or the usual CUDA install, or None."""
     found = shutil.which("ptxas")
@@ -180,11 +185,28 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         if dump_dir:
             pm.enable_ir_printing(print_after_all=True,
                                   tree_printing_dir_path=dump_dir)
+        # Warnings (not silently slow code) reach Python as CompileWarning;
+        # errors keep flowing into the MLIRError below.
+        from .ir import DiagnosticSeverity
+        compiler_warnings = []
+
+        def on_diagnostic(diag):
+            if diag.severity != DiagnosticSeverity.WARNING:
+                return False
+            compiler_warnings.append(f"{diag.location}: {diag.message}")
+            return True
+
+        handler = ctx.attach_diagnostic_handler(on_diagnostic)
         try:
             pm.run(work.operation)
         except MLIRError as e:
+            handler.detach()
             raise CompileError(f"{PIPELINE} failed:\n{e}\n"
                                f"{_write_repro(text, options)}") from None
+        handler.detach()
+        import warnings
+        for message in compiler_warnings:
+            warnings.warn(message, CompileWarning, stacklevel=2)
 
         if "tilemega.kernels" not in work.operation.attributes:
             raise CompileError("the module holds no tile.kernel to compile")

@@ -132,3 +132,25 @@ def test_copy_helper_names_bad_offsets():
                     tile.copy(a, b, src_offsets=[0, 0])
                 with pytest.raises(TypeError, match=r"dst_offsets\[0\]"):
                     tile.copy(a, b, dst_offsets=["x"])
+
+
+SIMT_F16_GEMM = """
+func.func @g(%A: memref<64x40xf16>, %C: memref<64x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_shared : memref<64x40xf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<40x64xf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    tile.copy %A[0, 0] to %a[0, 0] sizes [64, 40] : memref<64x40xf16> to memref<64x40xf16, #gpu.address_space<workgroup>>
+    tile.gemm %a, %bb, %c {clear_accum} : memref<64x40xf16, #gpu.address_space<workgroup>>, memref<40x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
+    tile.copy %c[0, 0] to %C[0, 0] sizes [64, 64] : memref<64x64xf32, #tile.fragment> to memref<64x64xf32>
+  }
+  return
+}
+"""
+
+
+def test_slow_path_is_a_python_warning():
+    from tilemega import CompileWarning
+    with pytest.warns(CompileWarning, match=r"not tensor cores: K = 40 is not a multiple"):
+        result = tm_compile(SIMT_F16_GEMM, assemble=False)
+    assert ".entry g" in result.ptx

@@ -183,3 +183,44 @@ func.func @slice_conflict(%A: memref<16x128xf32>) {
   }
   return
 }
+
+// -----
+
+// 16-bit gemms that tensor cores cannot serve say why.
+
+func.func @simt_k(%A: memref<64x40xf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_shared : memref<64x40xf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<40x64xf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    // expected-warning @+1 {{runs on CUDA cores, not tensor cores: K = 40 is not a multiple of the mma.sync K of 16 (by 8)}}
+    tile.gemm %a, %bb, %c : memref<64x40xf16, #gpu.address_space<workgroup>>, memref<40x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @simt_registers() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_fragment : memref<64x32xf16, #tile.fragment>
+    %bb = tile.alloc_shared : memref<32x64xf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    // expected-warning @+1 {{runs on CUDA cores, not tensor cores: A and B must be in shared memory (ldmatrix reads them there)}}
+    tile.gemm %a, %bb, %c : memref<64x32xf16, #tile.fragment>, memref<32x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @simt_shape() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_shared : memref<8x32xf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<32x64xf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<8x64xf32, #tile.fragment>
+    // expected-warning @+1 {{runs on CUDA cores, not tensor cores: no split of the 4 warps tiles the 8x64 accumulator into 16x8 mma.sync tiles per warp}}
+    tile.gemm %a, %bb, %c : memref<8x32xf16, #gpu.address_space<workgroup>>, memref<32x64xf16, #gpu.address_space<workgroup>>, memref<8x64xf32, #tile.fragment>
+  }
+  return
+}

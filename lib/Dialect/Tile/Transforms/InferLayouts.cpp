@@ -79,6 +79,26 @@ bool isTensorCoreGemm(GemmOp gemm) {
          isShared(gemm.getB().getType());
 }
 
+/// A 16-bit gemm that tensor cores cannot serve says why, instead of being
+/// silently slow (f32 and i8 gemms are SIMT by design).
+void warnIfSimt(GemmOp gemm) {
+  Type in = gemm.getA().getType().getElementType();
+  Type acc = gemm.getC().getType().getElementType();
+  if (!in.isF16() && !in.isBF16())
+    return;
+  int64_t k = gemm.getTransposeA() ? gemm.getA().getType().getDimSize(0)
+                                   : gemm.getA().getType().getDimSize(1);
+  InFlightDiagnostic diag =
+      gemm.emitWarning() << "runs on CUDA cores, not tensor cores: ";
+  if (!isShared(gemm.getA().getType()) || !isShared(gemm.getB().getType()))
+    diag << "A and B must be in shared memory (ldmatrix reads them there)";
+  else if (k % 16 != 0)
+    diag << "K = " << k << " is not a multiple of the mma.sync K of 16 (by "
+         << k % 16 << ")";
+  else if (!acc.isF32() && !acc.isF16())
+    diag << "the accumulator must be f32 or f16, got " << acc;
+}
+
 //===- Shared-memory swizzles of tensor-core operands ---------------------===//
 //
 // ldmatrix reads 8x8 matrices of 16-bit elements: in each of its phases 8
@@ -250,14 +270,24 @@ struct TileInferLayoutsPass
       return failure();
     kernel.walk([&](GemmOp gemm) {
       auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
-      if (!c || layoutOf.count(groups.getLeaderValue(c)) ||
-          !isTensorCoreGemm(gemm))
+      if (!c || layoutOf.count(groups.getLeaderValue(c)))
         return;
+      if (!isTensorCoreGemm(gemm)) {
+        warnIfSimt(gemm);
+        return;
+      }
       MemRefType cType = gemm.getC().getType();
       if (MmaLayoutAttr mma = getDefaultMmaLayout(
               ctx, cType.getDimSize(0), cType.getDimSize(1), threads)) {
         layoutOf[groups.getLeaderValue(c)] = mma;
         decidedBy[groups.getLeaderValue(c)] = gemm;
+      } else {
+        gemm.emitWarning()
+            << "runs on CUDA cores, not tensor cores: no split of the "
+            << threads / 32 << " warps tiles the " << cType.getDimSize(0)
+            << "x" << cType.getDimSize(1)
+            << " accumulator into 16x8 mma.sync tiles per warp (M must be a "
+               "multiple of 16 * warps along M, N of 8 * warps along N)";
       }
     });
 
