@@ -25,6 +25,8 @@ EXAMPLES = [
     ("scale_add", "scale_add", {}),
     ("softmax", "softmax", {}),
     ("rmsnorm", "rmsnorm", {}),
+    # A reduction of one tile rescaling another: layout conversion inserted.
+    ("row_rescale", "row_rescale", {}),
     ("gemv_2048x8192", "gemv", {"N": 8192, "K": 2048, "BLOCK_N": 16, "BLOCK_K": 256, "THREADS": 128, "STAGES": 4}),
     ("gemv_8192x2048", "gemv", {"N": 2048, "K": 8192, "BLOCK_N": 8, "BLOCK_K": 512, "THREADS": 128, "STAGES": 4}),
     # Tensor-core gemm (ldmatrix + mma.sync); the odd size needs masking.

@@ -224,3 +224,38 @@ func.func @simt_shape() {
   }
   return
 }
+
+// -----
+
+// Row maxima of a 16x128 tile rescale a 16x64 tile whose layout differs: the
+// maxima are the slice of the first layout (the reduction decides), and the
+// parallel over the second reads a converted copy: fragment -> shared ->
+// fragment with the slice of its own layout, right before it.
+
+// CHECK-LABEL: func.func @converted_read
+// CHECK-DAG:     %[[Y:.*]] = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<16x64xf32, #tile.fragment>
+// CHECK-DAG:     %[[M:.*]] = tile.alloc_fragment {layout = #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>>} : memref<16xf32, #tile.fragment>
+// CHECK-DAG:     %[[S:.*]] = tile.alloc_shared : memref<16xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG:     %[[C:.*]] = tile.alloc_fragment {layout = #tile.slice<dim = 1, parent = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [2, 16], warpsPerBlock = [4, 1], order = [1, 0]>>} : memref<16xf32, #tile.fragment>
+// CHECK:         tile.reduce max %{{.*}} dim 1 into %[[M]]
+// CHECK-NEXT:    tile.copy %[[M]][0] to %[[S]][0] sizes [16]
+// CHECK-NEXT:    tile.copy %[[S]][0] to %[[C]][0] sizes [16]
+// CHECK-NEXT:    tile.parallel
+// CHECK:           memref.load %[[C]][%{{.*}}] : memref<16xf32, #tile.fragment>
+func.func @converted_read(%X: memref<16x128xf32>, %Y: memref<16x64xf32>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %y = tile.alloc_fragment : memref<16x64xf32, #tile.fragment>
+    %x = tile.alloc_fragment : memref<16x128xf32, #tile.fragment>
+    %m = tile.alloc_fragment : memref<16xf32, #tile.fragment>
+    tile.copy %X[0, 0] to %x[0, 0] sizes [16, 128] : memref<16x128xf32> to memref<16x128xf32, #tile.fragment>
+    tile.copy %Y[0, 0] to %y[0, 0] sizes [16, 64] : memref<16x64xf32> to memref<16x64xf32, #tile.fragment>
+    tile.reduce max %x dim 1 into %m {clear} : memref<16x128xf32, #tile.fragment> into memref<16xf32, #tile.fragment>
+    tile.parallel (%i, %j) in [16, 64] {
+      %v = memref.load %y[%i, %j] : memref<16x64xf32, #tile.fragment>
+      %r = memref.load %m[%i] : memref<16xf32, #tile.fragment>
+      %w = arith.divf %v, %r : f32
+      memref.store %w, %y[%i, %j] : memref<16x64xf32, #tile.fragment>
+    }
+  }
+  return
+}

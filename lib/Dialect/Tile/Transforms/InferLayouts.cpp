@@ -79,6 +79,54 @@ bool isTensorCoreGemm(GemmOp gemm) {
          isShared(gemm.getB().getType());
 }
 
+/// Resolves a layout conflict on a fragment that a tile.parallel only reads
+/// (e.g. row maxima of one tile rescaling another tile of a different
+/// shape) by a layout conversion through shared memory: right before the
+/// parallel, the fragment is copied to a shared tile and back into a new
+/// fragment with the layout the parallel needs, which the parallel reads
+/// instead. Fails (and leaves the IR alone) when the parallel also writes
+/// the fragment.
+LogicalResult convertForRead(const Derivation &d, Attribute layout) {
+  auto load = dyn_cast<memref::LoadOp>(d.cause);
+  auto parallel = dyn_cast<ParallelOp>(d.parent);
+  auto alloc = dyn_cast<AllocFragmentOp>(d.derived);
+  if (!load || !parallel || !alloc)
+    return failure();
+  Value fragment = alloc.getResult();
+  // Another read in the same parallel was converted already.
+  if (load.getMemRef() != fragment)
+    return success();
+  WalkResult writes = parallel.getBody().walk([&](memref::StoreOp store) {
+    return store.getMemRef() == fragment ? WalkResult::interrupt()
+                                         : WalkResult::advance();
+  });
+  if (writes.wasInterrupted())
+    return failure();
+
+  MLIRContext *ctx = alloc.getContext();
+  Location loc = parallel.getLoc();
+  MemRefType type = alloc.getType();
+  OpBuilder b(ctx);
+  b.setInsertionPointAfter(alloc);
+  auto sharedType = MemRefType::get(
+      type.getShape(), type.getElementType(), AffineMap(),
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
+  auto staging = AllocSharedOp::create(b, loc, sharedType, SwizzleAttr());
+  auto copy = AllocFragmentOp::create(b, loc, type, layout);
+  b.setInsertionPoint(parallel);
+  SmallVector<int64_t> zeros(type.getRank(), 0);
+  auto zerosAttr = b.getDenseI64ArrayAttr(zeros);
+  auto sizes = b.getDenseI64ArrayAttr(type.getShape());
+  CopyOp::create(b, loc, fragment, ValueRange(), zerosAttr,
+                 staging.getResult(), ValueRange(), zerosAttr, sizes);
+  CopyOp::create(b, loc, staging.getResult(), ValueRange(), zerosAttr,
+                 copy.getResult(), ValueRange(), zerosAttr, sizes);
+  fragment.replaceUsesWithIf(copy.getResult(), [&](OpOperand &use) {
+    return parallel->isProperAncestor(use.getOwner());
+  });
+  return success();
+}
+
 /// A 16-bit gemm that tensor cores cannot serve says why, instead of being
 /// silently slow (f32 and i8 gemms are SIMT by design).
 void warnIfSimt(GemmOp gemm) {
@@ -294,15 +342,28 @@ struct TileInferLayoutsPass
     // Derived groups take slices of their parents; the remaining roots get
     // the default blocked layout. Repeat until everything has a layout.
     DenseSet<Operation *> derivedLeaders;
+    DenseSet<Operation *> converted;
+    DenseSet<Operation *> reduceTargets;
+    for (const Derivation &d : derivations)
+      if (isa<ReduceOp>(d.cause))
+        reduceTargets.insert(groups.getLeaderValue(d.derived));
     for (const Derivation &d : derivations)
       derivedLeaders.insert(groups.getLeaderValue(d.derived));
     bool changed = true;
     while (changed) {
       changed = false;
       for (const Derivation &d : derivations) {
+        if (converted.contains(d.cause))
+          continue;
         Operation *leader = groups.getLeaderValue(d.derived);
         Attribute parent = layoutOf.lookup(groups.getLeaderValue(d.parent));
         if (!parent)
+          continue;
+        // A reduction's result must be the slice of its source (it cannot
+        // be converted on the way); sliced reads can. So a reduction decides
+        // first, and reads that disagree get a conversion.
+        if (isa<memref::LoadOp>(d.cause) && !layoutOf.count(leader) &&
+            reduceTargets.contains(leader))
           continue;
         if (getLayoutRank(parent) < 2)
           return d.cause->emitOpError()
@@ -316,6 +377,10 @@ struct TileInferLayoutsPass
         Attribute existing = layoutOf.lookup(leader);
         if (existing == sliced)
           continue;
+        if (existing && succeeded(convertForRead(d, sliced))) {
+          converted.insert(d.cause);
+          continue;
+        }
         if (existing) {
           InFlightDiagnostic diag =
               d.cause->emitOpError()

@@ -22,6 +22,14 @@ def TileInferLayouts : Pass<"tile-infer-layouts", "::mlir::func::FuncOp"> {
     on its group; two different annotations in one group are an error that
     names both fragments and both layouts.
 
+    A `tile.reduce` result, and a fragment a `tile.parallel` reads with one
+    of its indices left out (`row_max[i]` in a loop over `(i, j)`), get the
+    `#tile.slice` of the source's layout along that dimension; tensor-core
+    gemm accumulators get `#tile.mma`. When a parallel reads a fragment whose
+    layout is not the slice it needs, a conversion through shared memory is
+    inserted right before the parallel (a copy into a new fragment with the
+    needed layout); other conflicts are an error that names both layouts.
+
     ```mlir
     %f = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
     // becomes
