@@ -12,16 +12,8 @@
 using namespace mlir;
 using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
-
-static bool isFragmentValue(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  return type && tile::isFragment(type);
-}
-
-static bool isSharedValue(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  return type && tile::isShared(type);
-}
+using tile::isFragmentValue;
+using tile::isSharedValue;
 
 namespace {
 
@@ -144,17 +136,12 @@ struct ParallelLowering : TileLoweringPattern<tile::ParallelOp> {
     // of that layout along the indices it leaves out).
     DenseMap<Value, FragmentView> views;
     WalkResult walk = op.getBody().walk([&](Operation *inner) -> WalkResult {
-      Value memref;
-      ValueRange indices;
-      if (auto load = dyn_cast<memref::LoadOp>(inner)) {
-        memref = load.getMemRef();
-        indices = load.getIndices();
-      } else if (auto store = dyn_cast<memref::StoreOp>(inner)) {
-        memref = store.getMemRef();
-        indices = store.getIndices();
-      }
-      if (!memref || !isFragmentValue(memref) || views.count(memref))
+      std::optional<tile::MemRefAccess> access = tile::getMemRefAccess(inner);
+      if (!access || !isFragmentValue(access->memref) ||
+          views.count(access->memref))
         return WalkResult::advance();
+      Value memref = access->memref;
+      ValueRange indices = access->indices;
       FragmentView view;
       Attribute expected = layout;
       for (auto [d, arg] : llvm::enumerate(body.getArguments()))

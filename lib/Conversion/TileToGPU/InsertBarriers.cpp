@@ -14,11 +14,7 @@
 using namespace mlir;
 using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
-
-static bool isSharedValue(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  return type && tile::isShared(type);
-}
+using tile::isSharedValue;
 
 static bool writesShared(Operation *op) {
   // An async copy has only been issued when the op is done: a barrier after

@@ -56,3 +56,21 @@ LogicalResult mlir::tilemega::tile::verifyInKernel(Operation *op) {
     return op->emitOpError("must be nested in a tile.kernel");
   return success();
 }
+
+bool mlir::tilemega::tile::isSharedValue(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  return type && isShared(type);
+}
+
+bool mlir::tilemega::tile::isFragmentValue(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  return type && isFragment(type);
+}
+
+std::optional<MemRefAccess> mlir::tilemega::tile::getMemRefAccess(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return MemRefAccess{load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return MemRefAccess{store.getMemRef(), store.getIndices()};
+  return std::nullopt;
+}

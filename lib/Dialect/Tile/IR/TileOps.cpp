@@ -566,20 +566,11 @@ LogicalResult ParallelOp::verifyRegions() {
   // A fragment element lives in one thread's registers: the body may touch
   // it only at the parallel's own indices, which that thread runs.
   WalkResult walk = getBody().walk([&](Operation *op) -> WalkResult {
-    Value memref;
-    ValueRange indices;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef();
-      indices = load.getIndices();
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      memref = store.getMemRef();
-      indices = store.getIndices();
-    } else {
+    std::optional<MemRefAccess> access = getMemRefAccess(op);
+    if (!access || !isFragmentValue(access->memref))
       return WalkResult::advance();
-    }
-    auto type = cast<MemRefType>(memref.getType());
-    if (!isFragment(type))
-      return WalkResult::advance();
+    auto type = cast<MemRefType>(access->memref.getType());
+    ValueRange indices = access->indices;
     // The parallel's own indices, in order; some may be left out (a
     // fragment sliced from the iteration space, e.g. row_max[i]).
     SmallVector<int64_t> expectedShape;

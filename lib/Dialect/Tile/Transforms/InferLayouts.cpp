@@ -40,21 +40,14 @@ SmallVector<FragmentAccess> getFragmentAccesses(ParallelOp parallel) {
   SmallVector<FragmentAccess> result;
   Block &body = parallel.getBody().front();
   parallel.getBody().walk([&](Operation *op) {
-    Value memref;
-    ValueRange indices;
-    if (auto load = dyn_cast<memref::LoadOp>(op)) {
-      memref = load.getMemRef();
-      indices = load.getIndices();
-    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      memref = store.getMemRef();
-      indices = store.getIndices();
-    }
-    auto alloc = memref ? memref.getDefiningOp<AllocFragmentOp>() : nullptr;
+    std::optional<MemRefAccess> memAccess = getMemRefAccess(op);
+    auto alloc = memAccess ? memAccess->memref.getDefiningOp<AllocFragmentOp>()
+                           : nullptr;
     if (!alloc)
       return;
     FragmentAccess access{alloc, op, {}};
     for (auto [d, arg] : llvm::enumerate(body.getArguments()))
-      if (!llvm::is_contained(indices, arg))
+      if (!llvm::is_contained(memAccess->indices, arg))
         access.droppedDims.push_back(d);
     result.push_back(access);
   });

@@ -30,6 +30,17 @@ inline bool isShared(MemRefType t) { return getScope(t) == Scope::Shared; }
 inline bool isFragment(MemRefType t) { return getScope(t) == Scope::Fragment; }
 StringRef stringifyScope(Scope scope);
 
+/// True for memref values in the shared / fragment scope.
+bool isSharedValue(Value value);
+bool isFragmentValue(Value value);
+
+/// The memref and indices a memref.load or memref.store accesses.
+struct MemRefAccess {
+  Value memref;
+  ValueRange indices;
+};
+std::optional<MemRefAccess> getMemRefAccess(Operation *op);
+
 /// Verifies that an op sits somewhere inside a tile.kernel body.
 template <typename ConcreteType>
 class InKernel : public OpTrait::TraitBase<ConcreteType, InKernel> {
