@@ -57,6 +57,28 @@ EXAMPLES = [
     # steps of the online softmax).
     ("decode_attention", "decode_attention", {}),
     ("decode_attention_single_kernel", "decode_attention", {"splits": 1, "block_n": 64}),
+    # Mega-kernel task bodies (tilemega.mega.bodies) at the Llama-3.2-1B
+    # decode shapes, each as a standalone kernel over all its units.
+    ("mega_rmsnorm_2048", "mega_bodies", {"body": "rmsnorm", "H": 2048}),
+    ("mega_gemv_qkv", "mega_bodies", {"body": "gemv", "N": 3072, "K": 2048, "rows_per_unit": 24}),
+    ("mega_gemv_wo_res", "mega_bodies", {"body": "gemv", "N": 2048, "K": 2048, "rows_per_unit": 16,
+                                         "residual": True}),
+    ("mega_gemv_wgu", "mega_bodies", {"body": "gemv", "N": 16384, "K": 2048, "rows_per_unit": 128}),
+    ("mega_gemv_wd_res", "mega_bodies", {"body": "gemv", "N": 2048, "K": 8192, "rows_per_unit": 16,
+                                         "residual": True}),
+    ("mega_rope", "mega_bodies", {"body": "rope", "Hq": 32, "Hkv": 8, "D": 64}),
+    ("mega_kv_append", "mega_bodies", {"body": "kv_append", "Hq": 32, "Hkv": 8, "D": 64,
+                                       "S": 1024, "pos": 1023}),
+    ("mega_attn_split", "mega_bodies", {"body": "attention_split", "Hq": 32, "Hkv": 8, "D": 64,
+                                        "S_len": 1024, "S_max": 1024, "splits": 8}),
+    # A partly filled cache: keys < 512 of 1024.
+    ("mega_attn_split_partial", "mega_bodies", {"body": "attention_split", "Hq": 32, "Hkv": 8,
+                                                "D": 64, "S_len": 512, "S_max": 1024,
+                                                "splits": 8}),
+    ("mega_attn_combine", "mega_bodies", {"body": "attention_combine", "Hq": 32, "Hkv": 8,
+                                          "D": 64, "splits": 8}),
+    ("mega_silu_mul", "mega_bodies", {"body": "silu_mul", "I": 8192, "chunk": 2048}),
+    ("mega_add", "mega_bodies", {"body": "residual_add", "H": 2048, "chunk": 512}),
 ]
 
 

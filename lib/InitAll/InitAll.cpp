@@ -4,6 +4,7 @@
 
 #include "tilemega/Conversion/Passes.h"
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Mega/Transforms/Passes.h"
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 #include "tilemega/Pipelines/Pipelines.h"
@@ -71,6 +72,7 @@ void tilemega::registerAllTileMegaDialects(DialectRegistry &registry) {
 void tilemega::registerAllTileMegaPassesAndPipelines() {
   // Ours.
   tile::registerTilePasses();
+  mega::registerMegaPasses();
   registerTileMegaConversionPasses();
   registerTileMegaPipelines();
 

@@ -3,6 +3,7 @@
 #include "tilemega/Pipelines/Pipelines.h"
 
 #include "tilemega/Conversion/Passes.h"
+#include "tilemega/Dialect/Mega/Transforms/Passes.h"
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -23,6 +24,19 @@ using namespace mlir::tilemega;
 
 void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
                                       const TileToPTXPipelineOptions &options) {
+  // mega level: operators to tasks, events, queues, then one persistent
+  // tile kernel per graph (nothing happens in modules without graphs).
+  pm.addPass(mega::createMegaDecompose());
+  pm.addPass(mega::createMegaPlanEvents());
+  mega::MegaScheduleOptions schedule;
+  schedule.policy = options.megaPolicy;
+  pm.addPass(mega::createMegaSchedule(schedule));
+  ConvertMegaToGPUOptions persistent;
+  persistent.timeline = options.megaTimeline;
+  persistent.watchdogMs = options.megaWatchdogMs;
+  persistent.maxCtas = options.megaMaxCtas;
+  pm.addPass(createConvertMegaToGPU(persistent));
+
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,
   // then lower to per-thread gpu.func code.
   pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts());

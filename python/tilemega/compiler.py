@@ -105,21 +105,49 @@ class CompiledModule:
 
 def _attr_to_python(attr) -> Any:
     """Converts the builtin attributes of `tilemega.kernels` to Python."""
-    from .ir import (ArrayAttr, DenseI64ArrayAttr, DictAttr, IntegerAttr,
-                     StringAttr)
+    from .ir import (ArrayAttr, BoolAttr, DenseI32ArrayAttr, DenseI64ArrayAttr,
+                     DictAttr, FloatAttr, IntegerAttr, StringAttr)
 
     if isinstance(attr, DictAttr):
         return {attr[i].name: _attr_to_python(attr[i].attr)
                 for i in range(len(attr))}
     if isinstance(attr, ArrayAttr):
         return [_attr_to_python(a) for a in attr]
-    if isinstance(attr, DenseI64ArrayAttr):
+    if isinstance(attr, (DenseI64ArrayAttr, DenseI32ArrayAttr)):
         return list(attr)
+    if isinstance(attr, BoolAttr):
+        return attr.value
+    if isinstance(attr, FloatAttr):
+        return attr.value
     if isinstance(attr, IntegerAttr):
         return attr.value
     if isinstance(attr, StringAttr):
         return attr.value
     raise TypeError(f"unexpected attribute in tilemega.kernels: {attr}")
+
+
+def _expand_mega_tables(mega: dict) -> None:
+    """Adds the per-entry lists of docs/mega.md (entries, waits, signals,
+    aot, jit) to a persistent kernel's metadata, read back from the int32
+    tables the compiler packed, so that the artifact shows exactly what the
+    kernel runs."""
+    data, at = mega["tables"], mega["table_sections"]
+    n, workers = mega["num_entries"], mega["workers"]
+
+    def section(name, count, start=0):
+        return data[at[name] + start: at[name] + start + count]
+
+    def ranges(offsets_name, values_name):
+        offsets = section(offsets_name, n + 1)
+        return [section(values_name, b - a, a) for a, b in zip(offsets, offsets[1:])]
+
+    mega["entries"] = {"task": section("entry_task", n),
+                       "instance": section("entry_instance", n)}
+    mega["waits"] = ranges("wait_offsets", "waits")
+    mega["signals"] = ranges("signal_offsets", "signals")
+    aot_offsets = section("aot_offsets", workers + 1)
+    mega["aot"] = [section("aot", b - a, a) for a, b in zip(aot_offsets, aot_offsets[1:])]
+    mega["jit"] = section("jit", mega["num_jit"])
 
 
 def _write_repro(text: str, options: str) -> str:
@@ -149,12 +177,16 @@ def _assemble(ptx: str, chip: str, ptxas: str):
 
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
-            assemble: bool = True) -> CompiledModule:
+            assemble: bool = True, mega_policy: str = "auto",
+            mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
+            mega_max_ctas: int = 132) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
     name: artifact name; defaults to the kernel's name (or "module").
     assemble: also run ptxas (when found) to produce a cubin.
+    mega_*: options of mega graphs (docs/mega.md): the queue policy (auto,
+        aot or jit), per-task timestamps, the watchdog, the resident CTAs.
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -173,7 +205,14 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         raise TypeError("module must be a tilemega.ir.Module or MLIR text, "
                         f"got {type(module).__name__}")
 
+    if mega_policy not in ("auto", "aot", "jit"):
+        raise ValueError(f"mega_policy must be auto, aot or jit, got {mega_policy!r}")
+    if int(mega_watchdog_ms) < 1:
+        raise ValueError(f"mega_watchdog_ms must be >= 1, got {mega_watchdog_ms!r}")
     options = f"chip={chip} features={features} opt-level={opt_level}"
+    if (mega_policy, mega_timeline, mega_watchdog_ms, mega_max_ctas) != ("auto", False, 2000, 132):
+        options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
+                    f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={int(mega_max_ctas)}")
     ctx = context or Context()
     with ctx, Location.unknown():
         try:
@@ -211,6 +250,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         if "tilemega.kernels" not in work.operation.attributes:
             raise CompileError("the module holds no tile.kernel to compile")
         kernels = _attr_to_python(work.operation.attributes["tilemega.kernels"])
+        for kernel in kernels:
+            if "mega" in kernel:
+                _expand_mega_tables(kernel["mega"])
         ptx_parts = []
         for op in work.body.operations:
             if op.operation.name == "gpu.binary":

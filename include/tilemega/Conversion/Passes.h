@@ -3,6 +3,7 @@
 #ifndef TILEMEGA_CONVERSION_PASSES_H
 #define TILEMEGA_CONVERSION_PASSES_H
 
+#include "tilemega/Conversion/MegaToGPU/MegaToGPU.h"
 #include "tilemega/Conversion/TileToGPU/TileToGPU.h"
 
 namespace mlir::tilemega {

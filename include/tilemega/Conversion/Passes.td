@@ -47,4 +47,59 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
+def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Turn a scheduled mega.graph into one persistent kernel";
+  let description = [{
+    Replaces every scheduled `mega.graph` (after `mega-schedule`) by one tile
+    function of the same name whose `tile.kernel` is the persistent kernel:
+    `workers` worker CTAs, plus one scheduler CTA when the graph has a JIT
+    queue. The tile bodies of the tasks are cloned into it, one copy per
+    (body, units per task) pair in an `scf.index_switch` whose cases share
+    shared memory (`tile.exclusive_group`); the tile pipeline then lowers
+    them like any kernel ("the same passes").
+
+    The kernel takes the graph's arguments followed by `mega_tables`,
+    `mega_events`, `mega_state` and `mega_timeline` (docs/mega.md) and runs:
+
+    * **Workers.** Thread 0 picks the next entry: the next one of the
+      worker's AOT list once every event it waits on has fired (an acquire
+      load of the counter against `trigger * (epoch + 1)`), otherwise the
+      next published slot of the JIT ring (claimed with a compare-and-swap).
+      A block barrier hands the entry to all threads, which run the body with
+      the block index set to each of the instance's units; a barrier, then
+      thread 0 signals the entry's events (a release fence and a relaxed
+      add). Waiting is bounded by a `%globaltimer` watchdog: past
+      `watchdog-ms`, thread 0 records the entry, the event and the counter in
+      `mega_state`, raises the abort flag that stops every other CTA, and the
+      worker exits.
+    * **Scheduler CTA.** Lane 0 of each of the first `schedulers` warps walks
+      its share of the JIT list in order, waits for an entry's events (with
+      the same watchdog) and publishes it to the ring with a release store.
+    * **Epochs.** Events are never reset; the last CTA to finish resets the
+      JIT ring and increments the epoch, so the next launch needs no host
+      work.
+
+    With `timeline`, thread 0 records each entry's start and end
+    `%globaltimer`, its CTA and SM in `mega_timeline`. The launch metadata
+    goes to the function attribute `tilemega.mega`, which
+    `convert-tile-to-gpu` passes on to the artifact.
+
+    A graph needs all its CTAs resident at once: more than `max-ctas` CTAs
+    (the SM count) is an error.
+  }];
+  let options = [
+    Option<"timeline", "timeline", "bool", "false",
+           "Record per-entry %globaltimer timestamps">,
+    Option<"watchdogMs", "watchdog-ms", "int64_t", "2000",
+           "Longest wait on one event before the kernel gives up (ms)">,
+    Option<"maxCtas", "max-ctas", "int64_t", "132",
+           "CTAs that can be resident at once (SMs of the target GPU)">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::tilemega::tile::TileDialect"
+  ];
+}
+
 #endif // TILEMEGA_CONVERSION_PASSES_TD

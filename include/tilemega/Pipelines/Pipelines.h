@@ -26,6 +26,24 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("What gpu.binary holds: isa (PTX text), bin (cubin, "
                      "needs ptxas) or fatbin"),
       llvm::cl::init("isa")};
+  // Mega-kernels (graphs in the module): see docs/mega.md.
+  PassOptions::Option<std::string> megaPolicy{
+      *this, "mega-policy",
+      llvm::cl::desc("mega-schedule queue policy: auto, aot or jit"),
+      llvm::cl::init("auto")};
+  PassOptions::Option<bool> megaTimeline{
+      *this, "mega-timeline",
+      llvm::cl::desc("Record per-task timestamps in mega-kernels"),
+      llvm::cl::init(false)};
+  PassOptions::Option<int64_t> megaWatchdogMs{
+      *this, "mega-watchdog-ms",
+      llvm::cl::desc("Longest event wait in a mega-kernel before it stops"),
+      llvm::cl::init(2000)};
+  PassOptions::Option<int64_t> megaMaxCtas{
+      *this, "mega-max-ctas",
+      llvm::cl::desc("CTAs resident at once on the target (its SM count)"),
+      llvm::cl::init(132)};
+
 };
 
 /// tile IR -> gpu.binary with PTX (or cubin) for the chosen chip.

@@ -8,9 +8,14 @@
 
 #include "TileToGPUInternal.h"
 
+#include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -52,6 +57,8 @@ static DictionaryAttr buildParamMetadata(Builder &b, func::FuncOp func,
     name = attr.str();
   SmallVector<NamedAttribute> entries;
   entries.push_back(b.getNamedAttr("name", b.getStringAttr(name)));
+  if (auto role = func.getArgAttrOfType<StringAttr>(i, "mega.role"))
+    entries.push_back(b.getNamedAttr("role", role));
   if (auto memref = dyn_cast<MemRefType>(type)) {
     entries.push_back(b.getNamedAttr("kind", b.getStringAttr("tensor")));
     entries.push_back(b.getNamedAttr(
@@ -104,6 +111,20 @@ static LogicalResult verifyTileFunction(func::FuncOp func,
                           "move it into the kernel body");
   }
   return success();
+}
+
+/// The exclusive shared-memory group of an op: `tile.exclusive_group` on a
+/// hoisted allocation, or the case region of an enclosing switch marked
+/// `tile.exclusive_cases`.
+static std::optional<int64_t> getExclusiveGroup(Operation *op) {
+  if (std::optional<int64_t> group = tile::getExclusiveGroupAttr(op))
+    return group;
+  for (Operation *child = op, *parent = op->getParentOp(); parent;
+       child = parent, parent = parent->getParentOp())
+    if (isa<scf::IndexSwitchOp>(parent) &&
+        parent->hasAttr("tile.exclusive_cases"))
+      return child->getParentRegion()->getRegionNumber();
+  return std::nullopt;
 }
 
 LogicalResult tile_to_gpu::outlineTileKernels(
@@ -168,6 +189,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     gpu::ReturnOp::create(b, func.getLoc());
 
     // Lay out shared memory: one dynamic buffer, tiles at aligned offsets.
+    // Tiles of different exclusive groups (the cases of a persistent
+    // kernel's task switch, which never run at once) share one region.
     KernelLoweringState &state = states[gpuFunc];
     state.numThreads = kernel.getThreads();
     int64_t sharedBytes = 0;
@@ -176,30 +199,54 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       state.sharedOffsets[op] = sharedBytes;
       sharedBytes += bytes;
     };
-    gpuFunc.walk([&](tile::AllocSharedOp alloc) {
+    auto allocBytes = [](tile::AllocSharedOp alloc) {
       MemRefType type = alloc.getType();
-      reserve(alloc, type.getNumElements() *
-                         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8));
-    });
+      return type.getNumElements() *
+             std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+    };
+    std::map<int64_t, SmallVector<Operation *>> groups;
+    auto layOut = [&](Operation *op, int64_t bytes) {
+      if (std::optional<int64_t> group = getExclusiveGroup(op))
+        groups[*group].push_back(op);
+      else
+        reserve(op, bytes);
+    };
+    gpuFunc.walk([&](tile::AllocSharedOp alloc) { layOut(alloc, allocBytes(alloc)); });
     // Reductions across warps exchange partial results through shared
     // scratch of their own.
     gpuFunc.walk([&](tile::ReduceOp reduce) {
       if (int64_t bytes = getReduceScratchBytes(reduce))
-        reserve(reduce, bytes);
+        layOut(reduce, bytes);
     });
+    int64_t groupBase = sharedBytes, groupEnd = sharedBytes;
+    for (auto &[group, ops] : groups) {
+      sharedBytes = groupBase;
+      for (Operation *op : ops) {
+        if (auto alloc = dyn_cast<tile::AllocSharedOp>(op))
+          reserve(op, allocBytes(alloc));
+        else
+          reserve(op, getReduceScratchBytes(cast<tile::ReduceOp>(op)));
+      }
+      groupEnd = std::max(groupEnd, sharedBytes);
+    }
+    sharedBytes = groupEnd;
 
     SmallVector<Attribute> params;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       params.push_back(buildParamMetadata(b, func, i));
     SmallVector<int64_t> grid64(grid.begin(), grid.end()),
         block64(block.begin(), block.end());
-    kernelsMetadata.push_back(b.getDictionaryAttr({
+    SmallVector<NamedAttribute> entries = {
         b.getNamedAttr("name", b.getStringAttr(func.getName())),
         b.getNamedAttr("grid", b.getDenseI64ArrayAttr(grid64)),
         b.getNamedAttr("block", b.getDenseI64ArrayAttr(block64)),
         b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(sharedBytes)),
         b.getNamedAttr("params", b.getArrayAttr(params)),
-    }));
+    };
+    // A persistent kernel (convert-mega-to-gpu) brings its task tables.
+    if (auto mega = func->getAttrOfType<DictionaryAttr>("tilemega.mega"))
+      entries.push_back(b.getNamedAttr("mega", mega));
+    kernelsMetadata.push_back(b.getDictionaryAttr(entries));
     func.erase();
   }
   if (!funcs.empty()) {

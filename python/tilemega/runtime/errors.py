@@ -5,6 +5,7 @@ strides, device, scalar range, stream object) is an `ArgumentError`, which is a
 `ValueError`. It is always raised before the GPU is touched. Problems reported
 by the CUDA driver are `LaunchError`; a missing cuda-python, driver or device
 is `RuntimeUnavailable`. Malformed artifact metadata is a plain `ValueError`.
+A persistent mega-kernel that stopped on its watchdog is a `MegaKernelError`.
 """
 
 from __future__ import annotations
@@ -34,3 +35,20 @@ class LaunchError(RuntimeError):
 
 class RuntimeUnavailable(RuntimeError):
     """cuda-python, the CUDA driver or a CUDA device is missing on this machine."""
+
+
+class MegaKernelError(RuntimeError):
+    """A mega-kernel's watchdog fired: a CTA waited too long and the kernel stopped.
+
+    Decoded from the error record in `mega_state` (docs/mega.md). Attributes:
+    code (1 worker wait, 2 scheduler wait, 3 JIT-queue wait), kind (words),
+    cta, entry (-1 if none), event (-1 if none), seen and expected (counter
+    values). The events and state are left as the kernel wrote them; call
+    MegaKernel.reset() before launching again.
+    """
+
+    def __init__(self, message: str, code: int, kind: str, cta: int, entry: int, event: int,
+                 seen: int, expected: int):
+        super().__init__(message)
+        self.code, self.kind, self.cta = code, kind, cta
+        self.entry, self.event, self.seen, self.expected = entry, event, seen, expected

@@ -7,10 +7,11 @@ reported at load time and not as a crash inside a launch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from .dtypes import DTYPES
+from .mega_meta import validate as validate_mega
 
 FORMAT = "tilemega.artifact"
 VERSIONS = (1,)
@@ -32,6 +33,8 @@ class ParamSpec:
     strides: Optional[Tuple[int, ...]] = None
     # Bytes the tensor's address must be a multiple of (vector accesses).
     alignment: int = 1
+    # Mega-kernel graph params only: who provides the tensor (ROLES); None: the user.
+    role: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,14 @@ class KernelSpec:
     block: Tuple[int, int, int]
     dynamic_shared_bytes: int
     params: Tuple[ParamSpec, ...]
+    # The persistent kernel's schedule (docs/mega.md), None for ordinary kernels.
+    # Left out of ==/hash: a dict is unhashable and the tables can be large.
+    mega: Optional[Dict[str, Any]] = field(default=None, compare=False, repr=False)
+
+
+# Param roles of a mega-kernel's graph tensors; the runtime allocates "scratch".
+# "runtime": the four buffers of a persistent kernel (mega_tables, ...)
+ROLES = ("input", "weight", "cache", "output", "scratch", "runtime")
 
 
 @dataclass(frozen=True)
@@ -151,13 +162,19 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
         if p.name in seen:
             c.fail(f"{field}.params[{i}].name", f"duplicate parameter name {p.name!r}")
         seen.add(p.name)
-    return KernelSpec(name, grid, block, smem, specs)
+    mega = k.get("mega")
+    if mega is not None:
+        validate_mega(mega, f"{field}.mega", c.source)
+    return KernelSpec(name, grid, block, smem, specs, mega)
 
 
 def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
     if not isinstance(p, dict):
         c.fail(field, f"expected an object, got {p!r}")
     name = c.string(c.get(p, "name", f"{field}.name"), f"{field}.name")
+    role = p.get("role")
+    if role is not None and role not in ROLES:
+        c.fail(f"{field}.role", f"expected one of {list(ROLES)}, got {role!r}")
     kind = c.get(p, "kind", f"{field}.kind")
     if kind not in ("tensor", "scalar"):
         c.fail(f"{field}.kind", f"expected 'tensor' or 'scalar', got {kind!r}")
@@ -165,7 +182,7 @@ def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
     if dtype not in DTYPES:
         c.fail(f"{field}.dtype", f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}")
     if kind == "scalar":
-        return ParamSpec(name, kind, dtype)
+        return ParamSpec(name, kind, dtype, role=role)
     shape = c.int_list(c.get(p, "shape", f"{field}.shape"), f"{field}.shape", 0)
     strides = c.int_list(c.get(p, "strides", f"{field}.strides"), f"{field}.strides", 0)
     if len(strides) != len(shape):
@@ -174,4 +191,4 @@ def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
     if not isinstance(alignment, int) or isinstance(alignment, bool) or alignment < 1 \
             or alignment & (alignment - 1):
         c.fail(f"{field}.alignment", f"expected a power of two >= 1, got {alignment!r}")
-    return ParamSpec(name, kind, dtype, shape, strides, alignment)
+    return ParamSpec(name, kind, dtype, shape, strides, alignment, role)

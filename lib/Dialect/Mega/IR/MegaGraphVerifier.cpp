@@ -8,7 +8,10 @@
 //  - at most one aot queue per worker and at most one jit queue;
 //  - every event that is waited on is signalled by some task;
 //  - every event's trigger count equals the number of task instances that
-//    signal it (the sum of `count` over its signalling tasks);
+//    signal it (task-wide `signals` count every instance, `instance_signals`
+//    the instances that list it);
+//  - once scheduled (queues list entries), every task instance is in exactly
+//    one queue;
 //  - the task graph (task -> event it signals -> task waiting on it) is
 //    acyclic; a cycle is reported once, naming its tasks in order.
 //
@@ -33,6 +36,8 @@ struct TaskGraph {
   /// For each event, the tasks that signal it and the tasks that wait on it,
   /// in body order.
   SmallVector<SmallVector<unsigned>> signallers, waiters;
+  /// For each event, how many task instances signal it.
+  SmallVector<uint64_t> signalCounts;
 
   explicit TaskGraph(GraphOp graph) {
     for (Operation &op : graph.getBodyBlock()) {
@@ -45,21 +50,51 @@ struct TaskGraph {
     }
     signallers.resize(events.size());
     waiters.resize(events.size());
+    signalCounts.assign(events.size(), 0);
+    taskSignals.resize(tasks.size());
     for (auto [t, task] : llvm::enumerate(tasks)) {
-      for (auto ref : task.getSignals().getAsRange<FlatSymbolRefAttr>())
-        signallers[eventIndex.at(ref.getAttr())].push_back(t);
+      uint64_t count = static_cast<uint64_t>(task.getNumInstances());
+      for (auto ref : task.getSignals().getAsRange<FlatSymbolRefAttr>()) {
+        unsigned e = eventIndex.at(ref.getAttr());
+        addUnique(signallers[e], t);
+        addUnique(taskSignals[t], e);
+        signalCounts[e] = llvm::SaturatingAdd(signalCounts[e], count);
+      }
       for (auto ref : task.getWaits().getAsRange<FlatSymbolRefAttr>())
-        waiters[eventIndex.at(ref.getAttr())].push_back(t);
+        addUnique(waiters[eventIndex.at(ref.getAttr())], t);
+      if (ArrayAttr lists = task.getInstanceSignalsAttr())
+        for (Attribute list : lists)
+          for (auto ref : cast<ArrayAttr>(list).getAsRange<FlatSymbolRefAttr>()) {
+            unsigned e = eventIndex.at(ref.getAttr());
+            addUnique(signallers[e], t);
+            addUnique(taskSignals[t], e);
+            signalCounts[e] = llvm::SaturatingAdd(signalCounts[e], uint64_t(1));
+          }
+      if (ArrayAttr lists = task.getInstanceWaitsAttr())
+        for (Attribute list : lists)
+          for (auto ref : cast<ArrayAttr>(list).getAsRange<FlatSymbolRefAttr>())
+            addUnique(waiters[eventIndex.at(ref.getAttr())], t);
     }
   }
 
-  /// Tasks that can start only after `t` finished: those that wait on an
-  /// event `t` signals.
+  /// Tasks that can start only after (some instance of) `t` finished: those
+  /// that wait on an event `t` signals.
   SmallVector<unsigned> successors(unsigned t) {
     SmallVector<unsigned> result;
-    for (auto ref : tasks[t].getSignals().getAsRange<FlatSymbolRefAttr>())
-      llvm::append_range(result, waiters[eventIndex.at(ref.getAttr())]);
+    for (unsigned e : taskSignals[t])
+      for (unsigned w : waiters[e])
+        addUnique(result, w);
     return result;
+  }
+
+private:
+  /// Events each task signals (any instance).
+  SmallVector<SmallVector<unsigned>> taskSignals;
+
+  static void addUnique(SmallVector<unsigned> &list, unsigned value) {
+    if (list.empty() || list.back() != value)
+      if (!llvm::is_contained(list, value))
+        list.push_back(value);
   }
 };
 
@@ -98,11 +133,7 @@ static LogicalResult verifyEventCounts(TaskGraph &g) {
              << FlatSymbolRefAttr::get(waiter.getSymNameAttr())
              << " can never start";
     }
-    // Counts are >= 1 (TaskOp::verify); saturate rather than overflow.
-    uint64_t instances = 0;
-    for (unsigned t : g.signallers[e])
-      instances = llvm::SaturatingAdd(
-          instances, static_cast<uint64_t>(g.tasks[t].getNumInstances()));
+    uint64_t instances = g.signalCounts[e];
     uint64_t trigger = static_cast<uint64_t>(event.getTriggerCount());
     if (instances < trigger)
       return event.emitOpError()
@@ -165,11 +196,52 @@ static LogicalResult verifyAcyclic(TaskGraph &g) {
   return success();
 }
 
+/// Once any queue lists entries, each task instance must be listed exactly
+/// once over all queues: a missing one would never run (its events never
+/// fire), a repeated one would signal twice.
+static LogicalResult verifyScheduleCoverage(GraphOp graph, TaskGraph &g) {
+  SmallVector<QueueOp> queues;
+  for (auto queue : graph.getBodyBlock().getOps<QueueOp>())
+    if (queue.getTasks())
+      queues.push_back(queue);
+  if (queues.empty())
+    return success();
+  DenseMap<StringAttr, unsigned> taskIndex;
+  for (auto [t, task] : llvm::enumerate(g.tasks))
+    taskIndex[task.getSymNameAttr()] = t;
+  SmallVector<SmallVector<uint8_t>> seen(g.tasks.size());
+  for (auto [t, task] : llvm::enumerate(g.tasks))
+    seen[t].assign(task.getNumInstances(), 0);
+  for (QueueOp queue : queues) {
+    ArrayRef<int64_t> instances = queue.getInstancesAttr().asArrayRef();
+    for (auto [ref, instance] : llvm::zip_equal(
+             queue.getTasksAttr().getAsRange<FlatSymbolRefAttr>(), instances)) {
+      auto it = taskIndex.find(ref.getAttr());
+      if (it == taskIndex.end())
+        return queue.emitOpError() << "lists " << ref
+                                   << ", which does not name a mega.task";
+      if (instance >= g.tasks[it->second].getNumInstances())
+        return queue.emitOpError()
+               << "lists instance " << instance << " of " << ref
+               << ", which has " << g.tasks[it->second].getNumInstances();
+      if (seen[it->second][instance]++)
+        return queue.emitOpError() << "lists instance " << instance << " of "
+                                   << ref << " a second time";
+    }
+  }
+  for (auto [t, task] : llvm::enumerate(g.tasks))
+    for (auto [i, count] : llvm::enumerate(seen[t]))
+      if (!count)
+        return task.emitOpError() << "instance " << i
+                                  << " is in no queue, so it would never run";
+  return success();
+}
+
 LogicalResult GraphOp::verifyRegions() {
   if (failed(verifyQueues(*this)))
     return failure();
   TaskGraph g(*this);
-  if (failed(verifyEventCounts(g)))
+  if (failed(verifyEventCounts(g)) || failed(verifyScheduleCoverage(*this, g)))
     return failure();
   return verifyAcyclic(g);
 }

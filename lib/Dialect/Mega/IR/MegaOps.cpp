@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -18,6 +19,29 @@ using namespace mlir::tilemega::mega;
 
 #define GET_OP_CLASSES
 #include "tilemega/Dialect/Mega/IR/MegaOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// AccessAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult AccessAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 AccessMode mode, int64_t operand,
+                                 int64_t stride, int64_t base, int64_t size,
+                                 int64_t first, int64_t last) {
+  if (operand < 0)
+    return emitError() << "access operand index must be >= 0, got " << operand;
+  if (first < 0 || (last >= 0 && last <= first))
+    return emitError() << "access unit range " << first << " to " << last
+                       << " is empty or negative";
+  if (stride < 0 || stride * first + base < 0)
+    return emitError() << "access offset " << stride << " * u + " << base
+                       << " must have a non-negative stride and start at "
+                          "element 0 or later for unit "
+                       << first;
+  if (size < 1)
+    return emitError() << "access size must be >= 1, got " << size;
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // GraphOp
@@ -128,7 +152,7 @@ LogicalResult QueueOp::verify() {
     if (*worker < 0 || *worker >= graph.getNumWorkers())
       return emitOpError() << "worker " << *worker << " is out of range [0, "
                            << graph.getNumWorkers() << ") of the graph's workers";
-    return success();
+    break;
   case QueueKind::jit:
     if (worker)
       return emitOpError() << "jit queue takes no worker index";
@@ -136,9 +160,19 @@ LogicalResult QueueOp::verify() {
       return emitOpError() << "jit queue needs at least one scheduler warp, "
                               "but the graph has schedulers "
                            << graph.getNumSchedulers();
-    return success();
+    break;
   }
-  llvm_unreachable("unhandled queue kind");
+  if (getTasks().has_value() != getInstances().has_value())
+    return emitOpError() << "needs both 'tasks' and 'instances' or neither";
+  if (getTasks() && getTasks()->size() != getInstances()->size())
+    return emitOpError() << "lists " << getTasks()->size() << " tasks but "
+                         << getInstances()->size() << " instances";
+  if (DenseI64ArrayAttr instances = getInstancesAttr())
+    for (int64_t instance : instances.asArrayRef())
+      if (instance < 0)
+        return emitOpError() << "instance index " << instance
+                             << " must be >= 0";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -170,7 +204,71 @@ LogicalResult TaskOp::verify() {
   if (failed(verifyNoDuplicates(*this, getWaits(), "waits")) ||
       failed(verifyNoDuplicates(*this, getSignals(), "signals")))
     return failure();
+  if (getUnitsPerTaskAttr() && getNumUnitsPerTask() < 1)
+    return emitOpError() << "units_per_task must be >= 1, got "
+                         << getNumUnitsPerTask();
+  if (std::optional<ArrayAttr> footprint = getFootprint()) {
+    for (auto access : footprint->getAsRange<AccessAttr>()) {
+      if (access.getOperand() >= static_cast<int64_t>(getArgs().size()))
+        return emitOpError() << "footprint names operand #"
+                             << access.getOperand() << " but the task has "
+                             << getArgs().size() << " operands";
+      auto type = dyn_cast<MemRefType>(getArgs()[access.getOperand()].getType());
+      if (!type || !type.hasStaticShape())
+        return emitOpError() << "footprint names operand #"
+                             << access.getOperand()
+                             << ", which is not a statically shaped memref";
+      // Before decomposition `count` is the number of units, so the last
+      // unit's range must fit the tensor (decomposition keeps the units).
+      int64_t lastUnit = getUnitsPerTaskAttr() ? access.getFirst()
+                         : access.getLast() >= 0 ? access.getLast() - 1
+                                                 : getNumInstances() - 1;
+      int64_t end = access.getBegin(lastUnit) + access.getSize();
+      if (end > type.getNumElements())
+        return emitOpError() << "footprint " << access << " reaches element "
+                             << end << " of operand #" << access.getOperand()
+                             << ", which has " << type.getNumElements();
+    }
+  }
+  for (auto [attr, field] :
+       {std::pair<ArrayAttr, StringRef>{getInstanceWaitsAttr(), "instance_waits"},
+        {getInstanceSignalsAttr(), "instance_signals"}}) {
+    if (!attr)
+      continue;
+    if (static_cast<int64_t>(attr.size()) != getNumInstances())
+      return emitOpError() << "'" << field << "' has " << attr.size()
+                           << " entries for " << getNumInstances()
+                           << " instances";
+    for (Attribute entry : attr) {
+      auto refs = dyn_cast<ArrayAttr>(entry);
+      if (!refs || llvm::any_of(refs, [](Attribute a) {
+            return !isa<FlatSymbolRefAttr>(a);
+          }))
+        return emitOpError() << "'" << field
+                             << "' entries must be lists of event names";
+    }
+  }
   return success();
+}
+
+static SmallVector<FlatSymbolRefAttr>
+collectEventRefs(ArrayAttr taskWide, ArrayAttr perInstance, int64_t i) {
+  SmallVector<FlatSymbolRefAttr> refs(
+      taskWide.getAsRange<FlatSymbolRefAttr>());
+  if (perInstance && i < static_cast<int64_t>(perInstance.size()))
+    if (auto list = dyn_cast<ArrayAttr>(perInstance[i]))
+      for (Attribute a : list)
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(a))
+          refs.push_back(ref);
+  return refs;
+}
+
+SmallVector<FlatSymbolRefAttr> TaskOp::getInstanceWaitRefs(int64_t i) {
+  return collectEventRefs(getWaits(), getInstanceWaitsAttr(), i);
+}
+
+SmallVector<FlatSymbolRefAttr> TaskOp::getInstanceSignalRefs(int64_t i) {
+  return collectEventRefs(getSignals(), getInstanceSignalsAttr(), i);
 }
 
 func::FuncOp TaskOp::getTileFunction() {
@@ -190,6 +288,18 @@ LogicalResult TaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
         return emitOpError() << "'" << field << "' entry " << ref
                              << " does not name a mega.event in the "
                                 "enclosing mega.graph";
+  }
+  for (auto [attr, field] :
+       {std::pair<ArrayAttr, StringRef>{getInstanceWaitsAttr(), "instance_waits"},
+        {getInstanceSignalsAttr(), "instance_signals"}}) {
+    if (!attr)
+      continue;
+    for (Attribute list : attr)
+      for (auto ref : cast<ArrayAttr>(list).getAsRange<FlatSymbolRefAttr>())
+        if (!symbolTable.lookupSymbolIn<EventOp>(graph, ref))
+          return emitOpError() << "'" << field << "' entry " << ref
+                               << " does not name a mega.event in the "
+                                  "enclosing mega.graph";
   }
   if (FlatSymbolRefAttr queue = getQueueAttr())
     if (!symbolTable.lookupSymbolIn<QueueOp>(graph, queue))
@@ -249,9 +359,15 @@ LogicalResult TaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     return diag << "] has more than " << std::numeric_limits<int64_t>::max()
                 << " blocks";
   }
-  if (*blocks != getNumInstances())
-    return emitOpError() << "count " << getNumInstances()
-                         << " does not match the " << *blocks
-                         << " blocks of the tile.kernel in " << body;
+  int64_t perTask = getNumUnitsPerTask();
+  if (llvm::divideCeil(*blocks, perTask) != getNumInstances()) {
+    InFlightDiagnostic diag = emitOpError()
+                              << "count " << getNumInstances()
+                              << " does not match the " << *blocks
+                              << " blocks of the tile.kernel in " << body;
+    if (perTask > 1)
+      diag << " at " << perTask << " units per task";
+    return diag;
+  }
   return success();
 }

@@ -1,6 +1,7 @@
 //===- TileOps.cpp - tile dialect operations --------------------------------===//
 
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -189,9 +190,10 @@ LogicalResult KernelOp::verifyRegions() {
   for (BlockArgument arg : body.getArguments())
     if (!arg.getType().isIndex())
       return emitOpError() << "block indices must have index type";
-  int64_t sharedBytes = 0;
+  SharedMemoryTally tally;
   for (auto alloc : body.getOps<AllocSharedOp>())
-    sharedBytes += getByteSize(alloc.getType());
+    tally.add(alloc, getByteSize(alloc.getType()));
+  int64_t sharedBytes = tally.total();
   if (sharedBytes > kMaxSharedBytes)
     return emitOpError() << "allocates " << sharedBytes
                          << " bytes of shared memory, over the "

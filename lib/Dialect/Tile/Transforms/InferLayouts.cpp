@@ -106,6 +106,8 @@ LogicalResult convertForRead(const Derivation &d, Attribute layout) {
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup));
   auto staging = AllocSharedOp::create(b, loc, sharedType, SwizzleAttr());
   auto copy = AllocFragmentOp::create(b, loc, type, layout);
+  // The staging tile lives where the fragment does (tile.exclusive_group).
+  staging->setDiscardableAttrs(alloc->getDiscardableAttrDictionary());
   b.setInsertionPoint(parallel);
   SmallVector<int64_t> zeros(type.getRank(), 0);
   auto zerosAttr = b.getDenseI64ArrayAttr(zeros);

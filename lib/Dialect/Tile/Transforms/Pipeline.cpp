@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
+#include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -204,23 +205,26 @@ struct TilePipelinePass
   checkSharedMemory(KernelOp kernel,
                     llvm::MapVector<Operation *, SmallVector<Producer>> &producers,
                     const DenseSet<Operation *> &pipelinedAllocs) {
-    int64_t bytes = 0;
+    SharedMemoryTally tally;
     for (auto alloc : kernel.getBody().front().getOps<AllocSharedOp>())
       if (!pipelinedAllocs.contains(alloc))
-        bytes += getByteSize(alloc.getType());
+        tally.add(alloc, getByteSize(alloc.getType()));
     PipelinedOp largest;
     int64_t largestBytes = 0;
     for (auto &[op, list] : producers) {
       auto loop = cast<PipelinedOp>(op);
       int64_t loopBytes = 0;
-      for (Producer &p : list)
-        loopBytes += getByteSize(p.alloc.getType()) * loop.getNumStages();
-      bytes += loopBytes;
+      for (Producer &p : list) {
+        int64_t stageBytes = getByteSize(p.alloc.getType()) * loop.getNumStages();
+        loopBytes += stageBytes;
+        tally.add(p.alloc, stageBytes);
+      }
       if (loopBytes > largestBytes) {
         largest = loop;
         largestBytes = loopBytes;
       }
     }
+    int64_t bytes = tally.total();
     if (bytes <= kMaxSharedBytes)
       return success();
     return largest.emitOpError()
@@ -250,6 +254,9 @@ struct TilePipelinePass
           MemRefType::get(shape, type.getElementType(), nullptr,
                           type.getMemorySpace()),
           p.alloc.getSwizzleAttr());
+      // Keep discardable attributes such as the shared-memory group a
+      // persistent kernel assigns (tile.exclusive_group).
+      p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
     }
 
     Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),

@@ -51,6 +51,68 @@ def Mega_QueueKindAttr : EnumAttr<Mega_Dialect, Mega_QueueKind, "queue_kind"> {
   }];
 }
 
+
+//===----------------------------------------------------------------------===//
+// #mega.access
+//===----------------------------------------------------------------------===//
+
+def Mega_AccessMode : I32EnumAttr<"AccessMode", "how a task touches a tensor", [
+    I32EnumAttrCase<"read", 0>, I32EnumAttrCase<"write", 1>]> {
+  let cppNamespace = "::mlir::tilemega::mega";
+  let genSpecializedAttr = 0;
+}
+
+def Mega_AccessAttr : AttrDef<Mega_Dialect, "Access"> {
+  let mnemonic = "access";
+  let summary = "The flat element range one unit of a task reads or writes";
+  let description = [{
+    Unit `u` of the task touches the elements
+    `[stride * u + base, stride * u + base + size)` of operand `operand`,
+    counted in row-major order. A task lists one access per range it reads or
+    writes; `mega-plan-events` derives the events from them (a consumer waits
+    only for the producer instances whose writes overlap its reads, and a
+    writer for the earlier readers and writers of what it overwrites), and
+    `mega-decompose` sums their bytes into the task's cost.
+
+    With `units F to L`, only the units `F <= u < L` touch that range (the
+    base may then be negative as long as unit `F` starts at element 0 or
+    later): a body whose units write different tensors, such as RoPE over q
+    heads and then k heads, lists one access per tensor.
+
+    ```mlir
+    // Unit u writes 16 rows of a 3072-element vector.
+    #mega.access<write operand 2 offset 16 * u + 0 size 16>
+    // Units 32..39 write head u - 32 of operand 4.
+    #mega.access<write operand 4 offset 64 * u + -2048 size 64 units 32 to 40>
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<Mega_AccessMode>:$mode,
+    "int64_t":$operand,
+    "int64_t":$stride,
+    "int64_t":$base,
+    "int64_t":$size,
+    DefaultValuedParameter<"int64_t", "0">:$first,
+    DefaultValuedParameter<"int64_t", "-1">:$last);
+  let assemblyFormat = [{
+    `<` $mode `operand` $operand `offset` $stride `*` `u` `+` $base
+    `size` $size (`units` $first^ `to` $last)? `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isWrite() { return getMode() == AccessMode::write; }
+    /// First element unit `u` touches.
+    int64_t getBegin(int64_t u) { return getStride() * u + getBase(); }
+    /// Whether unit `u` touches the range at all.
+    bool coversUnit(int64_t u) {
+      return u >= getFirst() && (getLast() < 0 || u < getLast());
+    }
+  }];
+}
+
+def Mega_AccessArrayAttr
+    : TypedArrayAttrBase<Mega_AccessAttr, "list of #mega.access">;
+
 //===----------------------------------------------------------------------===//
 // mega.graph
 //===----------------------------------------------------------------------===//
@@ -155,13 +217,27 @@ def Mega_QueueOp : Mega_Op<"queue", [Symbol, HasParent<"GraphOp">]> {
     mega.queue @w1 aot worker 1
     mega.queue @dyn jit
     ```
+
+    After `mega-schedule`, a queue lists the task instances it runs, in
+    order: entry `i` is instance `instances[i]` of task `tasks[i]`.
+
+    ```mlir
+    mega.queue @w0 aot worker 0 {tasks = [@norm, @proj, @proj],
+                                 instances = array<i64: 0, 0, 7>}
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Mega_QueueKindAttr:$kind,
-                       OptionalAttr<I64Attr>:$worker);
+                       OptionalAttr<I64Attr>:$worker,
+                       OptionalAttr<FlatSymbolRefArrayAttr>:$tasks,
+                       OptionalAttr<DenseI64ArrayAttr>:$instances);
   // The enum attribute prints its own leading space, hence the `` before it.
   let assemblyFormat = "$sym_name `` $kind (`worker` $worker^)? attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// Number of scheduled entries (0 before mega-schedule).
+    size_t getNumEntries() {
+      return getTasks() ? getTasks()->size() : 0;
+    }
     /// `worker` as a signed value; std::nullopt for the jit queue.
     std::optional<int64_t> getWorkerIndex() {
       if (std::optional<uint64_t> worker = getWorker())
@@ -197,6 +273,20 @@ def Mega_TaskOp : Mega_Op<"task", [
         memref<4096x4096xf16>, memref<4096xf16>)
         count 64 waits [@normed] signals [@projected] queue @dyn
     ```
+
+    **Operators.** Before `mega-decompose`, a task is an operator: `count`
+    equals the number of blocks (*units*) of its tile kernel, and
+    `footprint` lists the `#mega.access` ranges each unit reads and writes.
+    `variable` marks an operator whose cost varies at run time (a candidate
+    for the JIT queue).
+
+    **Decomposed.** `mega-decompose` groups `units_per_task` consecutive
+    units into one instance (so `count = ceil(units / units_per_task)`) and
+    records the cost model's estimate of one instance in `cost_ns`.
+
+    **Planned.** `mega-plan-events` adds `instance_waits` and
+    `instance_signals`: for each instance, the list of events it waits on
+    and signals on top of the task-wide `waits` and `signals`.
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -205,16 +295,29 @@ def Mega_TaskOp : Mega_Op<"task", [
     I64Attr:$count,
     DefaultValuedAttr<Mega_EventRefArrayAttr, "{}">:$waits,
     DefaultValuedAttr<Mega_EventRefArrayAttr, "{}">:$signals,
-    OptionalAttr<FlatSymbolRefAttr>:$queue);
+    OptionalAttr<FlatSymbolRefAttr>:$queue,
+    OptionalAttr<Mega_AccessArrayAttr>:$footprint,
+    UnitAttr:$variable,
+    OptionalAttr<I64Attr>:$units_per_task,
+    OptionalAttr<F64Attr>:$cost_ns,
+    OptionalAttr<ArrayAttr>:$instance_waits,
+    OptionalAttr<ArrayAttr>:$instance_signals);
   let assemblyFormat = [{
     $sym_name `body` $body `(` ($args^ `:` type($args))? `)`
     `count` $count (`waits` $waits^)? (`signals` $signals^)?
-    (`queue` $queue^)? attr-dict
+    (`queue` $queue^)? (`footprint` $footprint^)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// `count` (the number of task instances) as a signed value.
     int64_t getNumInstances() { return static_cast<int64_t>(getCount()); }
+    /// Number of blocks of the tile kernel that one instance runs.
+    int64_t getNumUnitsPerTask() {
+      return getUnitsPerTaskAttr() ? static_cast<int64_t>(*getUnitsPerTask()) : 1;
+    }
+    /// Events instance `i` waits on / signals (task-wide and per instance).
+    ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getInstanceWaitRefs(int64_t i);
+    ::llvm::SmallVector<::mlir::FlatSymbolRefAttr> getInstanceSignalRefs(int64_t i);
     /// The graph this task belongs to.
     GraphOp getGraph() { return ::llvm::cast<GraphOp>((*this)->getParentOp()); }
     /// The tile function named by `body`, or null if it does not resolve to

@@ -1,0 +1,38 @@
+"""Builds the mega-kernel artifacts: the Llama-3.2-1B-shaped decode step
+(16 layers) and the 4-operator MLP chain as persistent kernels, the same
+bodies launched one per operator, and graphs of empty tasks.
+
+    python examples/mega_decode.py out        # here (needs the compiler)
+    python bench/decode.py --artifacts out    # on the GPU machine
+"""
+
+import sys
+import time
+
+from tilemega import mega
+from tilemega.mega.artifacts import (compile_empty, compile_graph,
+                                     compile_per_operator)
+
+WORKERS = 131  # + 1 scheduler CTA = 132 SMs of an H100/H200
+
+
+def build_all(out, layers=16, timeline=False):
+    cfg = mega.LlamaConfig(layers=layers)
+    step = mega.decode_graph(cfg, workers=WORKERS)
+    mlp = mega.mlp_graph(workers=WORKERS)
+    paths = [
+        compile_graph(step, out, name="mega_decode", mega_timeline=timeline),
+        compile_graph(mlp, out, name="mega_mlp", mega_timeline=timeline),
+        compile_per_operator(step, out, "ops_decode"),
+        compile_per_operator(mlp, out, "ops_mlp"),
+    ]
+    for tasks in (WORKERS, 8 * WORKERS, 32 * WORKERS):
+        paths.append(compile_empty(tasks, out, workers=WORKERS))
+    return paths
+
+
+if __name__ == "__main__":
+    start = time.time()
+    for path in build_all(sys.argv[1] if len(sys.argv) > 1 else "out"):
+        print(path)
+    print(f"built in {time.time() - start:.1f} s")

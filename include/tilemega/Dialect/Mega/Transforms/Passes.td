@@ -1,0 +1,99 @@
+//===- Passes.td - mega dialect transforms -----------------*- tablegen -*-===//
+
+#ifndef TILEMEGA_DIALECT_MEGA_TRANSFORMS_PASSES_TD
+#define TILEMEGA_DIALECT_MEGA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MegaDecompose : Pass<"mega-decompose", "::mlir::ModuleOp"> {
+  let summary = "Split every operator of a mega.graph into SM-sized tasks";
+  let description = [{
+    An operator (a `mega.task` without `units_per_task`) has one *unit* per
+    block of its tile kernel. This pass groups `k` consecutive units into one
+    task instance, so that the operator runs as `ceil(units / k)` instances,
+    and records the estimated cost of one instance in `cost_ns`.
+
+    The cost model charges a unit the bytes of its `footprint` at the
+    bandwidth one SM gets when all are busy (`bytes-per-ns`), and every
+    instance a fixed dispatch cost (`task-overhead-ns`: waiting, signalling,
+    the barrier around the body). `k` minimises the operator's makespan on
+    the graph's workers, `ceil(instances / workers) * (k * unit + overhead)`;
+    ties go to the smaller `k`, which leaves more instances for load
+    balancing.
+
+    ```mlir
+    mega.task @up body @gemv(...) count 512 footprint [...]
+    // becomes
+    mega.task @up body @gemv(...) count 128 footprint [...]
+        {cost_ns = 4.5e+03 : f64, units_per_task = 4 : i64}
+    ```
+  }];
+  let options = [
+    Option<"bytesPerNs", "bytes-per-ns", "double", "30.0",
+           "Memory bandwidth of one SM when all SMs stream (bytes/ns)">,
+    Option<"taskOverheadNs", "task-overhead-ns", "double", "1500.0",
+           "Fixed cost of dispatching one task instance (ns)">,
+    Option<"maxUnitsPerTask", "max-units-per-task", "int64_t", "64",
+           "Largest number of units grouped into one instance">,
+  ];
+}
+
+def MegaPlanEvents : Pass<"mega-plan-events", "::mlir::ModuleOp"> {
+  let summary = "Derive per-instance events from the tasks' footprints";
+  let description = [{
+    Tasks run in graph order as far as their data is concerned: an instance
+    depends on every earlier instance that wrote an element it reads or
+    writes (read-after-write, write-after-write) and on every earlier
+    instance that read an element it writes (write-after-read). Ranges come
+    from the `#mega.access` footprints, widened to the units an instance
+    runs.
+
+    Dependencies implied by others are dropped (if `c` waits on `b` and `b`
+    on `a`, `c` does not wait on `a`). Instances with the same set of
+    dependencies share one `mega.event` whose trigger count is the size of
+    the set; each instance waits on at most one event, and a producer
+    signals every event whose set contains it. Where all instances of a task
+    wait on (or signal) the same events, they go to the task-wide `waits`
+    (`signals`); otherwise to `instance_waits` (`instance_signals`).
+
+    ```mlir
+    mega.task @norm body @rmsnorm(...) count 1 footprint [... write operand 2 ...]
+    mega.task @proj body @gemv(...) count 64 footprint [... read operand 1 ...]
+    // becomes
+    mega.event @ev0 trigger 1
+    mega.task @norm ... signals [@ev0]
+    mega.task @proj ... waits [@ev0]
+    ```
+  }];
+}
+
+def MegaSchedule : Pass<"mega-schedule", "::mlir::ModuleOp"> {
+  let summary = "Place task instances in per-worker AOT queues or the JIT queue";
+  let description = [{
+    List scheduling on the cost model (`cost_ns`): the instance with the
+    longest remaining critical path among those whose inputs are done goes
+    to the worker that becomes free first, preferring a worker that ran one
+    of its producers when several are free (the consumer then finds the
+    producer's output in that SM's cache path). The order of each worker's
+    `aot` queue is its instances' start order in this simulated schedule,
+    and the `jit` queue lists its instances in the same global start order,
+    which is a topological order: that is what keeps the persistent kernel
+    deadlock-free.
+
+    `policy` picks the queue kind: `aot` puts everything in AOT queues,
+    `jit` everything in the JIT queue, and `auto` sends the tasks marked
+    `variable` (cost known only at run time) to the JIT queue and the rest
+    to AOT queues. A task that names a queue keeps it.
+
+    ```mlir
+    mega.queue @w0 aot worker 0 {instances = array<i64: 0, 3>,
+                                 tasks = [@norm, @proj]}
+    ```
+  }];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"auto\"",
+           "Queue choice: auto (variable tasks JIT), aot or jit">,
+  ];
+}
+
+#endif // TILEMEGA_DIALECT_MEGA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,181 @@
+//===- TaskTables.cpp - the tables a persistent kernel runs from ----------===//
+
+#include "TaskTables.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::mega;
+using namespace mlir::tilemega::mega_to_gpu;
+
+int64_t TaskTables::section(StringRef name) const {
+  for (const auto &[key, offset] : sections)
+    if (key == name)
+      return offset;
+  llvm_unreachable("unknown task table section");
+}
+
+FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
+  TaskTables t;
+  t.workers = graph.getNumWorkers();
+  DenseMap<StringAttr, unsigned> eventIndex, taskIndex;
+  for (Operation &op : graph.getBodyBlock()) {
+    if (auto event = dyn_cast<EventOp>(op)) {
+      eventIndex[event.getSymNameAttr()] = t.events.size();
+      t.events.push_back(event);
+    } else if (auto task = dyn_cast<TaskOp>(op)) {
+      taskIndex[task.getSymNameAttr()] = t.tasks.size();
+      t.tasks.push_back(task);
+    }
+  }
+
+  // Switch cases: one per (body, units per task).
+  TaskOp threadsFrom;
+  for (auto [i, task] : llvm::enumerate(t.tasks)) {
+    func::FuncOp body = task.getTileFunction();
+    tile::KernelOp kernel = getTileKernel(body);
+    if (!threadsFrom) {
+      threadsFrom = task;
+      t.threads = kernel.getThreads();
+    } else if (static_cast<int64_t>(kernel.getThreads()) != t.threads) {
+      return task.emitOpError()
+             << "body " << task.getBodyAttr() << " runs " << kernel.getThreads()
+             << " threads, but task @" << threadsFrom.getSymName()
+             << " runs " << t.threads
+             << ": all bodies of a persistent kernel need the same thread count";
+    }
+    int64_t perTask = task.getNumUnitsPerTask();
+    auto it = llvm::find_if(t.cases, [&](const TaskCase &c) {
+      return c.body == body && c.unitsPerTask == perTask;
+    });
+    if (it == t.cases.end()) {
+      t.cases.push_back({body, perTask, *getNumBlocks(kernel), {}});
+      it = std::prev(t.cases.end());
+    }
+    it->tasks.push_back(i);
+    t.caseOfTask.push_back(it - t.cases.begin());
+    t.firstEntry.push_back(t.numEntries);
+    t.numEntries += task.getNumInstances();
+  }
+
+  // Queues.
+  SmallVector<SmallVector<int32_t>> aot(t.workers);
+  SmallVector<int32_t> jit;
+  bool scheduled = false;
+  for (auto queue : graph.getBodyBlock().getOps<QueueOp>()) {
+    if (!queue.getTasksAttr())
+      continue;
+    scheduled = true;
+    SmallVector<int32_t> &list =
+        queue.getKind() == QueueKind::jit ? jit : aot[*queue.getWorkerIndex()];
+    ArrayRef<int64_t> instances = queue.getInstancesAttr().asArrayRef();
+    for (auto [ref, instance] : llvm::zip_equal(
+             queue.getTasksAttr().getAsRange<FlatSymbolRefAttr>(), instances))
+      list.push_back(t.firstEntry[taskIndex.at(ref.getAttr())] + instance);
+  }
+  if (!scheduled && t.numEntries > 0)
+    return graph.emitOpError()
+           << "has no scheduled queues: run mega-schedule before "
+              "convert-mega-to-gpu";
+  t.numJit = jit.size();
+
+  // The flat tables.
+  auto begin = [&](StringRef name) {
+    t.sections.push_back({name.str(), static_cast<int64_t>(t.data.size())});
+  };
+  SmallVector<int32_t> entryCase, entryTask, entryInstance;
+  SmallVector<int32_t> waitOffsets = {0}, waits, signalOffsets = {0}, signals;
+  for (auto [ti, task] : llvm::enumerate(t.tasks)) {
+    for (int64_t i = 0; i < task.getNumInstances(); ++i) {
+      entryCase.push_back(t.caseOfTask[ti]);
+      entryTask.push_back(ti);
+      entryInstance.push_back(i);
+      for (FlatSymbolRefAttr ref : task.getInstanceWaitRefs(i))
+        waits.push_back(eventIndex.at(ref.getAttr()));
+      waitOffsets.push_back(waits.size());
+      for (FlatSymbolRefAttr ref : task.getInstanceSignalRefs(i))
+        signals.push_back(eventIndex.at(ref.getAttr()));
+      signalOffsets.push_back(signals.size());
+    }
+  }
+  SmallVector<int32_t> triggers, aotOffsets = {0}, aotList;
+  for (EventOp event : t.events)
+    triggers.push_back(event.getTriggerCount());
+  for (const SmallVector<int32_t> &list : aot) {
+    llvm::append_range(aotList, list);
+    aotOffsets.push_back(aotList.size());
+  }
+  for (auto [name, section] :
+       {std::pair<StringRef, ArrayRef<int32_t>>{"entry_case", entryCase},
+        {"entry_task", entryTask},
+        {"entry_instance", entryInstance},
+        {"wait_offsets", waitOffsets},
+        {"waits", waits},
+        {"signal_offsets", signalOffsets},
+        {"signals", signals},
+        {"triggers", triggers},
+        {"aot_offsets", aotOffsets},
+        {"aot", aotList},
+        {"jit", jit}}) {
+    begin(name);
+    llvm::append_range(t.data, section);
+  }
+  if (t.data.empty())
+    t.data.push_back(0);
+  return t;
+}
+
+DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
+                                              const TaskTables &t,
+                                              bool timeline,
+                                              int64_t watchdogNs) {
+  Builder b(graph.getContext());
+  DenseSet<unsigned> jitTasks;
+  for (auto queue : graph.getBodyBlock().getOps<QueueOp>())
+    if (queue.getKind() == QueueKind::jit && queue.getTasksAttr())
+      for (auto ref : queue.getTasksAttr().getAsRange<FlatSymbolRefAttr>())
+        for (auto [i, task] : llvm::enumerate(t.tasks))
+          if (TaskOp(task).getSymNameAttr() == ref.getAttr())
+            jitTasks.insert(i);
+
+  SmallVector<Attribute> tasks, events;
+  for (auto [i, constTask] : llvm::enumerate(t.tasks)) {
+    TaskOp task = constTask;
+    const TaskCase &c = t.cases[t.caseOfTask[i]];
+    double cost = task.getCostNs() ? task.getCostNs()->convertToDouble() : 0.0;
+    tasks.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(task.getSymName())),
+        b.getNamedAttr("body", b.getStringAttr(task.getBody())),
+        b.getNamedAttr("count", b.getI64IntegerAttr(task.getNumInstances())),
+        b.getNamedAttr("units", b.getI64IntegerAttr(c.units)),
+        b.getNamedAttr("units_per_task", b.getI64IntegerAttr(c.unitsPerTask)),
+        b.getNamedAttr("queue",
+                       b.getStringAttr(jitTasks.contains(i) ? "jit" : "aot")),
+        b.getNamedAttr("cost_ns", b.getF64FloatAttr(cost)),
+    }));
+  }
+  for (EventOp event : SmallVector<EventOp>(t.events))
+    events.push_back(b.getDictionaryAttr({
+        b.getNamedAttr("name", b.getStringAttr(event.getSymName())),
+        b.getNamedAttr("trigger", b.getI64IntegerAttr(event.getTriggerCount())),
+    }));
+  SmallVector<NamedAttribute> sections;
+  for (const auto &[name, offset] : t.sections)
+    sections.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(offset)));
+  return b.getDictionaryAttr({
+      b.getNamedAttr("graph", b.getStringAttr(graph.getSymName())),
+      b.getNamedAttr("workers", b.getI64IntegerAttr(t.workers)),
+      b.getNamedAttr("schedulers", b.getI64IntegerAttr(graph.getNumSchedulers())),
+      b.getNamedAttr("threads", b.getI64IntegerAttr(t.threads)),
+      b.getNamedAttr("timeline", b.getBoolAttr(timeline)),
+      b.getNamedAttr("watchdog_ns", b.getI64IntegerAttr(watchdogNs)),
+      b.getNamedAttr("num_entries", b.getI64IntegerAttr(t.numEntries)),
+      b.getNamedAttr("num_events", b.getI64IntegerAttr(t.events.size())),
+      b.getNamedAttr("num_jit", b.getI64IntegerAttr(t.numJit)),
+      b.getNamedAttr("tasks", b.getArrayAttr(tasks)),
+      b.getNamedAttr("events", b.getArrayAttr(events)),
+      b.getNamedAttr("tables", b.getDenseI32ArrayAttr(t.data)),
+      b.getNamedAttr("table_sections", b.getDictionaryAttr(sections)),
+  });
+}

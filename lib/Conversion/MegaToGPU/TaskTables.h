@@ -1,0 +1,51 @@
+//===- TaskTables.h - the tables a persistent kernel runs from --*- C++ -*-===//
+//
+// A scheduled mega.graph flattened into int32 tables that the runtime
+// uploads (`mega_tables`) and the persistent kernel reads: per entry (one
+// task instance) its switch case, task and instance, the events it waits on
+// and signals, every event's trigger count, each worker's AOT list and the
+// JIT list. docs/mega.md describes them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_LIB_CONVERSION_MEGATOGPU_TASKTABLES_H
+#define TILEMEGA_LIB_CONVERSION_MEGATOGPU_TASKTABLES_H
+
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+
+namespace mlir::tilemega::mega_to_gpu {
+
+/// One case of the persistent kernel's task switch: a body function run with
+/// one units-per-task, shared by every task that calls it that way (the
+/// operands are picked per task at run time).
+struct TaskCase {
+  func::FuncOp body;
+  int64_t unitsPerTask = 1;
+  int64_t units = 0;
+  SmallVector<unsigned> tasks;
+};
+
+struct TaskTables {
+  SmallVector<mega::TaskOp> tasks;
+  SmallVector<mega::EventOp> events;
+  SmallVector<TaskCase> cases;
+  SmallVector<unsigned> caseOfTask, firstEntry;
+  int64_t numEntries = 0, numJit = 0, threads = 0, workers = 0, schedulers = 1;
+  SmallVector<int32_t> data;
+  /// Offsets of the sections in `data`, in order.
+  SmallVector<std::pair<std::string, int64_t>> sections;
+
+  int64_t section(StringRef name) const;
+};
+
+/// Builds the tables of a scheduled graph; diagnoses bodies whose thread
+/// counts differ and graphs that were not scheduled.
+FailureOr<TaskTables> buildTaskTables(mega::GraphOp graph);
+
+/// The `mega` dictionary of the kernel metadata (see docs/mega.md).
+DictionaryAttr buildMegaMetadata(mega::GraphOp graph, const TaskTables &tables,
+                                 bool timeline, int64_t watchdogNs);
+
+} // namespace mlir::tilemega::mega_to_gpu
+
+#endif // TILEMEGA_LIB_CONVERSION_MEGATOGPU_TASKTABLES_H

@@ -1,0 +1,579 @@
+"""Task bodies of the mega-kernel operators, as tile functions.
+
+Each public function adds a `func.func` holding one `tile.kernel` (a 1-d grid
+of `units` blocks, `threads` threads) at the current insertion point and
+returns a `Body` record: its name, arguments, units and per-unit footprint.
+With `emit=False` only the record is made (the graph builder checks shapes
+and writes the graph with it, and emits each distinct body once).
+
+The block index is the unit index and nothing else: a persistent kernel runs
+these bodies with the block index set to the unit it works on, so no body
+reads gridDim. Tensors are bf16 unless stated; math is f32, rounded once
+where stored. Footprints follow docs/mega.md (`#mega.access`); where a unit's
+exact range is not a linear function of the unit (or would leave the
+tensor), the access covers the whole tensor (stride 0): dependencies are then
+conservative, never missing.
+"""
+
+import math as _math
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, NamedTuple, Optional, Tuple
+
+_MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+
+
+class Access(NamedTuple):
+    """Unit u reads/writes flat elements [stride*u + base, ... + size) of
+    argument `operand`."""
+    mode: str
+    operand: int
+    stride: int
+    base: int
+    size: int
+
+    def mlir(self) -> str:
+        return (f"#mega.access<{self.mode} operand {self.operand} offset "
+                f"{self.stride} * u + {self.base} size {self.size}>")
+
+
+@dataclass(frozen=True)
+class Body:
+    name: str
+    args: Tuple[Tuple[str, Tuple[int, ...], str], ...]  # (name, shape, dtype)
+    units: int
+    footprint: Tuple[Access, ...]
+    threads: int
+    # build(unit, *arguments) fills the kernel; emit() calls it.
+    build: Optional[Callable] = field(default=None, compare=False, repr=False)
+
+    @property
+    def arg_types(self) -> Tuple[str, ...]:
+        """MLIR memref types of the arguments, e.g. "memref<2048xbf16>"."""
+        return tuple(memref_type(shape, dtype) for _, shape, dtype in self.args)
+
+
+def memref_type(shape, dtype) -> str:
+    return "memref<" + "".join(f"{d}x" for d in shape) + _MLIR_DTYPES[dtype] + ">"
+
+
+# --- IR helpers --------------------------------------------------------------
+
+def _ir():
+    # Imported lazily: the records (emit=False) need no native code.
+    from tilemega import ir
+    from tilemega.dialects import arith, func, math, memref, tile
+    return ir, arith, func, math, memref, tile
+
+
+def _elem(dtype):
+    ir = _ir()[0]
+    return {"bfloat16": ir.BF16Type.get, "float16": ir.F16Type.get,
+            "float32": ir.F32Type.get}[dtype]()
+
+
+def _fconst(x):
+    ir, arith = _ir()[:2]
+    f32 = ir.F32Type.get()
+    return arith.constant(f32, ir.FloatAttr.get(f32, x))
+
+
+def _iconst(x):
+    ir, arith = _ir()[:2]
+    return arith.constant(ir.IndexType.get(), x)
+
+
+def _frag(shape, dtype="float32", layout=None):
+    ir, tile = _ir()[0], _ir()[5]
+    t = ir.MemRefType.get(list(shape), _elem(dtype),
+                          memory_space=ir.Attribute.parse("#tile.fragment"))
+    if isinstance(layout, str):
+        layout = ir.Attribute.parse(layout)
+    return tile.alloc_fragment(t, layout=layout)
+
+
+def _shared(shape, dtype="bfloat16", swizzle=None):
+    ir, tile = _ir()[0], _ir()[5]
+    t = ir.MemRefType.get(list(shape), _elem(dtype),
+                          memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+    return tile.alloc_shared(t, swizzle=swizzle)
+
+
+def _view(value, shape):
+    """`value` (a contiguous global memref) reshaped to `shape`, via
+    collapse_shape to 1-d then expand_shape: tile.copy boxes have the rank of
+    both buffers, so 1-d tensors are viewed as rows."""
+    ir, memref = _ir()[0], _ir()[4]
+    t = ir.MemRefType(value.type)
+    elem, src_shape = t.element_type, list(t.shape)
+    if src_shape == list(shape):
+        return value
+    n = _math.prod(src_shape)
+    if len(src_shape) > 1:
+        value = memref.collapse_shape(ir.MemRefType.get([n], elem), value,
+                                      [list(range(len(src_shape)))])
+    if len(shape) == 1:
+        return value
+    return memref.expand_shape(ir.MemRefType.get(list(shape), elem), value,
+                               [list(range(len(shape)))], [], list(shape))
+
+
+@contextmanager
+def _kernel(body: Body):
+    """Builds body's func.func + tile.kernel; yields (unit index, arguments)."""
+    ir, _, func, _, _, tile = _ir()
+    types = [ir.MemRefType.get(list(shape), _elem(dtype)) for _, shape, dtype in body.args]
+    fn = func.FuncOp(body.name, (types, []))
+    fn.arg_attrs = [ir.DictAttr.get({"tile.name": ir.StringAttr.get(n)})
+                    for n, _, _ in body.args]
+    with ir.InsertionPoint(fn.add_entry_block()):
+        k = tile.kernel(grid=[body.units], threads=body.threads)
+        with ir.InsertionPoint(k.body.blocks[0]):
+            yield k.body.blocks[0].arguments[0], list(fn.arguments)
+        func.ReturnOp([])
+
+
+def emit(body: Body) -> Body:
+    """Adds body's func.func at the current insertion point."""
+    with _kernel(body) as (u, args):
+        body.build(u, *args)
+    return body
+
+
+def _make(body: Body, emit_now: bool, build) -> Body:
+    body = replace(body, build=build)
+    return emit(body) if emit_now else body
+
+
+def _check(cond, message):
+    if not cond:
+        raise ValueError(message)
+
+
+def _parallel(extents):
+    """tile.parallel over extents; use as `with _parallel(...) as idx:`."""
+    ir, tile = _ir()[0], _ir()[5]
+    p = tile.parallel(list(extents))
+    return _Region(ir.InsertionPoint(p.body.blocks[0]), p.body.blocks[0].arguments)
+
+
+class _Region:
+    def __init__(self, ip, args):
+        self.ip, self.args = ip, args
+
+    def __enter__(self):
+        self.ip.__enter__()
+        return self.args
+
+    def __exit__(self, *exc):
+        return self.ip.__exit__(*exc)
+
+
+def _tag(x) -> str:
+    """A float as a symbol-name fragment: 1e-05 -> 1em05."""
+    return f"{x:g}".replace("-", "m").replace("+", "").replace(".", "p")
+
+
+# --- bodies ---------------------------------------------------------------------
+
+def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
+    """y = x * rsqrt(mean(x^2) + eps) * w, one vector of H: args (x, w, y)."""
+    name = f"rmsnorm_{H}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+    body = Body(name, (("x", (H,), "bfloat16"), ("w", (H,), "bfloat16"),
+                       ("y", (H,), "bfloat16")), 1,
+                (Access("read", 0, 0, 0, H), Access("read", 1, 0, 0, H),
+                 Access("write", 2, 0, 0, H)), threads)
+
+    def build(u, X, W, Y):
+        _, arith, _, math, memref, tile = _ir()
+        x, sq, ss, w = _frag([1, H]), _frag([1, H]), _frag([1]), _frag([H])
+        tile.copy(_view(X, [1, H]), x)
+        # W's layout is the slice of x's along the row: each thread loads
+        # (vectorised) just the columns it normalises.
+        tile.copy(W, w)
+        with _parallel([1, H]) as (i, j):
+            v = memref.load(x, [i, j])
+            memref.store(arith.mulf(v, v), sq, [i, j])
+        tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
+        with _parallel([1, H]) as (i, j):
+            mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / H))
+            scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
+            v = arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(w, [j]))
+            memref.store(v, x, [i, j])
+        tile.copy(x, _view(Y, [1, H]))
+
+    return _make(body, emit, build)
+
+
+def gemv_config(rows, K, threads=256):
+    """(BLOCK_K, STAGES) for a unit of `rows` rows of K.
+
+    Per-SM bandwidth x latency on an H200 is ~32 KB, and a persistent worker
+    runs one CTA per SM, so each unit keeps ~16 KB stages of W in flight,
+    up to 4 of them (<= 64 KB of shared memory): a unit of <= 64 KB of W
+    issues all of it at once. BLOCK_K is a power of two dividing K, large
+    enough for one 16-byte vector (8 bf16) per thread and stage."""
+    target = max(16384 // (2 * rows), 8 * threads // rows, 8)
+    block_k = min(K, 1 << (target.bit_length() - 1))  # a power of two
+    while K % block_k:
+        block_k //= 2
+    stages = max(1, min(4, K // block_k))
+    return block_k, stages
+
+
+def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body:
+    """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y)."""
+    R = rows_per_unit
+    _check(N % R == 0, f"gemv: N={N} is not a multiple of rows_per_unit={R}")
+    BK, STAGES = gemv_config(R, K, threads)
+    _check(K % BK == 0 and BK % 8 == 0,
+           f"gemv: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
+    name = f"gemv_{N}x{K}_r{R}" + ("_res" if residual else "")
+    args = [("W", (N, K), "bfloat16"), ("x", (K,), "bfloat16")]
+    foot = [Access("read", 0, R * K, 0, R * K), Access("read", 1, 0, 0, K)]
+    if residual:
+        args.append(("r", (N,), "bfloat16"))
+        foot.append(Access("read", 2, R, 0, R))
+    args.append(("y", (N,), "bfloat16"))
+    foot.append(Access("write", len(args) - 1, R, 0, R))
+    body = Body(name, tuple(args), N // R, tuple(foot), threads)
+
+    def build(u, W, X, *rest):
+        ir, arith, _, _, memref, tile = _ir()
+        row = arith.muli(u, _iconst(R))
+        w_s, x_s = _shared([R, BK]), _shared([BK])
+        w, x, acc = _frag([R, BK]), _frag([BK]), _frag([R, BK])
+        out = _frag([R])
+        tile.clear(acc)
+        if residual:
+            # Loaded ahead of the loop, so its latency hides behind W's.
+            r = _frag([R])
+            tile.copy(rest[0], r, src_offsets=[row])
+        # W streams through shared memory STAGES chunks ahead (cp.async);
+        # products accumulate elementwise and are reduced across threads
+        # once, after the loop (examples/gemv.py).
+        loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
+        with ir.InsertionPoint(loop.body.blocks[0]):
+            (kk,) = loop.body.blocks[0].arguments
+            tile.copy(W, w_s, src_offsets=[row, kk])
+            tile.copy(X, x_s, src_offsets=[kk])
+            tile.copy(w_s, w)
+            tile.copy(x_s, x)
+            with _parallel([R, BK]) as (i, j):
+                prod = arith.mulf(memref.load(w, [i, j]), memref.load(x, [j]))
+                memref.store(arith.addf(memref.load(acc, [i, j]), prod), acc, [i, j])
+        tile.reduce(tile.ReduceKind.sum, acc, 1, out, clear=True)
+        if residual:
+            with _parallel([R]) as (i,):
+                memref.store(arith.addf(memref.load(out, [i]), memref.load(r, [i])), out, [i])
+        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+
+    return _make(body, emit, build)
+
+
+def rope(Hq, Hkv, D, *, threads=256, emit=True) -> Body:
+    """Llama rotate-half RoPE of the q and k heads of a fused qkv vector.
+
+    args (qkv[(Hq+2Hkv)*D], cos[D/2] f32, sin[D/2] f32, q_out[Hq*D],
+    k_out[Hkv*D]); unit u < Hq rotates q head u, unit Hq + h k head h (head u
+    of qkv either way: q and k heads are adjacent there)."""
+    _check(D % 2 == 0, f"rope: head_dim {D} must be even")
+    half, total = D // 2, (Hq + 2 * Hkv) * D
+    # A unit writes one head of q_out or of k_out, which no linear range
+    # inside both tensors describes: the writes cover the whole outputs.
+    body = Body(f"rope_{Hq}x{Hkv}x{D}",
+                (("qkv", (total,), "bfloat16"), ("cos", (half,), "float32"),
+                 ("sin", (half,), "float32"), ("q_out", (Hq * D,), "bfloat16"),
+                 ("k_out", (Hkv * D,), "bfloat16")), Hq + Hkv,
+                (Access("read", 0, D, 0, D), Access("read", 1, 0, 0, half),
+                 Access("read", 2, 0, 0, half), Access("write", 3, 0, 0, Hq * D),
+                 Access("write", 4, 0, 0, Hkv * D)), threads)
+
+    def build(u, QKV, COS, SIN, QO, KO):
+        ir, arith, _, _, memref, tile = _ir()
+        f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+        # One head (D elements) is less than one element per thread, which
+        # no fragment layout allows: the head goes through shared memory.
+        x_s, o_s = _shared([D]), _shared([D])
+        tile.copy(QKV, x_s, src_offsets=[arith.muli(u, _iconst(D))], sizes=[D])
+        with _parallel([D]) as (j,):
+            i = arith.remui(j, _iconst(half))
+            partner = arith.remui(arith.addi(j, _iconst(half)), _iconst(D))
+            first = arith.cmpi(arith.CmpIPredicate.ult, j, _iconst(half))
+            a = arith.extf(f32, memref.load(x_s, [j]))
+            b = arith.extf(f32, memref.load(x_s, [partner]))
+            # out[j] = x[j] cos[i] - x[j + D/2] sin[i] in the first half,
+            #          x[j] cos[i] + x[j - D/2] sin[i] in the second.
+            sb = arith.mulf(b, memref.load(SIN, [i]))
+            sb = arith.select(first, arith.negf(sb), sb)
+            v = arith.addf(arith.mulf(a, memref.load(COS, [i])), sb)
+            memref.store(arith.truncf(bf16, v), o_s, [j])
+        # The other output's offset points past its end: those stores are
+        # masked off (tile.copy drops out-of-bounds global elements).
+        is_q = arith.cmpi(arith.CmpIPredicate.ult, u, _iconst(Hq))
+        q_off = arith.select(is_q, arith.muli(u, _iconst(D)), _iconst(Hq * D))
+        k_head = arith.select(is_q, _iconst(Hkv), arith.subi(u, _iconst(Hq)))
+        tile.copy(o_s, QO, dst_offsets=[q_off], sizes=[D])
+        tile.copy(o_s, KO, dst_offsets=[arith.muli(k_head, _iconst(D))], sizes=[D])
+
+    return _make(body, emit, build)
+
+
+def kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
+    """Writes the new token's k (rotated) and v into the caches at `pos`.
+
+    args (k_rot[Hkv*D], qkv[(Hq+2Hkv)*D], k_cache[Hkv,S,D], v_cache[Hkv,S,D]);
+    unit h: k_cache[h, pos] = k_rot[h], v_cache[h, pos] = v head h of qkv."""
+    _check(0 <= pos < S, f"kv_append: pos {pos} is outside the cache of {S}")
+    total, v0 = (Hq + 2 * Hkv) * D, (Hq + Hkv) * D
+    body = Body(f"kv_append_{Hq}x{Hkv}x{D}_s{S}_p{pos}",
+                (("k_rot", (Hkv * D,), "bfloat16"), ("qkv", (total,), "bfloat16"),
+                 ("k_cache", (Hkv, S, D), "bfloat16"),
+                 ("v_cache", (Hkv, S, D), "bfloat16")), Hkv,
+                (Access("read", 0, D, 0, D), Access("read", 1, D, v0, D),
+                 Access("write", 2, S * D, pos * D, D),
+                 Access("write", 3, S * D, pos * D, D)), threads)
+
+    def build(h, K, QKV, KC, VC):
+        arith, tile = _ir()[1], _ir()[5]
+        # Global -> shared -> global (a copy needs one non-global side; a
+        # head is too small for a fragment over all the threads).
+        k_s, v_s = _shared([D]), _shared([D])
+        tile.copy(K, k_s, src_offsets=[arith.muli(h, _iconst(D))], sizes=[D])
+        tile.copy(QKV, v_s, src_offsets=[arith.muli(arith.addi(h, _iconst(Hq + Hkv)),
+                                                     _iconst(D))], sizes=[D])
+        at = arith.muli(arith.addi(arith.muli(h, _iconst(S)), _iconst(pos)), _iconst(D))
+        tile.copy(k_s, _view(KC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
+        tile.copy(v_s, _view(VC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
+
+    return _make(body, emit, build)
+
+
+def attention_config(Hq, Hkv, D, S_len, splits, threads):
+    """(block_n, stages, layout) of the split body: S [G, block_n] and the
+    accumulator [G, D] share one blocked layout (G query rows over the warps,
+    the rest of the warps side by side along the columns), so the row
+    statistics are one slice of it for both (examples/decode_attention.py)."""
+    G, warps = Hq // Hkv, threads // 32
+    _check(Hq % Hkv == 0, f"attention: heads {Hq} not a multiple of kv_heads {Hkv}")
+    _check(warps % G == 0 or G % warps == 0,
+           f"attention: {G} query rows per group do not spread over {warps} warps")
+    row_warps = min(G, warps)
+    col_threads = 32 * (warps // row_warps)
+    keys = S_len // splits if S_len % splits == 0 else 0
+    block_n = max(col_threads, 32)
+    _check(keys and keys % block_n == 0,
+           f"attention: kv_len {S_len} must split into {splits} ranges of whole "
+           f"{block_n}-key chunks")
+    _check(D % col_threads == 0 and D >= 64 and D & (D - 1) == 0,
+           f"attention: head_dim {D} must be a power of two >= 64 and a multiple "
+           f"of {col_threads}")
+    stages = min(2, keys // block_n)
+    layout = (f"#tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
+              f"warpsPerBlock = [{row_warps}, {warps // row_warps}], order = [1, 0]>")
+    return block_n, stages, layout
+
+
+def attention_split(Hq, Hkv, D, S_len, S_max, splits, *, threads=256, emit=True) -> Body:
+    """Flash-decoding partials of one (kv head g, split s) per unit u = g*splits + s.
+
+    args (q[Hq*D], k_cache[Hkv,S_max,D], v_cache, o_part[Hq*splits*D] f32,
+    lse[Hq*splits] f32). The G = Hq/Hkv query heads of group g attend over
+    keys [s*S_len/splits, (s+1)*S_len/splits) with q.k * D^-0.5; the unit
+    stores its normalised partial output at o_part[(u*G + i)*D ...] and the
+    base-2 log-sum-exp at lse[u*G + i] (i = head within the group): each
+    unit's results are contiguous, and so are each group's for the combine."""
+    _check(splits >= 1 and 1 <= S_len <= S_max,
+           f"attention: need splits >= 1 and 1 <= kv_len {S_len} <= cache length {S_max}")
+    G, keys = Hq // Hkv, S_len // splits
+    BN, STAGES, layout_text = attention_config(Hq, Hkv, D, S_len, splits, threads)
+    # q of group g = u // splits is not linear in u: cover all of q. The
+    # keys of unit u start at (g*S_max + s*keys)*D, which is u*keys*D only
+    # when the cache is full (S_len = S_max); otherwise cover the cache.
+    kv = (Access("read", 1, keys * D, 0, keys * D), Access("read", 2, keys * D, 0, keys * D)) \
+        if S_len == S_max else \
+        (Access("read", 1, 0, 0, Hkv * S_max * D), Access("read", 2, 0, 0, Hkv * S_max * D))
+    body = Body(f"attn_split_{Hq}x{Hkv}x{D}_l{S_len}_s{S_max}_k{splits}",
+                (("q", (Hq * D,), "bfloat16"), ("k_cache", (Hkv, S_max, D), "bfloat16"),
+                 ("v_cache", (Hkv, S_max, D), "bfloat16"),
+                 ("o_part", (Hq * splits * D,), "float32"),
+                 ("lse", (Hq * splits,), "float32")), Hkv * splits,
+                (Access("read", 0, 0, 0, Hq * D),) + kv +
+                (Access("write", 3, G * D, 0, G * D), Access("write", 4, G, 0, G)),
+                threads)
+
+    def build(u, Q, K, V, OP, LSE):
+        ir, arith, _, math, memref, tile = _ir()
+        layout = layout_text
+        # Each 4-byte word of K row r is XORed with r % 32, so the lanes of
+        # the S gemm, which read different K rows at one column, hit
+        # different banks.
+        k_swizzle = ir.Attribute.parse(
+            f"#tile.swizzle<bits = 5, base = 1, shift = {D.bit_length() - 2}>")
+        c = _math.log2(_math.e) / _math.sqrt(D)  # exp(x/sqrt(D)) = exp2(x*c)
+        g = arith.divui(u, _iconst(splits))
+        s = arith.remui(u, _iconst(splits))
+        K2, V2 = _view(K, [Hkv * S_max, D]), _view(V, [Hkv * S_max, D])
+        q_s = _shared([G, D])
+        k_s = _shared([BN, D], swizzle=k_swizzle)
+        v_s = _shared([BN, D])
+        p_s = _shared([G, BN])
+        sc = _frag([G, BN], layout=layout)
+        acc = _frag([G, D], layout=layout)
+        m, l, m_cur, alpha = _frag([G]), _frag([G]), _frag([G]), _frag([G])
+        first_key = arith.addi(arith.muli(g, _iconst(S_max)), arith.muli(s, _iconst(keys)))
+        tile.copy(_view(Q, [Hq, D]), q_s, src_offsets=[arith.muli(g, _iconst(G)), 0])
+        tile.fill(m, _fconst(float("-inf")))
+        tile.clear(l)
+        tile.clear(acc)
+        loop = tile.pipelined(_iconst(0), _iconst(keys // BN), _iconst(1), STAGES)
+        with ir.InsertionPoint(loop.body.blocks[0]):
+            (t,) = loop.body.blocks[0].arguments
+            n0 = arith.addi(first_key, arith.muli(t, _iconst(BN)))
+            tile.copy(K2, k_s, src_offsets=[n0, 0])
+            tile.copy(V2, v_s, src_offsets=[n0, 0])
+            tile.gemm(q_s, k_s, sc, transpose_b=True, clear_accum=True)
+            tile.reduce(tile.ReduceKind.max, sc, 1, m_cur, clear=True)
+            # Online softmax in base 2: m' = max(m, rowmax * c),
+            # alpha = exp2(m - m') rescales l and acc.
+            with _parallel([G]) as (i,):
+                m_old = memref.load(m, [i])
+                m_new = arith.maximumf(m_old, arith.mulf(memref.load(m_cur, [i]), _fconst(c)))
+                a = math.exp2(arith.subf(m_old, m_new))  # 0 while m_old = -inf
+                memref.store(a, alpha, [i])
+                memref.store(arith.mulf(memref.load(l, [i]), a), l, [i])
+                memref.store(m_new, m, [i])
+            with _parallel([G, BN]) as (i, j):
+                x = arith.subf(arith.mulf(memref.load(sc, [i, j]), _fconst(c)),
+                               memref.load(m, [i]))
+                memref.store(math.exp2(x), sc, [i, j])
+            with _parallel([G, D]) as (i, j):
+                memref.store(arith.mulf(memref.load(acc, [i, j]), memref.load(alpha, [i])),
+                             acc, [i, j])
+            tile.reduce(tile.ReduceKind.sum, sc, 1, l)
+            tile.copy(sc, p_s)
+            tile.gemm(p_s, v_s, acc)
+        with _parallel([G, D]) as (i, j):
+            memref.store(arith.divf(memref.load(acc, [i, j]), memref.load(l, [i])), acc, [i, j])
+        row0 = arith.muli(u, _iconst(G))
+        tile.copy(acc, _view(OP, [Hq * splits, D]), dst_offsets=[row0, 0], sizes=[G, D])
+        # Every thread holding row i has m[i] and l[i]; they store the same value.
+        with _parallel([G]) as (i,):
+            v = arith.addf(memref.load(m, [i]), math.log2(memref.load(l, [i])))
+            memref.store(v, LSE, [arith.addi(row0, i)])
+
+    return _make(body, emit, build)
+
+
+def _combine_layout(splits, G, D, threads):
+    """The splits along the lanes of a warp, so that the reductions over
+    them are shuffles (the inferred layout puts them across warps: a trip
+    through shared memory and ~136 registers); None (inferred) when the
+    shapes do not fit it."""
+    warps = threads // 32
+    if splits > 32 or 32 % splits:
+        return None
+    lanes_d = 32 // splits
+    warps_g = next((wg for wg in range(min(G, warps), 0, -1)
+                    if G % wg == 0 and warps % wg == 0), 1)
+    warps_d = warps // warps_g
+    if D % (4 * lanes_d * warps_d):
+        return None
+    return (f"#tile.blocked<sizePerThread = [1, 1, 4], threadsPerWarp = [{splits}, 1, "
+            f"{lanes_d}], warpsPerBlock = [1, {warps_g}, {warps_d}], order = [2, 1, 0]>")
+
+
+def attention_combine(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
+    """o = sum_s w_s o_part_s / sum_s w_s, w_s = exp2(lse_s - max lse): one
+    unit per kv-head group g (its G query heads), reading the group's
+    contiguous partials (attention_split's layout: row (g*splits + s)*G + i).
+
+    args (o_part[Hq*splits*D] f32, lse[Hq*splits] f32, o[Hq*D])."""
+    G = Hq // Hkv
+    body = Body(f"attn_combine_{Hq}x{Hkv}x{D}_k{splits}",
+                (("o_part", (Hq * splits * D,), "float32"),
+                 ("lse", (Hq * splits,), "float32"), ("o", (Hq * D,), "bfloat16")), Hkv,
+                (Access("read", 0, splits * G * D, 0, splits * G * D),
+                 Access("read", 1, splits * G, 0, splits * G),
+                 Access("write", 2, G * D, 0, G * D)), threads)
+
+    layout = _combine_layout(splits, G, D, threads)
+
+    def build(g, OP, LSE, O):
+        _, arith, _, math, memref, tile = _ir()
+        x = _frag([splits, G, D], layout=layout)  # partial outputs
+        w = _frag([splits, G, D], layout=layout)  # lse, then split weights
+        mx, den, num = _frag([G, D]), _frag([G, D]), _frag([G, D])
+        first = arith.muli(g, _iconst(splits))
+        tile.copy(_view(OP, [Hkv * splits, G, D]), x, src_offsets=[first, 0, 0])
+        # lse broadcast over D: every reduction and division below runs over
+        # tiles of one layout.
+        with _parallel([splits, G, D]) as (sp, i, d):
+            idx = arith.addi(arith.muli(arith.addi(first, sp), _iconst(G)), i)
+            memref.store(memref.load(LSE, [idx]), w, [sp, i, d])
+        tile.reduce(tile.ReduceKind.max, w, 0, mx, clear=True)
+        with _parallel([splits, G, D]) as (sp, i, d):
+            wt = math.exp2(arith.subf(memref.load(w, [sp, i, d]), memref.load(mx, [i, d])))
+            memref.store(wt, w, [sp, i, d])
+            memref.store(arith.mulf(memref.load(x, [sp, i, d]), wt), x, [sp, i, d])
+        tile.reduce(tile.ReduceKind.sum, w, 0, den, clear=True)
+        tile.reduce(tile.ReduceKind.sum, x, 0, num, clear=True)
+        with _parallel([G, D]) as (i, d):
+            memref.store(arith.divf(memref.load(num, [i, d]), memref.load(den, [i, d])),
+                         num, [i, d])
+        tile.copy(num, _view(O, [Hq, D]), dst_offsets=[arith.muli(g, _iconst(G)), 0],
+                  sizes=[G, D])
+
+    return _make(body, emit, build)
+
+
+def _elementwise_chunk(n, chunk, what):
+    _check(chunk > 0 and n % chunk == 0,
+           f"{what}: size {n} is not a multiple of chunk {chunk}")
+
+
+def silu_mul(I, chunk, *, threads=256, emit=True) -> Body:
+    """a[i] = silu(gu[i]) * gu[I + i]: args (gu[2I], a[I]); unit = chunk of a."""
+    _elementwise_chunk(I, chunk, "silu_mul")
+    body = Body(f"silu_mul_{I}_c{chunk}",
+                (("gu", (2 * I,), "bfloat16"), ("a", (I,), "bfloat16")), I // chunk,
+                (Access("read", 0, chunk, 0, chunk), Access("read", 0, chunk, I, chunk),
+                 Access("write", 1, chunk, 0, chunk)), threads)
+
+    def build(u, GU, A):
+        _, arith, _, math, memref, tile = _ir()
+        gate, up = _frag([1, chunk]), _frag([1, chunk])
+        GU2 = _view(GU, [2, I])
+        col = arith.muli(u, _iconst(chunk))
+        tile.copy(GU2, gate, src_offsets=[0, col])
+        tile.copy(GU2, up, src_offsets=[1, col])
+        with _parallel([1, chunk]) as (i, j):
+            x = memref.load(gate, [i, j])
+            # silu(x) = x / (1 + exp(-x))
+            sig = arith.divf(x, arith.addf(_fconst(1.0), math.exp(arith.negf(x))))
+            memref.store(arith.mulf(sig, memref.load(up, [i, j])), gate, [i, j])
+        tile.copy(gate, _view(A, [1, I]), dst_offsets=[0, col], sizes=[1, chunk])
+
+    return _make(body, emit, build)
+
+
+def residual_add(H, chunk, *, threads=256, emit=True) -> Body:
+    """y = a + b: args (a[H], b[H], y[H]); unit = chunk of y."""
+    _elementwise_chunk(H, chunk, "residual_add")
+    body = Body(f"add_{H}_c{chunk}",
+                (("a", (H,), "bfloat16"), ("b", (H,), "bfloat16"), ("y", (H,), "bfloat16")),
+                H // chunk,
+                (Access("read", 0, chunk, 0, chunk), Access("read", 1, chunk, 0, chunk),
+                 Access("write", 2, chunk, 0, chunk)), threads)
+
+    def build(u, A, B, Y):
+        _, arith, _, _, memref, tile = _ir()
+        a, b = _frag([chunk]), _frag([chunk])
+        col = arith.muli(u, _iconst(chunk))
+        tile.copy(A, a, src_offsets=[col])
+        tile.copy(B, b, src_offsets=[col])
+        with _parallel([chunk]) as (j,):
+            memref.store(arith.addf(memref.load(a, [j]), memref.load(b, [j])), a, [j])
+        tile.copy(a, Y, dst_offsets=[col], sizes=[chunk])
+
+    return _make(body, emit, build)

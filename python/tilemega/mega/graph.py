@@ -1,0 +1,324 @@
+"""The Python graph builder: operators in program order -> mega IR.
+
+    g = Graph("mlp", workers=132, threads=256)
+    x = g.input("x", [2048]); w = g.weight("norm_w", [2048])
+    h = g.scratch("h", [2048]); ...
+    g.rmsnorm(x, w, h); g.linear(W, h, y)
+    module = g.build()   # body functions + one mega.graph (docs/mega.md)
+
+Every op call checks shapes (ValueError naming the argument) and appends
+one mega.task (two for attention) whose body comes from bodies.py; bodies
+are emitted once per distinct name. The graph's region arguments are the
+tensors in creation order; their names and roles go on the graph op as
+`mega.arg_names` / `mega.arg_roles` (and stay in `Graph.tensors`).
+"""
+
+import math
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from . import bodies
+from .bodies import Body, memref_type
+
+ROLES = ("input", "weight", "scratch", "output", "cache")
+DTYPES = ("bfloat16", "float16", "float32")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
+
+# A worker streams ~32 KB/us of HBM (4.2 TB/s over 132 SMs) after ~1.5 us
+# before its first bytes land; used only to pick rows per GEMV unit.
+_SM_BYTES_PER_US = 32e3
+_UNIT_LATENCY_US = 1.5
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+    role: str
+    index: int          # region argument number
+    graph: "Graph"
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def type(self) -> str:
+        return memref_type(self.shape, self.dtype)
+
+    def __repr__(self):
+        return f"Tensor({self.name!r}, {list(self.shape)}, {self.dtype}, {self.role})"
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    body: Body
+    args: Tuple[Tensor, ...]
+    variable: bool = False
+
+    def mlir(self) -> str:
+        ops = ", ".join(f"%arg{t.index}" for t in self.args)
+        types = ", ".join(t.type for t in self.args)
+        foot = ", ".join(a.mlir() for a in self.body.footprint)
+        text = (f"mega.task @{self.name} body @{self.body.name}({ops} : {types}) "
+                f"count {self.body.units} footprint [{foot}]")
+        return text + (" {variable}" if self.variable else "")
+
+
+def gemv_rows_per_unit(N, K, workers):
+    """Rows per GEMV unit: fewest waves of units over the workers, each unit
+    paying one pipeline fill, so large units win as long as they still
+    cover the workers (e.g. 3072 x 2048 on 132 workers: 24 rows, 128 units).
+    Candidates divide N, at most 128 rows and 512 KB of W."""
+    best = None
+    for rows in range(1, min(N, 128) + 1):
+        if N % rows or rows * K * 2 > 512 * 1024:
+            continue
+        waves = -(-(N // rows) // workers)
+        cost = waves * (_UNIT_LATENCY_US + rows * K * 2 / _SM_BYTES_PER_US)
+        if best is None or cost < best[0]:
+            best = (cost, rows)
+    return best[1]
+
+
+def elementwise_chunk(n, threads):
+    """One 16-byte vector (8 bf16) per thread and operand, or less when n is
+    smaller or not a multiple of it (then the largest power-of-two divisor
+    that still gives every thread an element)."""
+    chunk = 8 * threads
+    while chunk > threads and n % chunk:
+        chunk //= 2
+    if n % chunk:
+        raise ValueError(f"size {n} is not a multiple of threads {threads}")
+    return chunk
+
+
+class Graph:
+    def __init__(self, name, workers=132, threads=256, schedulers=1):
+        if not _NAME.match(name) or "." in name:
+            raise ValueError(f"graph name {name!r} must be an identifier")
+        if workers < 1 or schedulers < 0:
+            raise ValueError("workers must be >= 1 and schedulers >= 0")
+        if threads % 32 or not 32 <= threads <= 1024:
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads}")
+        self.name, self.workers, self.threads, self.schedulers = name, workers, threads, schedulers
+        self.tensors: List[Tensor] = []
+        self.tasks: List[Task] = []
+        self._written = set()   # names of tensors some task wrote
+
+    # --- tensors -------------------------------------------------------------
+
+    def tensor(self, name, shape, dtype="bfloat16", role="scratch") -> Tensor:
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"tensor name {name!r}: letters, digits, '_' and '.'")
+        if any(t.name == name for t in self.tensors):
+            raise ValueError(f"tensor {name!r} exists already")
+        if role not in ROLES:
+            raise ValueError(f"tensor {name!r}: role must be one of {ROLES}, got {role!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"tensor {name!r}: dtype must be one of {DTYPES}, got {dtype!r}")
+        shape = tuple(shape)
+        if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise ValueError(f"tensor {name!r}: shape must be positive ints, got {list(shape)}")
+        t = Tensor(name, shape, dtype, role, len(self.tensors), self)
+        self.tensors.append(t)
+        return t
+
+    def input(self, name, shape, dtype="bfloat16"):
+        return self.tensor(name, shape, dtype, "input")
+
+    def weight(self, name, shape, dtype="bfloat16"):
+        return self.tensor(name, shape, dtype, "weight")
+
+    def scratch(self, name, shape, dtype="bfloat16"):
+        return self.tensor(name, shape, dtype, "scratch")
+
+    def output(self, name, shape, dtype="bfloat16"):
+        return self.tensor(name, shape, dtype, "output")
+
+    def cache(self, name, shape, dtype="bfloat16"):
+        return self.tensor(name, shape, dtype, "cache")
+
+    # --- operators -----------------------------------------------------------
+
+    def _check_args(self, op, body: Body, params, start=0):
+        """Each of params [(argument name, Tensor)] against the body's
+        arguments from `start` on."""
+        for (pname, t), (_, shape, dtype) in zip(params, body.args[start:]):
+            if not isinstance(t, Tensor) or t.graph is not self:
+                raise ValueError(f"{op}: {pname} is not a tensor of graph {self.name!r}")
+            if t.shape != tuple(shape) or t.dtype != dtype:
+                raise ValueError(f"{op}: {pname} ({t.name}) is {list(t.shape)} {t.dtype}, "
+                                 f"expected {list(shape)} {dtype}")
+
+    def _task(self, op, label, body: Body, params, variable=False):
+        """Appends a task running `body` on params [(argument name, Tensor)]."""
+        self._check_args(op, body, params)
+        args = tuple(t for _, t in params)
+        for a in body.footprint:
+            t = args[a.operand]
+            if a.mode == "read" and t.role in ("scratch", "output") and t.name not in self._written:
+                raise ValueError(f"{op}: {params[a.operand][0]} ({t.name}) is read "
+                                 f"before any task writes it")
+        writes = [a.operand for a in body.footprint if a.mode == "write"]
+        for i in writes:
+            if args[i].role in ("input", "weight"):
+                raise ValueError(f"{op}: {params[i][0]} ({args[i].name}) has role "
+                                 f"{args[i].role}, which no task may write")
+        label = label or op
+        if not _NAME.match(label):
+            raise ValueError(f"{op}: task name {label!r}: letters, digits, '_' and '.'")
+        self._written.update(args[i].name for i in writes)
+        label = label.replace(".", "_")  # l0.qkv -> t5_l0_qkv
+        task = Task(f"t{len(self.tasks)}_{label}", body, args, variable)
+        self.tasks.append(task)
+        return task
+
+    @staticmethod
+    def _need(op, pname, t, rank=None, dtype=None):
+        if not isinstance(t, Tensor):
+            raise ValueError(f"{op}: {pname} must be a Tensor, got {type(t).__name__}")
+        if rank is not None and len(t.shape) != rank:
+            raise ValueError(f"{op}: {pname} ({t.name}) must have rank {rank}, "
+                             f"got shape {list(t.shape)}")
+        if dtype is not None and t.dtype != dtype:
+            raise ValueError(f"{op}: {pname} ({t.name}) must be {dtype}, got {t.dtype}")
+
+    def rmsnorm(self, x, w, y, eps=1e-5, name=None):
+        """y = x * rsqrt(mean(x^2) + eps) * w over a vector."""
+        self._need("rmsnorm", "x", x, rank=1)
+        body = bodies.rmsnorm(x.size, eps, threads=self.threads, emit=False)
+        return self._task("rmsnorm", name, body, [("x", x), ("w", w), ("y", y)])
+
+    def linear(self, W, x, y, residual=None, rows_per_unit=None, name=None):
+        """y = W @ x (+ residual): W [N, K], x [K], y and residual [N]."""
+        self._need("linear", "W", W, rank=2)
+        N, K = W.shape
+        rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
+        body = bodies.gemv(N, K, rows, residual is not None, threads=self.threads, emit=False)
+        params = [("W", W), ("x", x)] + ([("residual", residual)] if residual is not None else [])
+        return self._task("linear", name, body, params + [("y", y)])
+
+    def rope(self, qkv, cos, sin, q, k, name=None):
+        """q, k = rotate-half RoPE of the q and k heads of qkv; head_dim is
+        2 * cos.size, the head counts come from q's and k's sizes."""
+        self._need("rope", "cos", cos, rank=1, dtype="float32")
+        D = 2 * cos.size
+        self._need("rope", "q", q, rank=1)
+        self._need("rope", "k", k, rank=1)
+        if q.size % D or k.size % D:
+            raise ValueError(f"rope: q ({q.size}) and k ({k.size}) must be whole heads of {D}")
+        body = bodies.rope(q.size // D, k.size // D, D, threads=self.threads, emit=False)
+        return self._task("rope", name, body, [("qkv", qkv), ("cos", cos), ("sin", sin),
+                                               ("q", q), ("k", k)])
+
+    def kv_append(self, k, qkv, k_cache, v_cache, pos, name=None):
+        """k_cache[:, pos] = k (rotated), v_cache[:, pos] = v heads of qkv."""
+        self._need("kv_append", "k_cache", k_cache, rank=3)
+        Hkv, S, D = k_cache.shape
+        self._need("kv_append", "qkv", qkv, rank=1)
+        heads = qkv.size // D - 2 * Hkv
+        if qkv.size % D or heads < 1:
+            raise ValueError(f"kv_append: qkv ({qkv.size}) is not (heads + 2 * {Hkv}) "
+                             f"heads of {D}")
+        body = bodies.kv_append(heads, Hkv, D, S, pos, threads=self.threads, emit=False)
+        return self._task("kv_append", name, body, [("k", k), ("qkv", qkv),
+                                                    ("k_cache", k_cache), ("v_cache", v_cache)])
+
+    def attention(self, q, k_cache, v_cache, o, kv_len=None, splits=8, name=None):
+        """o = softmax(q k^T / sqrt(D)) v over the first kv_len keys (GQA),
+        flash-decoding: a split task (variable cost) and a combine task,
+        through two scratch tensors named after o."""
+        self._need("attention", "k_cache", k_cache, rank=3)
+        Hkv, S, D = k_cache.shape
+        self._need("attention", "q", q, rank=1)
+        kv_len = S if kv_len is None else kv_len
+        if q.size % D:
+            raise ValueError(f"attention: q ({q.size}) is not whole heads of {D}")
+        Hq = q.size // D
+        split = bodies.attention_split(Hq, Hkv, D, kv_len, S, splits,
+                                       threads=self.threads, emit=False)
+        combine = bodies.attention_combine(Hq, Hkv, D, splits, threads=self.threads, emit=False)
+        # Checked before the scratch tensors exist: a failed call adds nothing.
+        self._check_args("attention", split, [("q", q), ("k_cache", k_cache),
+                                              ("v_cache", v_cache)])
+        self._check_args("attention", combine, [("o", o)], start=2)
+        o_part = self.scratch(f"{o.name}.o_part", [Hq * splits * D], "float32")
+        lse = self.scratch(f"{o.name}.lse", [Hq * splits], "float32")
+        base = name or "attn"
+        self._task("attention", f"{base}_split", split,
+                   [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                    ("o_part", o_part), ("lse", lse)], variable=True)
+        return self._task("attention", f"{base}_combine", combine,
+                          [("o_part", o_part), ("lse", lse), ("o", o)])
+
+    def silu_mul(self, gu, a, chunk=None, name=None):
+        """a = silu(gu[:I]) * gu[I:], I = a.size."""
+        self._need("silu_mul", "a", a, rank=1)
+        body = bodies.silu_mul(a.size, chunk or elementwise_chunk(a.size, self.threads),
+                               threads=self.threads, emit=False)
+        return self._task("silu_mul", name, body, [("gu", gu), ("a", a)])
+
+    def add(self, a, b, y, chunk=None, name=None):
+        """y = a + b."""
+        self._need("add", "y", y, rank=1)
+        body = bodies.residual_add(y.size, chunk or elementwise_chunk(y.size, self.threads),
+                                   threads=self.threads, emit=False)
+        return self._task("add", name, body, [("a", a), ("b", b), ("y", y)])
+
+    # --- output --------------------------------------------------------------
+
+    def distinct_bodies(self) -> List[Body]:
+        """The distinct bodies, in first-use order."""
+        seen = {}
+        for task in self.tasks:
+            seen.setdefault(task.body.name, task.body)
+        return list(seen.values())
+
+    def graph_mlir(self) -> str:
+        """The mega.graph op alone."""
+        def strings(xs):
+            return "[" + ", ".join(f'"{x}"' for x in xs) + "]"
+        params = ", ".join(f"%arg{t.index}: {t.type}" for t in self.tensors)
+        attrs = (f"mega.arg_names = {strings(t.name for t in self.tensors)}, "
+                 f"mega.arg_roles = {strings(t.role for t in self.tensors)}")
+        lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
+                 f"schedulers {self.schedulers} attributes {{{attrs}}} {{"]
+        lines += ["  " + task.mlir() for task in self.tasks]
+        lines.append("}")
+        return "\n".join(lines)
+
+    def to_mlir(self) -> str:
+        """The whole module as text: body functions, then the graph."""
+        from tilemega.ir import InsertionPoint, Location, Module
+
+        with _context() as ctx, Location.unknown(ctx):
+            module = Module.create()
+            with InsertionPoint(module.body):
+                for body in self.distinct_bodies():
+                    bodies.emit(body)
+            funcs = str(module).strip()
+        assert funcs.startswith("module {") and funcs.endswith("}")
+        inner = funcs[len("module {"):-1].rstrip()
+        graph = "\n".join("  " + line for line in self.graph_mlir().splitlines())
+        return "module {" + inner + "\n" + graph + "\n}\n"
+
+    def build(self):
+        """The module (tilemega.ir.Module) in the current context (or a new one)."""
+        from tilemega.ir import Module
+
+        text = self.to_mlir()
+        with _context():
+            return Module.parse(text)
+
+
+def _context():
+    """The current MLIR context, or a new one (both usable in `with`)."""
+    from contextlib import nullcontext
+    from tilemega.ir import Context
+
+    current = Context.current
+    return nullcontext(current) if current is not None else Context()

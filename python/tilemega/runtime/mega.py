@@ -1,0 +1,278 @@
+"""`MegaKernel`: bind, launch and check a persistent mega-kernel (docs/mega.md).
+
+The kernel's params are the graph's tensors followed by the four runtime
+buffers (mega_tables, mega_events, mega_state, mega_timeline). The user binds
+the graph tensors by name (once for weights, per step for inputs); the
+runtime allocates the `scratch` tensors and the four buffers with torch on
+first launch. A launch goes through `Kernel.__call__`, so its fast path makes
+repeated launches cost a few microseconds of host time.
+
+`decode_error` turns the state words into a MegaKernelError without a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import mega_meta as mm
+from .args import check_scalar, check_tensor
+from .errors import ArgumentError, MegaKernelError, RuntimeUnavailable
+from .kernel import Kernel
+
+ERROR_KINDS = {1: "worker wait timed out", 2: "scheduler wait timed out",
+               3: "worker waited for the JIT queue too long"}
+
+
+def _duration(ns) -> str:
+    if not isinstance(ns, int) or ns <= 0:
+        return "too long"
+    return f"{ns / 1e9:.1f} s" if ns >= 100_000_000 else f"{ns / 1e6:g} ms"
+
+
+def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKernelError]:
+    """The error recorded in mega_state words 0-15, or None when word 4 is 0."""
+    code, entry, event, cta, seen, expected = (int(w) for w in words[4:10])
+    if code == 0:
+        return None
+    kind = ERROR_KINDS.get(code, f"unknown error code {code}")
+    workers = int(meta["workers"])
+    who = f"worker {cta}" if 0 <= cta < workers else f"the scheduler (CTA {cta})"
+    on_event = (f" on event '{mm.event_name(meta, event)}' (counter {seen}, expected {expected})"
+                if event >= 0 else "")
+    task = mm.entry_label(meta, entry) if entry >= 0 else ""
+    if code == 1:
+        what = f"{who} waited {_duration(meta.get('watchdog_ns'))}{on_event}" + \
+            (f" before {task}" if task else "")
+    elif code == 2:
+        what = f"{who} waited {_duration(meta.get('watchdog_ns'))}{on_event}" + \
+            (f" before publishing {task}" if task else "")
+    elif code == 3:
+        what = (f"{who} waited {_duration(meta.get('watchdog_ns'))} for the JIT queue"
+                + (on_event.replace(" on", " and on", 1) if on_event
+                   else f" (counter {seen}, expected {expected})")
+                + (f" while {task} was not ready" if task else ""))
+    else:
+        what = (f"{who} reported {kind} (entry {entry}, event {event}, counter {seen}, "
+                f"expected {expected})")
+    message = f"mega-kernel '{mm.graph_name(meta)}' watchdog: {what}; the kernel stopped"
+    return MegaKernelError(message, code, kind, cta, entry, event, seen, expected)
+
+
+def load_mega(path, name: Optional[str] = None, kernel: Optional[str] = None) -> "MegaKernel":
+    """`MegaKernel(load_artifact(path, name), kernel)`."""
+    from .artifact import load_artifact
+    return MegaKernel(load_artifact(path, name), kernel)
+
+
+def _pick_kernel(source, kernel: Optional[str]) -> Kernel:
+    if isinstance(source, Kernel):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        from .artifact import load_artifact
+        source = load_artifact(source)
+    if kernel is not None:
+        return source[kernel]
+    megas = [k for k in source if k.spec.mega is not None]
+    if len(megas) != 1:
+        raise ValueError(f"artifact {source.name}: expected one mega-kernel, found "
+                         f"{[k.name for k in megas]}; pass kernel=NAME")
+    return megas[0]
+
+
+class MegaKernel:
+    """A persistent mega-kernel with its runtime buffers.
+
+        mk = MegaKernel(load_artifact("out/step.json"))   # or load_mega(path)
+        mk.bind(weights)               # a dict, keywords, or positional in param order
+        mk(x=x, out=out)               # bind + launch + check (check=False to skip)
+        mk.launch(); mk.check()        # the same, in two steps
+
+    Binding checks dtype, shape and strides at once and raises ArgumentError
+    naming the parameter; launching with an unbound tensor raises one too.
+    The scratch tensors and the four runtime buffers are allocated (zeroed)
+    with torch at the first launch, on the device of the first bound tensor
+    (or `device`). Events are never reset between launches (epochs), so
+    repeated launches need no host work.
+    """
+
+    def __init__(self, source, kernel: Optional[str] = None, device: Optional[int] = None):
+        self.kernel = _pick_kernel(source, kernel)
+        spec = self.kernel.spec
+        self.name = spec.name
+        if spec.mega is None:
+            raise ValueError(f"kernel {spec.name!r} has no 'mega' metadata: not a mega-kernel")
+        self.meta = meta = spec.mega
+        self._check_layout(spec)
+        self.graph_params = spec.params[:-4]
+        self.user_params = [p for p in self.graph_params if p.role != "scratch"]
+        self._by_name = {p.name: p for p in self.user_params}
+        self._bound: Dict[str, Any] = {}
+        self._device = device
+        self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
+        self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
+        self.num_entries = len(meta["entries"]["task"])
+
+    def _check_layout(self, spec):
+        meta, where = spec.mega, f"kernel {spec.name!r}"
+        if "tables" not in meta:
+            raise ValueError(f"{where}: field 'mega.tables' missing")
+        tail = spec.params[-4:]
+        if tuple(p.name for p in tail) != mm.RUNTIME_PARAMS:
+            raise ValueError(f"{where}: the last four params must be {list(mm.RUNTIME_PARAMS)}, "
+                             f"got {[p.name for p in tail]}")
+        sizes = {"mega_tables": ("int32", len(meta["tables"])),
+                 "mega_events": ("int32", max(1, len(meta["events"]))),
+                 "mega_state": ("int32", mm.STATE_WORDS + max(1, len(meta["jit"]))),
+                 "mega_timeline": ("int64", max(1, 4 * len(meta["entries"]["task"])))}
+        for p in tail:
+            dtype, size = sizes[p.name]
+            if p.kind != "tensor" or p.dtype != dtype or tuple(p.shape) != (size,):
+                raise ValueError(f"{where}: param '{p.name}' must be a {dtype} tensor of shape "
+                                 f"[{size}], got {p.kind} {p.dtype} {list(p.shape or ())}")
+        expected = meta["workers"] + (1 if meta["jit"] else 0)
+        if spec.grid != (expected, 1, 1):
+            raise ValueError(f"{where}: grid {list(spec.grid)} does not match {meta['workers']} "
+                             f"workers{' + 1 scheduler' if meta['jit'] else ''}")
+
+    def __repr__(self):
+        return (f"<MegaKernel {self.name}: {self.num_entries} entries on {self.meta['workers']} "
+                f"workers, bound {len(self._bound)}/{len(self.user_params)}>")
+
+    # -- binding --------------------------------------------------------------------
+
+    def bind(self, *args, **named) -> "MegaKernel":
+        """Bind graph tensors: a dict, keywords, or positional in param order (scratch
+        params excluded). Everything is checked before anything is stored."""
+        if len(args) == 1 and isinstance(args[0], dict):
+            named = {**args[0], **named}
+            args = ()
+        if len(args) > len(self.user_params):
+            raise ArgumentError(f"{self.name}: {len(args)} positional tensors for "
+                                f"{len(self.user_params)} params "
+                                f"({', '.join(p.name for p in self.user_params)})")
+        pairs = [(p.name, a) for p, a in zip(self.user_params, args)]
+        for name, value in named.items():
+            if name in dict(pairs):
+                raise ArgumentError(f"{self.name}: '{name}' given both by position and by name")
+            pairs.append((name, value))
+        for name, value in pairs:
+            param = self._by_name.get(name)
+            if param is None:
+                raise ArgumentError(self._unknown(name))
+            where = f"{self.name}: parameter '{name}'" + (f" ({param.role})" if param.role else "")
+            if param.kind == "tensor":
+                desc = check_tensor(param, value, where)
+                if self._device is None and desc.device is not None:
+                    self._device = desc.device
+            else:
+                check_scalar(param, value, where)
+        self._bound.update(pairs)
+        self._args = None
+        return self
+
+    def _unknown(self, name: str) -> str:
+        if name in mm.RUNTIME_PARAMS or any(p.name == name for p in self.graph_params):
+            return f"{self.name}: '{name}' is allocated by the runtime; do not pass it"
+        return (f"{self.name}: no graph parameter '{name}'; parameters: "
+                f"{', '.join(p.name for p in self.user_params)}")
+
+    def _arguments(self) -> List[Any]:
+        missing = [p for p in self.user_params if p.name not in self._bound]
+        if missing:
+            listed = ", ".join(f"'{p.name}'" + (f" ({p.role})" if p.role else "") for p in missing)
+            plural = "s" if len(missing) > 1 else ""
+            raise ArgumentError(f"{self.name}: missing tensor for parameter{plural} {listed}; "
+                                "bind with mk.bind(name=tensor) or mk(name=tensor)")
+        self.allocate()
+        return [self._bound[p.name] if p.name in self._bound else self._buffers[p.name]
+                for p in self.kernel.spec.params]
+
+    # -- buffers --------------------------------------------------------------------
+
+    def allocate(self, device: Optional[int] = None):
+        """Allocate scratch tensors and runtime buffers now (done by the first launch)."""
+        if self._buffers:
+            return
+        torch = _torch()
+        if device is None:
+            device = self._device if self._device is not None else torch.cuda.current_device()
+        self._device = device
+        dev = torch.device("cuda", device)
+        bufs = {p.name: torch.zeros(tuple(p.shape), dtype=getattr(torch, p.dtype), device=dev)
+                for p in self.kernel.spec.params
+                if p.role == "scratch" or p.name in mm.RUNTIME_PARAMS}
+        tables = self.meta["tables"]
+        if tables:
+            bufs["mega_tables"].copy_(torch.tensor(tables, dtype=torch.int32))
+        self._buffers = bufs
+
+    @property
+    def buffers(self) -> Dict[str, Any]:
+        """The tensors the runtime allocated, by param name (empty before allocation)."""
+        return dict(self._buffers)
+
+    def _sync(self):
+        torch = _torch()
+        self.allocate()
+        torch.cuda.synchronize(self._device)
+
+    # -- launching --------------------------------------------------------------------
+
+    def launch(self, stream=None):
+        """Launch once, asynchronously (see Kernel.__call__ for `stream`)."""
+        if self._args is None:
+            self._args = self._arguments()
+        self.kernel(*self._args, stream=stream)
+
+    def __call__(self, *args, stream=None, check: bool = True, **named):
+        if args or named:
+            self.bind(*args, **named)
+        self.launch(stream)
+        if check:
+            self.check()
+
+    def state(self) -> List[int]:
+        """mega_state words 0-15 after synchronising the device."""
+        self._sync()
+        return [int(v) for v in self._buffers["mega_state"][:mm.STATE_WORDS].tolist()]
+
+    def check(self):
+        """Synchronise and raise MegaKernelError if the watchdog stopped the kernel."""
+        error = decode_error(self.state(), self.meta)
+        if error is not None:
+            raise error
+
+    @property
+    def epoch(self) -> int:
+        """Completed launches since allocation (or the last reset)."""
+        return self.state()[0]
+
+    def reset(self):
+        """Zero events, state and timeline (after an error, or between tests)."""
+        self._sync()
+        for name in ("mega_events", "mega_state", "mega_timeline"):
+            self._buffers[name].zero_()
+        self._sync()
+
+    def timeline(self):
+        """Per-entry rows (start_ns, end_ns, cta, sm) as an int64 numpy array [entries, 4]."""
+        if not self.meta.get("timeline"):
+            raise ValueError(f"{self.name}: compiled without a timeline (mega.timeline is false)")
+        import numpy as np
+        self._sync()
+        if self.num_entries == 0:
+            return np.zeros((0, 4), dtype=np.int64)
+        return self._buffers["mega_timeline"].view(-1, 4).cpu().numpy()
+
+
+def _torch():
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            raise RuntimeUnavailable("MegaKernel allocates its buffers with torch, which is not "
+                                     "installed") from None
+    return torch

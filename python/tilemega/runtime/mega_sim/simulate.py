@@ -1,0 +1,250 @@
+"""Simulate one run of a mega-kernel schedule on the CPU (see the package doc).
+
+The loop advances from completion to completion: at each instant it finishes
+the entries that end then (firing events), lets free workers start their next
+AOT entry if ready, lets the scheduler publish ready JIT entries in order, and
+hands published slots to idle workers. When nothing is running it stops, so a
+deadlock is reported (`SimResult.deadlock`), never waited for.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from .. import mega_meta as mm
+
+
+@dataclass
+class Blocked:
+    """A worker (or the scheduler) that can never proceed.
+
+    entry: the entry it waits to start (None: a worker waiting on the JIT ring);
+    waits: (event, counter, trigger) of each unfired event it needs.
+    """
+    entry: Optional[int]
+    waits: List[Tuple[int, int, int]] = field(default_factory=list)
+
+
+@dataclass
+class Deadlock:
+    time_ns: float
+    workers: Dict[int, Blocked]
+    scheduler: Optional[Blocked]
+    jit_published: int
+    jit_claimed: int
+    jit_total: int
+
+    def describe(self, meta) -> str:
+        """Who waits on what, and which unfinished entries would signal it."""
+        senders, where = mm.signallers(meta), mm.placement(meta)
+
+        def waiting(b: Blocked) -> str:
+            parts = []
+            for v, seen, trigger in b.waits:
+                who = ", ".join(f"{mm.entry_label(meta, s)} ({where.get(s, 'never scheduled')})"
+                                for s in senders[v][:3]) or "no entry"
+                more = f" and {len(senders[v]) - 3} more" if len(senders[v]) > 3 else ""
+                parts.append(f"event '{mm.event_name(meta, v)}' (counter {seen} of {trigger}; "
+                             f"signalled by {who}{more})")
+            return " and ".join(parts)
+
+        lines = [f"deadlock at {format_ns(self.time_ns)}:"]
+        for w, b in sorted(self.workers.items()):
+            if b.entry is None:
+                lines.append(f"  worker {w} waits for the JIT queue ({self.jit_published} of "
+                             f"{self.jit_total} published, {self.jit_claimed} claimed)")
+            else:
+                lines.append(f"  worker {w} waits on {waiting(b)} before "
+                             f"{mm.entry_label(meta, b.entry)}")
+        if self.scheduler is not None:
+            lines.append(f"  the scheduler waits on {waiting(self.scheduler)} before publishing "
+                         f"{mm.entry_label(meta, self.scheduler.entry)}")
+        return "\n".join(lines)
+
+
+@dataclass
+class SimResult:
+    makespan_ns: float
+    busy_ns: List[float]                 # per worker
+    start_ns: List[Optional[float]]      # per entry; None if it never ran
+    end_ns: List[Optional[float]]
+    worker: List[int]                    # per entry; -1 if it never ran
+    critical_path: List[int]             # entries, first to last
+    critical_path_ns: float
+    deadlock: Optional[Deadlock]
+
+    @property
+    def utilisation(self) -> List[float]:
+        span = self.makespan_ns
+        return [b / span if span > 0 else 0.0 for b in self.busy_ns]
+
+    def rows(self) -> List[Tuple[float, float, int, int]]:
+        """Per-entry (start, end, worker, worker): the timeline renderer's input
+        (the simulator has no SM ids; entries that never ran are (0, 0, -1, -1))."""
+        return [(s, e, w, w) if s is not None else (0.0, 0.0, -1, -1)
+                for s, e, w in zip(self.start_ns, self.end_ns, self.worker)]
+
+
+def format_ns(ns: float) -> str:
+    for scale, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "us")):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def _worker_lists(meta, workers: Optional[int]) -> List[List[int]]:
+    aot = [list(lst) for lst in meta["aot"]]
+    if workers is None or workers == len(aot):
+        return aot
+    if workers < 1 or any(aot[workers:]):
+        raise ValueError(f"workers={workers}: the schedule has AOT lists for "
+                         f"{sum(1 for lst in aot if lst)} workers (up to worker "
+                         f"{max(w for w, lst in enumerate(aot) if lst)}); fewer cannot run it")
+    return aot[:workers] + [[] for _ in range(workers - len(aot))]
+
+
+def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None, *,
+             costs: Optional[Sequence[float]] = None,
+             worker_speed: Optional[Dict[int, float]] = None) -> SimResult:
+    """Run the schedule once on the CPU.
+
+    seed: None breaks ties between idle workers by index (and draws the
+    jitter from a fresh random source); an int makes ties random and the run
+    reproducible. jitter: each entry's duration is multiplied by a factor
+    log-uniform in [e^-jitter, e^jitter]. workers: run with this many workers
+    (extra ones get empty AOT lists and only take JIT entries). costs:
+    per-entry base durations instead of the tasks' cost_ns. worker_speed:
+    {worker: factor} slows (>1) or speeds up entries run by that worker.
+    """
+    mm.validate(meta)
+    aot = _worker_lists(meta, workers)
+    W = len(aot)
+    jit = list(meta["jit"])
+    task_of = meta["entries"]["task"]
+    n = len(task_of)
+    waits, signals = meta["waits"], meta["signals"]
+    trigger = [ev["trigger"] for ev in meta["events"]]
+    if costs is None:
+        costs = [float(meta["tasks"][t].get("cost_ns", 0)) for t in task_of]
+    elif len(costs) != n:
+        raise ValueError(f"costs: expected {n} durations (one per entry), got {len(costs)}")
+    rng = random.Random(seed)
+    factor = [math.exp(jitter * rng.uniform(-1.0, 1.0)) for _ in range(n)] if jitter else None
+    speed = [1.0] * W
+    for w, f in (worker_speed or {}).items():
+        speed[w] = float(f)
+    random_ties = seed is not None
+
+    counter = [0] * len(trigger)
+    pending = [0] * n                      # unfired distinct events each entry waits on
+    waiters: List[List[int]] = [[] for _ in trigger]
+    for e in range(n):
+        for v in set(waits[e]):
+            if trigger[v] > 0:
+                pending[e] += 1
+                waiters[v].append(e)
+    owners: Dict[int, List[int]] = {}      # entry -> AOT workers holding it
+    for w, lst in enumerate(aot):
+        for e in lst:
+            owners.setdefault(e, []).append(w)
+
+    pos = [0] * W
+    free = [True] * W
+    sched, published, claimed = 0, [], 0
+    start: List[Optional[float]] = [None] * n
+    end: List[Optional[float]] = [None] * n
+    who = [-1] * n
+    busy = [0.0] * W
+    order: List[int] = []                  # start order: a topological order of what ran
+    heap: List[Tuple[float, int, int, int]] = []
+    t = 0.0
+
+    def run(w: int, e: int):
+        d = costs[e] * speed[w] * (factor[e] if factor else 1.0)
+        start[e], end[e], who[e] = t, t + d, w
+        busy[w] += d
+        free[w] = False
+        order.append(e)
+        heapq.heappush(heap, (t + d, len(order), w, e))
+
+    candidates = list(range(W))            # workers that may start an AOT entry now
+    while True:
+        for w in sorted(set(candidates)):  # each worker starts only its own head: order is moot
+            if free[w] and pos[w] < len(aot[w]) and pending[aot[w][pos[w]]] == 0:
+                pos[w] += 1
+                run(w, aot[w][pos[w] - 1])
+        while sched < len(jit) and pending[jit[sched]] == 0:
+            published.append(jit[sched])
+            sched += 1
+        if claimed < len(published):
+            idle = [w for w in range(W) if free[w]]
+            while idle and claimed < len(published):
+                w = idle.pop(rng.randrange(len(idle)) if random_ties else 0)
+                claimed += 1
+                run(w, published[claimed - 1])
+        if not heap:
+            break
+        t = heap[0][0]
+        candidates = []
+        while heap and heap[0][0] == t:
+            _, _, w, e = heapq.heappop(heap)
+            free[w] = True
+            candidates.append(w)
+            for v in signals[e]:
+                counter[v] += 1
+                if counter[v] == trigger[v]:
+                    for x in waiters[v]:
+                        pending[x] -= 1
+                        if pending[x] == 0:
+                            candidates.extend(owners.get(x, ()))
+
+    deadlock = None
+    all_claimed = claimed == len(jit)
+    stuck = {w: Blocked(aot[w][pos[w]]) if pos[w] < len(aot[w]) else Blocked(None)
+             for w in range(W) if pos[w] < len(aot[w]) or not all_claimed}
+    if stuck:
+        unfired = lambda e: [(v, counter[v], trigger[v]) for v in sorted(set(waits[e]))
+                             if counter[v] < trigger[v]]
+        for b in stuck.values():
+            if b.entry is not None:
+                b.waits = unfired(b.entry)
+        blocked_sched = Blocked(jit[sched], unfired(jit[sched])) if sched < len(jit) else None
+        deadlock = Deadlock(t, stuck, blocked_sched, len(published), claimed, len(jit))
+    path, length = _critical_path(order, start, end, who, waits, signals)
+    return SimResult(t, busy, start, end, who, path, length, deadlock)
+
+
+def _critical_path(order, start, end, who, waits, signals):
+    """Longest duration-weighted chain through event edges and each worker's sequence.
+
+    `order` (start order) is topological for both kinds of edge; a signaller
+    that started after the waiter did (a mis-counted trigger) is no edge.
+    """
+    longest: Dict[int, float] = {}
+    prev: Dict[int, Optional[int]] = {}
+    last_on: Dict[int, int] = {}           # worker -> its latest entry so far
+    best_signaller: Dict[int, int] = {}    # event -> its signaller with the longest chain
+    for e in order:
+        cands = [best_signaller[v] for v in waits[e] if v in best_signaller]
+        if who[e] in last_on:
+            cands.append(last_on[who[e]])
+        p = max(cands, key=lambda c: (longest[c], -c), default=None)
+        longest[e] = (end[e] - start[e]) + (longest[p] if p is not None else 0.0)
+        prev[e] = p
+        last_on[who[e]] = e
+        for v in signals[e]:
+            b = best_signaller.get(v)
+            if b is None or longest[e] > longest[b]:
+                best_signaller[v] = e
+    if not longest:
+        return [], 0.0
+    tail = max(longest, key=lambda e: (longest[e], -e))
+    path, e = [], tail
+    while e is not None:
+        path.append(e)
+        e = prev[e]
+    return path[::-1], longest[tail]

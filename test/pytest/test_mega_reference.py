@@ -1,0 +1,349 @@
+"""The decode-step reference (tilemega/mega/reference.py) and the pure parts of
+bench/decode.py. The torch parts run where torch is installed (CPU or GPU);
+the 1B-shape check needs a CUDA GPU."""
+
+import importlib.util
+import json
+import math
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("bench_decode",
+                                                  os.path.join(ROOT, "bench", "decode.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+ref = bench.reference_module()   # by file, as the benchmark loads it
+LLAMA_1B = SimpleNamespace(**bench.LLAMA_1B)
+TINY = SimpleNamespace(layers=2, hidden=32, intermediate=48, heads=4, kv_heads=2, head_dim=8,
+                       kv_len=5, eps=1e-5, rope_theta=10000.0, dtype="bfloat16")
+
+
+def _torch_reason(need_gpu=False):
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    if need_gpu and not torch.cuda.is_available():
+        return "no CUDA GPU"
+    return None
+
+
+needs_torch = pytest.mark.skipif(_torch_reason() is not None, reason=str(_torch_reason()))
+
+
+# ------------------------------------------------ shapes and bytes
+
+
+def test_weight_names_and_shapes():
+    shapes = ref.weight_shapes(TINY)
+    per_layer = {"attn_norm": (32,), "wqkv": ((4 + 2 * 2) * 8, 32), "wo": (32, 32),
+                 "mlp_norm": (32,), "wgu": (96, 32), "wd": (32, 48),
+                 "k_cache": (2, 5, 8), "v_cache": (2, 5, 8)}
+    expected = {f"l{l}.{n}": s for l in range(2) for n, s in per_layer.items()}
+    expected.update({"x": (32,), "rope_cos": (4,), "rope_sin": (4,)})
+    assert shapes == expected
+
+
+def test_bytes_per_step_llama_1b():
+    h, i, d = 2048, 8192, 64
+    weights = 2 * h + (32 + 2 * 8) * d * h + h * 32 * d + 2 * i * h + h * i
+    kv = 2 * 8 * 1024 * d
+    assert ref.bytes_per_step(LLAMA_1B) == 16 * (weights + kv) * 2 == 1_979_842_560
+    one = SimpleNamespace(**dict(vars(LLAMA_1B), layers=1))
+    assert ref.bytes_per_step(one) * 16 == ref.bytes_per_step(LLAMA_1B)
+
+
+def test_mlp_bytes():
+    assert ref.mlp_bytes(2048, 8192) == (2048 + 2 * 8192 * 2048 + 2048 * 8192) * 2
+
+
+def test_rope_angles_are_for_the_last_position():
+    a = ref.rope_angles(TINY)
+    assert a.shape == (4,)
+    assert a[0] == 4.0                                   # pos = kv_len - 1, j = 0
+    assert math.isclose(a[3], 4.0 * 10000.0 ** (-6 / 8))
+
+
+# ------------------------------------------------ float64 reference
+
+
+def _tiny_weights(seed=1):
+    rng = np.random.default_rng(seed)
+    w = {}
+    for name, shape in ref.weight_shapes(TINY).items():
+        w[name] = rng.standard_normal(shape) * (0.3 if len(shape) == 2 else 1.0)
+        if name.endswith("norm"):
+            w[name] = 1.0 + 0.1 * w[name]
+        if name.endswith("cache"):
+            w[name][:, -1] = 0.0
+    w["rope_cos"], w["rope_sin"] = np.cos(ref.rope_angles(TINY)), np.sin(ref.rope_angles(TINY))
+    return w
+
+
+def _naive_step(cfg, w):
+    """The step as the spec states it, one head and one position at a time."""
+    hq, hkv, d, half = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.head_dim // 2
+    pos, cos, sin = cfg.kv_len - 1, w["rope_cos"], w["rope_sin"]
+
+    def rms(v, g):
+        return v / math.sqrt(sum(e * e for e in v) / len(v) + cfg.eps) * g
+
+    def rot(v):
+        out = np.empty(d)
+        for j in range(half):
+            out[j] = v[j] * cos[j] - v[j + half] * sin[j]
+            out[j + half] = v[j + half] * cos[j] + v[j] * sin[j]
+        return out
+
+    x = np.array(w["x"], dtype=np.float64)
+    for layer in range(cfg.layers):
+        p = f"l{layer}."
+        qkv = w[p + "wqkv"] @ rms(x, w[p + "attn_norm"])
+        kc, vc = w[p + "k_cache"].copy(), w[p + "v_cache"].copy()
+        for g in range(hkv):
+            kc[g, pos] = rot(qkv[(hq + g) * d:(hq + g + 1) * d])
+            vc[g, pos] = qkv[(hq + hkv + g) * d:(hq + hkv + g + 1) * d]
+        attn = np.zeros(hq * d)
+        for h in range(hq):
+            q, g = rot(qkv[h * d:(h + 1) * d]), h // (hq // hkv)
+            s = [float(q @ kc[g, t]) / math.sqrt(d) for t in range(cfg.kv_len)]
+            e = [math.exp(v - max(s)) for v in s]
+            attn[h * d:(h + 1) * d] = sum(e[t] / sum(e) * vc[g, t] for t in range(cfg.kv_len))
+        x = x + w[p + "wo"] @ attn
+        gu = w[p + "wgu"] @ rms(x, w[p + "mlp_norm"])
+        gate, up = gu[:cfg.intermediate], gu[cfg.intermediate:]
+        x = x + w[p + "wd"] @ (gate / (1 + np.exp(-gate)) * up)
+    return x
+
+
+def test_reference_float64_matches_the_spec_stated_per_head():
+    w = _tiny_weights()
+    ours = ref.reference_float64(TINY, w)
+    np.testing.assert_allclose(ours, _naive_step(TINY, w), rtol=1e-12, atol=1e-12)
+
+
+def test_reference_reads_the_cache_but_overwrites_the_last_position():
+    w = _tiny_weights()
+    base = ref.reference_float64(TINY, w)
+    assert np.all(w["l0.k_cache"][:, -1] == 0)          # worked on copies
+    w["l1.k_cache"][:, -1] = 50.0                        # rewritten by the step: no effect
+    w["l1.v_cache"][:, -1] = 50.0
+    np.testing.assert_array_equal(ref.reference_float64(TINY, w), base)
+    w["l1.v_cache"][1, 0] += 1.0                         # an older position: read
+    assert not np.allclose(ref.reference_float64(TINY, w), base)
+
+
+def test_reference_explicit_inputs_override_the_dict():
+    w = _tiny_weights()
+    x2 = w["x"] * 2
+    np.testing.assert_array_equal(ref.reference_float64(TINY, w, x=x2),
+                                  ref.reference_float64(TINY, dict(w, x=x2)))
+
+
+def test_mlp_reference():
+    rng = np.random.default_rng(3)
+    w = {"x": rng.standard_normal(8), "norm_w": 1 + 0.1 * rng.standard_normal(8),
+         "wgu": rng.standard_normal((12, 8)), "wd": rng.standard_normal((8, 6))}
+    h = w["x"] / np.sqrt(np.mean(w["x"] ** 2) + 1e-5) * w["norm_w"]
+    gate, up = w["wgu"][:6] @ h, w["wgu"][6:] @ h
+    expected = w["wd"] @ (gate * (1 / (1 + np.exp(-gate))) * up)
+    np.testing.assert_allclose(ref.mlp_reference_float64(w, 1e-5), expected, rtol=1e-12)
+
+
+def test_compare():
+    got = ref.compare(np.array([1.0, 2.0, 2.0]), np.array([1.0, 2.0, 0.0]))
+    assert got == {"max_abs": 2.0, "rel_l2": 2.0 / math.sqrt(5.0)}
+    with pytest.raises(ValueError, match="shapes differ"):
+        ref.compare(np.zeros(3), np.zeros(4))
+
+
+def test_torch_classes_are_not_built_on_import():
+    assert "LlamaDecodeStep" not in vars(ref)
+    with pytest.raises(AttributeError):
+        ref.NoSuchThing
+
+
+# ------------------------------------------------ bench/decode.py, pure parts
+
+
+def test_parse_args():
+    args = bench.parse_args([])
+    assert (args.artifacts, args.out, args.layers) == ("out", "bench_out", 16)
+    assert bench.config(bench.parse_args(["--layers", "2"])).layers == 2
+    assert bench.config(args).hidden == 2048
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--layers", "0"])
+
+
+def _mega_meta(params):
+    buffers = [{"name": n, "kind": "tensor", "dtype": "int32", "shape": [4]}
+               for n in bench.RUNTIME_BUFFERS]
+    return {"kernels": [{"name": "step", "params": params + buffers, "mega": {"workers": 132}}]}
+
+
+WGU = {"name": "wgu", "kind": "tensor", "dtype": "bfloat16", "shape": [16384, 2048],
+       "role": "weight"}
+OUT = {"name": "out", "kind": "tensor", "dtype": "bfloat16", "shape": [2048], "role": "output"}
+
+
+def test_graph_params_drop_runtime_buffers():
+    params = bench.graph_params(_mega_meta([WGU, OUT, dict(OUT, name="y", role=None)]), "a.json")
+    assert params == [("wgu", "bfloat16", (16384, 2048), "weight"),
+                      ("out", "bfloat16", (2048,), "output"), ("y", "bfloat16", (2048,), None)]
+    with pytest.raises(bench.Skip, match="one kernel with 'mega'"):
+        bench.graph_params({"kernels": [{"name": "k", "params": []}]}, "a.json")
+
+
+PARAMS = [("wgu", "bfloat16", (16384, 2048), "weight"), ("h", "bfloat16", (2048,), "scratch"),
+          ("y", "float32", (2048,), "output"), ("z", "bfloat16", (8,), None)]
+
+
+def test_plan_tensors_takes_given_leaves_scratch_allocates_outputs():
+    given = {"wgu": ("bfloat16", (16384, 2048)), "h": ("bfloat16", (2048,)),
+             "unused": ("float32", (1,))}
+    take, allocate = bench.plan_tensors(PARAMS, given, "a.json")
+    assert take == ["wgu"]
+    assert allocate == [("y", "float32", (2048,)), ("z", "bfloat16", (8,))]
+
+
+def test_plan_tensors_refuses_other_shapes_and_missing_weights():
+    with pytest.raises(bench.Skip, match=r"another shape: wgu is bfloat16\[16384, 2048\] there, "
+                                         r"bfloat16\[4, 2\] here"):
+        bench.plan_tensors(PARAMS, {"wgu": ("bfloat16", (4, 2))}, "a.json")
+    with pytest.raises(bench.Skip, match="no tensor for weight 'wgu'"):
+        bench.plan_tensors(PARAMS, {}, "a.json")
+    take, allocate = bench.plan_tensors(PARAMS, {}, "a.json", strict=False)
+    assert take == [] and [a[0] for a in allocate] == ["wgu", "y", "z"]
+
+
+def test_output_name():
+    assert bench.output_name(PARAMS, "a") == "y"
+    assert bench.output_name([("out", "bfloat16", (4,), None)], "a") == "out"
+    with pytest.raises(bench.Skip, match="cannot tell the output"):
+        bench.output_name([("x", "bfloat16", (4,), "input")], "a")
+    with pytest.raises(bench.Skip, match="cannot tell the output"):
+        bench.output_name([PARAMS[2], ("y2", "float32", (2048,), "output")], "a")
+
+
+def test_resolve_launches():
+    spec = {"launches": [{"kernel": "gemv", "args": ["w", "h", "y", 3]}]}
+    assert bench.resolve_launches(spec, {"gemv"}, {"w", "h", "y"}, "s") == [
+        ("gemv", ["w", "h", "y", 3])]
+    with pytest.raises(bench.Skip, match="no kernel 'gemv'"):
+        bench.resolve_launches(spec, {"other"}, {"w", "h", "y"}, "s")
+    with pytest.raises(bench.Skip, match="no tensor 'y'"):
+        bench.resolve_launches(spec, {"gemv"}, {"w", "h"}, "s")
+    with pytest.raises(bench.Skip, match="no launches"):
+        bench.resolve_launches({}, {"gemv"}, set(), "s")
+
+
+def test_missing_artifacts_skip_with_reason(tmp_path):
+    with pytest.raises(bench.Skip, match="no artifact .*mega_decode.json"):
+        bench.load_ours(str(tmp_path), {})
+    with pytest.raises(bench.Skip, match="no launch list .*ops_mlp.launches.json"):
+        bench.load_per_operator(str(tmp_path), {}, bench.MLP_OPS)
+    assert bench.empty_artifacts(str(tmp_path / "absent")) == []
+
+
+def test_empty_artifacts_sorted_by_task_count(tmp_path):
+    for name in ("mega_empty_10.json", "mega_empty_2.json", "mega_empty_0.json",
+                 "mega_empty_x.json", "mega_decode.json", "mega_empty_3.ptx"):
+        (tmp_path / name).write_text("{}")
+    assert bench.empty_artifacts(str(tmp_path)) == [
+        (0, "mega_empty_0.json"), (2, "mega_empty_2.json"), (10, "mega_empty_10.json")]
+
+
+def test_mlp_shape_from_artifact(tmp_path):
+    assert bench.mlp_shape(str(tmp_path), (1, 2)) == (1, 2)
+    (tmp_path / bench.MLP).write_text(json.dumps(_mega_meta([WGU, OUT])))
+    assert bench.mlp_shape(str(tmp_path), (1, 2)) == (2048, 8192)
+
+
+def test_per_task_ns():
+    assert bench.per_task_ns([(0, 0.010), (1000, 0.020)]) == pytest.approx(10.0)
+    assert bench.per_task_ns([(10, 0.1), (20, 0.3), (30, 0.5)]) == pytest.approx(20000.0)
+    assert bench.per_task_ns([(100, 0.1)]) is None
+    assert bench.per_task_ns([(100, 0.1), (100, 0.2)]) is None
+
+
+def test_summarize_and_chart_rows():
+    times = {bench.EAGER: 4.0, bench.GRAPH: 2.0, "mega": 0.5}
+    rows = {r["impl"]: r for r in bench.summarize(times, 2e9, 4000.0)}
+    assert rows["mega"]["vs_eager"] == 8.0 and rows["mega"]["vs_graph"] == 4.0
+    assert rows["mega"]["gbs"] == pytest.approx(4000.0)
+    assert rows["mega"]["fraction_of_copy"] == pytest.approx(1.0)
+    assert rows[bench.GRAPH]["vs_eager"] == 2.0
+    chart = bench.chart_rows("decode", times)
+    assert [(r["workload"], r["peer"], r["ratio"]) for r in chart] == [
+        ("decode: mega", bench.EAGER, 8.0), ("decode: mega", bench.GRAPH, 4.0)]
+
+
+# ------------------------------------------------ torch
+
+
+def _device():
+    import torch
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@needs_torch
+def test_make_weights():
+    import torch
+    w = ref.make_weights(TINY, seed=0, device=_device())
+    assert {n: tuple(t.shape) for n, t in w.items()} == ref.weight_shapes(TINY)
+    for name, t in w.items():
+        assert t.dtype == (torch.float32 if name.startswith("rope") else torch.bfloat16), name
+    assert torch.all(w["l1.k_cache"][:, -1] == 0) and torch.all(w["l1.v_cache"][:, :-1] != 0)
+    np.testing.assert_allclose(w["rope_sin"].cpu().numpy(), np.sin(ref.rope_angles(TINY)),
+                               rtol=1e-6)
+    again = ref.make_weights(TINY, seed=0, device=_device())
+    assert all(torch.equal(w[n], again[n]) for n in w)
+    assert not torch.equal(w["l0.wqkv"], ref.make_weights(TINY, seed=1, device=_device())["l0.wqkv"])
+
+
+@needs_torch
+def test_decode_step_module_matches_float64():
+    import torch
+    cfg = SimpleNamespace(**dict(vars(TINY), hidden=64, intermediate=128, head_dim=16, kv_len=33))
+    w = ref.make_weights(cfg, seed=0, device=_device())
+    expected = ref.reference_float64(cfg, w)
+    out = ref.LlamaDecodeStep(cfg, w)(w["x"], w["rope_cos"], w["rope_sin"])
+    assert out.dtype == torch.bfloat16
+    assert ref.compare(out, expected)["rel_l2"] < 2e-2
+    # Layer 0's k was written at the last position: rope(wk @ rmsnorm(x)).
+    x = w["x"].double().cpu().numpy()
+    h = x / np.sqrt(np.mean(x * x) + cfg.eps) * w["l0.attn_norm"].double().cpu().numpy()
+    hq, hkv, d = cfg.heads, cfg.kv_heads, cfg.head_dim
+    k = (w["l0.wqkv"].double().cpu().numpy() @ h)[hq * d:(hq + hkv) * d].reshape(hkv, d)
+    k = ref._rope64(k, np.cos(ref.rope_angles(cfg)), np.sin(ref.rope_angles(cfg)))
+    assert ref.compare(w["l0.k_cache"][:, -1], k)["rel_l2"] < 1e-2
+
+
+@needs_torch
+def test_mlp_chain_module_matches_float64():
+    w = ref.make_mlp_weights(64, 96, seed=0, device=_device())
+    out = ref.MlpChain(w, 1e-5)(w["x"])
+    assert ref.compare(out, ref.mlp_reference_float64(w, 1e-5))["rel_l2"] < 2e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(_torch_reason(True) is not None, reason=str(_torch_reason(True)))
+def test_llama_1b_step_stays_order_one_and_accurate_in_bf16():
+    import torch
+    w = ref.make_weights(LLAMA_1B, seed=0)
+    out = ref.LlamaDecodeStep(LLAMA_1B, w)(w["x"], w["rope_cos"], w["rope_sin"])
+    assert torch.isfinite(out).all()
+    rms = out.float().pow(2).mean().sqrt().item()
+    assert 0.3 < rms < 30, rms
+    assert ref.compare(out, ref.reference_float64(LLAMA_1B, w))["rel_l2"] < 3e-2
