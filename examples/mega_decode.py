@@ -23,6 +23,7 @@ def build_all(out, layers=16, timeline=False):
     paths = [
         compile_graph(step, out, name="mega_decode", mega_timeline=timeline),
         compile_graph(mlp, out, name="mega_mlp", mega_timeline=timeline),
+        compile_graph(step, out, name="mega_decode_timeline", mega_timeline=True),
         compile_per_operator(step, out, "ops_decode"),
         compile_per_operator(mlp, out, "ops_mlp"),
     ]

@@ -598,7 +598,7 @@ struct ConvertMegaToGPUPass
     };
     argTypes.push_back(buffer(tables->data.size(), b.getI32Type()));
     argTypes.push_back(buffer(tables->events.size(), b.getI32Type()));
-    argTypes.push_back(buffer(16 + tables->numJit, b.getI32Type()));
+    argTypes.push_back(buffer(16 + std::max<int64_t>(1, tables->numJit), b.getI32Type()));
     argTypes.push_back(buffer(4 * tables->numEntries, b.getI64Type()));
     auto func = func::FuncOp::create(b, loc, graph.getSymName(),
                                      b.getFunctionType(argTypes, {}));

@@ -38,7 +38,7 @@ def compile_per_operator(graph: Graph, out: str, name: str) -> str:
     launches = {
         "artifact": os.path.basename(path),
         "tensors": {t.name: {"dtype": t.dtype, "shape": list(t.shape)}
-                    for t in graph.tensors if t.role == "scratch"},
+                    for t in graph.tensors if t.role in ("scratch", "output")},
         "launches": [{"kernel": task.body.name, "args": [t.name for t in task.args]}
                      for task in graph.tasks],
         "output": next(t.name for t in graph.tensors if t.role == "output"),

@@ -25,16 +25,28 @@ _MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 
 class Access(NamedTuple):
     """Unit u reads/writes flat elements [stride*u + base, ... + size) of
-    argument `operand`."""
+    argument `operand`; with first/last set, only the units first <= u < last
+    do (base may then be negative as long as stride*first + base >= 0)."""
     mode: str
     operand: int
     stride: int
     base: int
     size: int
+    first: Optional[int] = None
+    last: Optional[int] = None
 
     def mlir(self) -> str:
+        units = ""
+        if self.first is not None or self.last is not None:
+            # The attribute spells "all units from F on" as last = -1.
+            last = -1 if self.last is None else self.last
+            units = f" units {self.first or 0} to {last}"
         return (f"#mega.access<{self.mode} operand {self.operand} offset "
-                f"{self.stride} * u + {self.base} size {self.size}>")
+                f"{self.stride} * u + {self.base} size {self.size}{units}>")
+
+    def units(self, total):
+        """The units [first, last) that touch the range, of `total`."""
+        return (self.first or 0, total if self.last is None else min(self.last, total))
 
 
 @dataclass(frozen=True)
