@@ -175,6 +175,16 @@ def mlp_shape(folder, default):
     return default
 
 
+def empty_workers(artifacts_dir):
+    """Workers of the empty-task graphs (all are built alike)."""
+    for _, name in empty_artifacts(artifacts_dir):
+        with open(os.path.join(artifacts_dir, name)) as f:
+            for kernel in json.load(f)["kernels"]:
+                if "mega" in kernel:
+                    return kernel["mega"]["workers"]
+    return None
+
+
 def per_task_ns(points):
     """Least-squares slope of time over task count, in ns per task, from
     [(tasks, ms)]; None without two distinct counts."""
@@ -273,6 +283,7 @@ def load_per_operator(artifacts_dir, tensors, name):
         for kernel, args in calls:
             kernel(*args)
 
+    run.calls = calls   # for per-kernel timing
     return run, bound[spec.get("output", "out")]
 
 
@@ -344,6 +355,16 @@ def main(argv=None):
         times[GRAPH] = bench(graphed(peer_fn))
         attempt(f"{key} mega", lambda: measure_ours(
             "mega", lambda: mega(fresh(), mega_name), ref_out, times, errors))
+        # Variants of the same graph (mega_decode_<variant>.json: the JIT
+        # queue for attention, other splits, ...), timeline builds excepted.
+        stem = mega_name[:-len(".json")]
+        for variant in sorted(os.listdir(args.artifacts)):
+            m = re.fullmatch(re.escape(stem) + r"_(\w+)\.json", variant)
+            if not m or m.group(1) == "timeline":
+                continue
+            attempt(f"{key} mega {m.group(1)}", lambda variant=variant, label=m.group(1):
+                    measure_ours(f"mega ({label})", lambda: mega(fresh(), variant),
+                                 ref_out, times, errors))
         attempt(f"{key} per-operator", lambda: measure_ours(
             "per-operator", lambda: per_op(fresh(), ops_name), ref_out, times, errors))
         rows = summarize(times, nbytes, copy_gbs)
@@ -367,6 +388,19 @@ def main(argv=None):
                  ref.reference_float64(cfg, w),
                  lambda: {n: t.clone() if n == "x" or n.endswith("_cache") else t
                           for n, t in w.items()}, STEP, STEP_OPS)
+
+    def layer_kernels():
+        """Each per-operator kernel of layer 0 timed alone (median of CUDA
+        events), against which the mega-kernel's timeline can be read."""
+        w = ref.make_weights(cfg, seed=args.seed)
+        run, _ = load_per_operator(args.artifacts, dict(w), STEP_OPS)
+        per_layer = len(run.calls) // cfg.layers
+        rows = []
+        for kernel, kargs in run.calls[:per_layer]:
+            ms = bench(lambda: kernel(*kargs))
+            rows.append({"kernel": kernel.name, "us": ms * 1e3})
+            print(f"layer-0 kernel {kernel.name:40} {ms * 1e3:8.2f} us")
+        results["layer_kernels"] = rows
 
     def mlp():   # at the shape of mega_mlp.json, else the 1B model's
         hidden, inter = mlp_shape(args.artifacts, (cfg.hidden, cfg.intermediate))
@@ -395,10 +429,16 @@ def main(argv=None):
         ns = per_task_ns(points)
         results["dispatch"] = {"points_tasks_ms": points, "ns_per_task": ns}
         if ns is not None:
-            print(f"dispatch: {ns:.1f} ns per task (slope)")
+            # Tasks spread over all workers: one worker pays `workers` times
+            # the slope per task it runs.
+            workers = empty_workers(args.artifacts)
+            results["dispatch"]["workers"] = workers
+            results["dispatch"]["ns_per_task_per_worker"] = ns * workers if workers else None
+            print(f"dispatch: {ns:.1f} ns per task (slope); "
+                  f"{ns * workers / 1e3:.2f} us per task on one of {workers} workers")
 
     try:   # whatever was measured is written, even if a later part fails
-        for part in (decode, mlp, dispatch):
+        for part in (decode, layer_kernels, mlp, dispatch):
             attempt(part.__name__, part)
     finally:
         write_report(results, args.out, "decode")

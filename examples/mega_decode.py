@@ -19,11 +19,26 @@ WORKERS = 131  # + 1 scheduler CTA = 132 SMs of an H100/H200
 def build_all(out, layers=16, timeline=False):
     cfg = mega.LlamaConfig(layers=layers)
     step = mega.decode_graph(cfg, workers=WORKERS)
-    mlp = mega.mlp_graph(workers=WORKERS)
+    # The MLP chain as the issue states it: four operators, four tasks.
+    mlp = mega.mlp_graph(workers=WORKERS, fuse=False)
     paths = [
-        compile_graph(step, out, name="mega_decode", mega_timeline=timeline),
+        # Attention's cost is fixed at one KV length here, so the AOT-only
+        # schedule is the main one; the JIT variant exercises the scheduler.
+        compile_graph(step, out, name="mega_decode", mega_policy="aot",
+                      mega_timeline=timeline),
+        compile_graph(step, out, name="mega_decode_jit", mega_policy="auto"),
+        compile_graph(step, out, name="mega_decode_prefetch2x256k", mega_policy="aot",
+                      mega_prefetch_depth=2, mega_prefetch_bytes=262144),
+        compile_graph(step, out, name="mega_decode_prefetch2x512k", mega_policy="aot",
+                      mega_prefetch_depth=2, mega_prefetch_bytes=524288),
+        compile_graph(step, out, name="mega_decode_noprefetch", mega_policy="aot",
+                      mega_prefetch_bytes=0),
         compile_graph(mlp, out, name="mega_mlp", mega_timeline=timeline),
-        compile_graph(step, out, name="mega_decode_timeline", mega_timeline=True),
+        compile_graph(mega.mlp_graph(workers=WORKERS), out, name="mega_mlp_fused"),
+        compile_graph(mega.decode_graph(cfg, workers=WORKERS, fuse=False), out,
+                      name="mega_decode_unfused", mega_policy="aot"),
+        compile_graph(step, out, name="mega_decode_timeline", mega_policy="aot",
+                      mega_timeline=True),
         compile_per_operator(step, out, "ops_decode"),
         compile_per_operator(mlp, out, "ops_mlp"),
     ]

@@ -79,6 +79,21 @@ EXAMPLES = [
                                           "D": 64, "splits": 8}),
     ("mega_silu_mul", "mega_bodies", {"body": "silu_mul", "I": 8192, "chunk": 2048}),
     ("mega_add", "mega_bodies", {"body": "residual_add", "H": 2048, "chunk": 512}),
+    # Fused bodies of decode_graph(fuse=True): rmsnorm into the qkv and
+    # gate/up GEMVs, silu_mul into the down GEMV, RoPE with the KV append.
+    ("mega_gemv_rms_qkv", "mega_bodies", {"body": "gemv_rmsnorm", "N": 3072, "K": 2048,
+                                          "rows_per_unit": 24}),
+    ("mega_gemv_rms_wgu", "mega_bodies", {"body": "gemv_rmsnorm", "N": 16384, "K": 2048,
+                                          "rows_per_unit": 128}),
+    ("mega_gemv_silu_wd_res", "mega_bodies", {"body": "gemv_silu", "N": 2048, "K": 8192,
+                                              "rows_per_unit": 16}),
+    ("mega_gemv_silu_wd", "mega_bodies", {"body": "gemv_silu", "N": 2048, "K": 8192,
+                                          "rows_per_unit": 16, "residual": False}),
+    ("mega_rope_kv_append", "mega_bodies", {"body": "rope_kv_append", "Hq": 32, "Hkv": 8,
+                                            "D": 64, "S": 1024, "pos": 1023}),
+    # A middle position: rows on both sides of pos must stay untouched.
+    ("mega_rope_kv_append_p517", "mega_bodies", {"body": "rope_kv_append", "Hq": 32, "Hkv": 8,
+                                                 "D": 64, "S": 1024, "pos": 517}),
 ]
 
 

@@ -3,9 +3,9 @@ against float64 torch on fresh random inputs.
 
 The body is told apart by its kernel name (tilemega.mega.bodies names each
 body after its kind and shapes); shapes come from the artifact's parameters,
-and the two constants no parameter shows from the name: kv_append's `_p<pos>`
-and attention_split's `_l<kv_len>`. Outputs start as NaN, so an element no
-unit writes fails the check.
+and the two constants no parameter shows from the name: the `_p<pos>` of
+kv_append and rope_kv_append, and attention_split's `_l<kv_len>`. Outputs
+start as NaN, so an element no unit writes fails the check.
 """
 
 import math
@@ -56,6 +56,74 @@ def _gemv(kernel, torch):
     return _rel(y, ref)
 
 
+def _rmsnorm_ref(torch, x, w, eps=1e-5):
+    xd = x.double()
+    return xd * torch.rsqrt(xd.pow(2).mean() + eps) * w.double()
+
+
+def _gemv_rmsnorm(kernel, torch):
+    assert "_eps" not in kernel.name, "only the default eps is checked"
+    n, k = kernel.spec.params[0].shape
+    w, x, norm_w = _randn(torch, n, k), _randn(torch, k, scale=3.0), _randn(torch, k)
+    y = _nan(torch, n, torch.bfloat16)
+    kernel(w, x, norm_w, y)
+    torch.cuda.synchronize()
+    return _rel(y, w.double() @ _rmsnorm_ref(torch, x, norm_w))
+
+
+def _gemv_silu(kernel, torch):
+    n, k = kernel.spec.params[0].shape
+    w, gu = _randn(torch, n, k), _randn(torch, 2 * k, scale=2.0)
+    y = _nan(torch, n, torch.bfloat16)
+    gate, up = gu.double()[:k], gu.double()[k:]
+    ref = w.double() @ (torch.nn.functional.silu(gate) * up)
+    if len(kernel.spec.params) == 4:   # residual
+        r = _randn(torch, n, scale=10.0)
+        kernel(w, gu, r, y)
+        ref = ref + r.double()
+    else:
+        kernel(w, gu, y)
+    torch.cuda.synchronize()
+    return _rel(y, ref)
+
+
+def _rotate_half(torch, heads, cos, sin):
+    """Llama RoPE of rows of head_dim, float64."""
+    half = heads.shape[1] // 2
+    x1, x2 = heads[:, :half], heads[:, half:]
+    c, s = cos.double(), sin.double()
+    return torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=1)
+
+
+def _rope_angles(torch, half):
+    angles = torch.rand(half, device="cuda", dtype=torch.float64) * 2 * math.pi
+    return torch.cos(angles).float(), torch.sin(angles).float()
+
+
+def _rope_kv_append(kernel, torch):
+    pos = int(re.search(r"_p(\d+)$", kernel.name).group(1))
+    total = kernel.spec.params[0].shape[0]
+    hkv, seq, d = kernel.spec.params[4].shape
+    hq = kernel.spec.params[3].shape[0] // d
+    assert total == (hq + 2 * hkv) * d
+    qkv = _randn(torch, total)
+    cos, sin = _rope_angles(torch, d // 2)
+    q = _nan(torch, hq * d, torch.bfloat16)
+    k_cache, v_cache = _randn(torch, hkv, seq, d), _randn(torch, hkv, seq, d)
+    k_old, v_old = k_cache.clone(), v_cache.clone()
+    kernel(qkv, cos, sin, q, k_cache, v_cache)
+    torch.cuda.synchronize()
+    heads = qkv.view(hq + 2 * hkv, d)
+    # Every other cache row stays as it was, and v is a copy: both exact.
+    others = torch.arange(seq, device="cuda") != pos
+    if not (torch.equal(k_cache[:, others], k_old[:, others])
+            and torch.equal(v_cache[:, others], v_old[:, others])
+            and torch.equal(v_cache[:, pos], heads[hq + hkv:])):
+        return float("inf")
+    ref = _rotate_half(torch, heads[: hq + hkv].double(), cos, sin).reshape(-1)
+    return _rel(torch.cat([q, k_cache[:, pos].reshape(-1)]), ref)
+
+
 def _rope(kernel, torch):
     total = kernel.spec.params[0].shape[0]
     half = kernel.spec.params[1].shape[0]
@@ -63,16 +131,12 @@ def _rope(kernel, torch):
     hq, hkv = kernel.spec.params[3].shape[0] // d, kernel.spec.params[4].shape[0] // d
     assert total == (hq + 2 * hkv) * d
     qkv = _randn(torch, total)
-    angles = torch.rand(half, device="cuda", dtype=torch.float64) * 2 * math.pi
-    cos, sin = torch.cos(angles).float(), torch.sin(angles).float()
+    cos, sin = _rope_angles(torch, half)
     q, k = _nan(torch, hq * d, torch.bfloat16), _nan(torch, hkv * d, torch.bfloat16)
     kernel(qkv, cos, sin, q, k)
     torch.cuda.synchronize()
     heads = qkv.double()[: (hq + hkv) * d].view(hq + hkv, d)
-    x1, x2 = heads[:, :half], heads[:, half:]
-    c, s = cos.double(), sin.double()
-    ref = torch.cat([x1 * c - x2 * s, x2 * c + x1 * s], dim=1).reshape(-1)
-    return _rel(torch.cat([q, k]), ref)
+    return _rel(torch.cat([q, k]), _rotate_half(torch, heads, cos, sin).reshape(-1))
 
 
 def _kv_append(kernel, torch):
@@ -157,7 +221,10 @@ def _add(kernel, torch):
     return _rel(y, a.double() + b.double())
 
 
-_CHECKS = [("rmsnorm_", _rmsnorm), ("gemv_", _gemv), ("rope_", _rope),
+# First match wins: the fused bodies' prefixes before their plain ones.
+_CHECKS = [("rmsnorm_", _rmsnorm), ("gemv_rms_", _gemv_rmsnorm),
+           ("gemv_silu_", _gemv_silu), ("gemv_", _gemv), ("rope_kv_", _rope_kv_append),
+           ("rope_", _rope),
            ("kv_append_", _kv_append), ("attn_split_", _attention_split),
            ("attn_combine_", _attention_combine), ("silu_mul_", _silu_mul),
            ("add_", _add)]

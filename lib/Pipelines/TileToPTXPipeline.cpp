@@ -35,6 +35,8 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   persistent.timeline = options.megaTimeline;
   persistent.watchdogMs = options.megaWatchdogMs;
   persistent.maxCtas = options.megaMaxCtas;
+  persistent.prefetchBytes = options.megaPrefetchBytes;
+  persistent.prefetchDepth = options.megaPrefetchDepth;
   pm.addPass(createConvertMegaToGPU(persistent));
 
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,

@@ -179,7 +179,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
-            mega_max_ctas: int = 132) -> CompiledModule:
+            mega_max_ctas: int = 132, mega_prefetch_bytes: int = 131072,
+            mega_prefetch_depth: int = 1) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -210,9 +211,13 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if int(mega_watchdog_ms) < 1:
         raise ValueError(f"mega_watchdog_ms must be >= 1, got {mega_watchdog_ms!r}")
     options = f"chip={chip} features={features} opt-level={opt_level}"
-    if (mega_policy, mega_timeline, mega_watchdog_ms, mega_max_ctas) != ("auto", False, 2000, 132):
+    mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), int(mega_max_ctas),
+            int(mega_prefetch_bytes), int(mega_prefetch_depth))
+    if mega != ("auto", False, 2000, 132, 131072, 1):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
-                    f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={int(mega_max_ctas)}")
+                    f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={int(mega_max_ctas)}"
+                    f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"
+                    f" mega-prefetch-depth={int(mega_prefetch_depth)}")
     ctx = context or Context()
     with ctx, Location.unknown():
         try:

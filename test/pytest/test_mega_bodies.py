@@ -1,7 +1,8 @@
-"""tilemega.mega: every task body of the Llama decode and MLP graphs compiles
-on its own and assembles with no spills; the graph builder checks shapes and
-writes the expected mega IR. Needs no GPU (examples_gpu/mega_bodies.py runs
-the bodies there)."""
+"""tilemega.mega: every task body of the Llama decode and MLP graphs (fused
+and not) compiles on its own and assembles with no spills; the graph builder
+checks shapes and writes the expected mega IR, and the fused decode graph
+compiles to a deadlock-free persistent kernel. Needs no GPU
+(examples_gpu/mega_bodies.py runs the bodies there)."""
 
 import re
 
@@ -12,7 +13,7 @@ pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
 import tilemega  # noqa: E402
 from tilemega import mega  # noqa: E402
 from tilemega.compiler import find_ptxas  # noqa: E402
-from tilemega.ir import Context, InsertionPoint, Location, Module  # noqa: E402
+from tilemega.ir import Attribute, Context, InsertionPoint, Location, Module  # noqa: E402
 from tilemega.mega import bodies  # noqa: E402
 
 LLAMA = mega.LlamaConfig(layers=1)
@@ -20,7 +21,8 @@ LLAMA = mega.LlamaConfig(layers=1)
 
 def _graph_bodies():
     seen = {}
-    for g in (mega.decode_graph(LLAMA), mega.mlp_graph()):
+    for g in (mega.decode_graph(LLAMA), mega.decode_graph(LLAMA, fuse=False),
+              mega.mlp_graph(), mega.mlp_graph(fuse=False)):
         for body in g.distinct_bodies():
             seen.setdefault(body.name, body)
     return seen
@@ -45,7 +47,9 @@ def compiled():
 def test_graphs_use_every_kind_of_body():
     kinds = {re.match(r"[a-z]+(_[a-z]+)?", n).group(0) for n in BODIES}
     assert kinds >= {"rmsnorm", "gemv", "rope", "kv_append", "attn_split",
-                     "attn_combine", "silu_mul"}
+                     "attn_combine", "silu_mul", "gemv_rms", "gemv_silu", "rope_kv"}
+    # The MLP chain's down projection has no residual.
+    assert {"gemv_silu_2048x8192_r16", "gemv_silu_2048x8192_r16_res"} <= set(BODIES)
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
@@ -64,22 +68,70 @@ def test_body_compiles_without_spills(compiled, name):
         assert kernel["registers"] <= 128, kernel["registers"]
 
 
+def _size(body, operand):
+    n = 1
+    for d in body.args[operand][1]:
+        n *= d
+    return n
+
+
 def test_footprints_stay_inside_their_tensors():
     for body in BODIES.values():
         for a in body.footprint:
-            _, shape, _ = body.args[a.operand]
-            n = 1
-            for d in shape:
-                n *= d
-            assert a.mode in ("read", "write") and a.stride >= 0 and a.base >= 0
-            assert a.stride * (body.units - 1) + a.base + a.size <= n, (body.name, a)
+            first, last = a.units(body.units)
+            assert a.mode in ("read", "write") and a.stride >= 0 and first < last
+            assert a.stride * first + a.base >= 0, (body.name, a)
+            assert a.stride * (last - 1) + a.base + a.size <= _size(body, a.operand), \
+                (body.name, a)
+
+
+def _write_counts(body, operand):
+    """How many units' write accesses cover each element of `operand`."""
+    counts = bytearray(_size(body, operand))
+    for a in body.footprint:
+        if a.mode == "write" and a.operand == operand:
+            for u in range(*a.units(body.units)):
+                for e in range(a.stride * u + a.base, a.stride * u + a.base + a.size):
+                    counts[e] += 1
+    return counts
+
+
+def test_writes_are_exact():
+    # No element is written by two units (they run concurrently), and each
+    # output is written whole (caches: exactly the row of the new token).
+    for body in BODIES.values():
+        for operand in sorted({a.operand for a in body.footprint if a.mode == "write"}):
+            counts = _write_counts(body, operand)
+            assert max(counts) == 1, (body.name, operand)
+            name, shape, _ = body.args[operand]
+            if name.endswith("cache"):
+                pos = int(re.search(r"_p(\d+)$", body.name).group(1))
+                hkv, s, d = shape
+                rows = [counts[(h * s + p) * d:(h * s + p + 1) * d]
+                        for h in range(hkv) for p in range(s)]
+                assert [i % s for i, r in enumerate(rows) if min(r)] == [pos] * hkv
+                assert sum(counts) == hkv * d, body.name
+            else:
+                assert min(counts) == 1, (body.name, name)
+
+
+def test_access_unit_range_text():
+    a = bodies.Access("write", 4, 64, -2048, 64, 32, 40)
+    assert a.mlir() == "#mega.access<write operand 4 offset 64 * u + -2048 size 64 units 32 to 40>"
+    assert a.units(100) == (32, 40) and bodies.Access("read", 0, 1, 0, 1).units(7) == (0, 7)
+    assert bodies.Access("read", 0, 1, 0, 1).mlir().endswith("size 1>")
+    assert bodies.Access("read", 0, 1, 0, 1, first=3).mlir().endswith("size 1 units 3 to -1>")
+    with Context():
+        # The dialect takes the range (its verifier checks unit 32 starts at >= 0).
+        assert str(Attribute.parse(a.mlir())) == a.mlir()
 
 
 def test_gemv_footprint_and_rows():
+    A = bodies.Access
     b = bodies.gemv(3072, 2048, 24, emit=False)
     assert b.units == 128
-    assert b.footprint == (("read", 0, 24 * 2048, 0, 24 * 2048), ("read", 1, 0, 0, 2048),
-                           ("write", 2, 24, 0, 24))
+    assert b.footprint == (A("read", 0, 24 * 2048, 0, 24 * 2048), A("read", 1, 0, 0, 2048),
+                           A("write", 2, 24, 0, 24))
     # One wave of units over 132 workers, as large as that allows.
     assert mega.graph.gemv_rows_per_unit(3072, 2048, 132) == 24
     assert mega.graph.gemv_rows_per_unit(2048, 8192, 132) == 16
@@ -136,9 +188,20 @@ def test_dataflow_errors():
         g.input("x", [256])
 
 
+def _tasks(g):
+    """[(task, body, [argument tensor names], footprint text)] of g's graph."""
+    names = [t.name for t in g.tensors]
+    out = []
+    for m in re.finditer(r"mega\.task @(\w+) body @(\w+)\(([^:]*) : [^)]*\) count \d+ "
+                         r"footprint \[(.*)\]", g.graph_mlir()):
+        args = [names[int(a)] for a in re.findall(r"%arg(\d+)", m.group(3))]
+        out.append((m.group(1), m.group(2), args, m.group(4)))
+    return out
+
+
 def test_decode_graph_text():
     cfg = mega.LlamaConfig(layers=2)
-    g = mega.decode_graph(cfg)
+    g = mega.decode_graph(cfg, fuse=False)
     text = g.to_mlir()
     graph = g.graph_mlir()
     per_layer = ["attn_norm", "qkv", "rope", "kv_append", "attn_split", "attn_combine",
@@ -151,7 +214,8 @@ def test_decode_graph_text():
         assert text.count(f"func.func @{name}(") == 1
     assert graph.startswith("mega.graph @decode(%arg0: memref<2048xbf16>, "
                             "%arg1: memref<32xf32>, %arg2: memref<32xf32>")
-    assert "workers 132 schedulers 1 attributes {mega.arg_names = [\"x\", " in graph
+    # 131 workers + the scheduler CTA of the attention's JIT queue = 132 SMs.
+    assert "workers 131 schedulers 1 attributes {mega.arg_names = [\"x\", " in graph
     names = [t.name for t in g.tensors]
     assert names.index("l1.wqkv") < names.index("out") == len(names) - 1
     assert {t.role for t in g.tensors if t.name.endswith("cache")} == {"cache"}
@@ -166,6 +230,103 @@ def test_decode_graph_text():
     assert "{variable}" not in graph.replace(split[0], "").replace(split[1], "")
     # kv_append writes position kv_len - 1 of head u.
     assert "#mega.access<write operand 2 offset 65536 * u + 65472 size 64>" in graph
+    # RoPE's units < 32 write q head u, the 8 after them k head u - 32.
+    assert ("#mega.access<write operand 3 offset 64 * u + 0 size 64 units 0 to 32>, "
+            "#mega.access<write operand 4 offset 64 * u + -2048 size 64 units 32 to 40>]"
+            in graph)
+
+
+def test_fused_decode_graph_text():
+    g = mega.decode_graph(mega.LlamaConfig(layers=2))
+    tasks = _tasks(g)
+    ops = ["qkv", "rope_kv", "attn_split", "attn_combine", "wo", "wgu", "wd"]
+    assert [t[0] for t in tasks] == [f"t{7 * l + i}_l{l}_{op}" for l in range(2)
+                                     for i, op in enumerate(ops)]
+    # Layer 1 as written, dataflow included: its input is layer 0's output.
+    calls = {t[0].split("_", 1)[1]: t[1:3] for t in tasks}
+    assert calls["l1_qkv"] == ("gemv_rms_3072x2048_r24",
+                               ["l1.wqkv", "l0.x2", "l1.attn_norm", "l1.qkv"])
+    assert calls["l1_rope_kv"] == ("rope_kv_32x8x64_s1024_p1023",
+                                   ["l1.qkv", "rope_cos", "rope_sin", "l1.q",
+                                    "l1.k_cache", "l1.v_cache"])
+    assert calls["l1_attn_split"][1][:3] == ["l1.q", "l1.k_cache", "l1.v_cache"]
+    assert calls["l1_wo"] == ("gemv_2048x2048_r16_res",
+                              ["l1.wo", "l1.attn", "l0.x2", "l1.x1"])
+    assert calls["l1_wgu"] == ("gemv_rms_16384x2048_r128",
+                               ["l1.wgu", "l1.x1", "l1.mlp_norm", "l1.gu"])
+    assert calls["l1_wd"] == ("gemv_silu_2048x8192_r16_res",
+                              ["l1.wd", "l1.gu", "l1.x1", "out"])
+    # No unfused intermediates remain.
+    assert not {"l0.h", "l0.h2", "l0.k", "l0.act"} & {t.name for t in g.tensors}
+    foot = {t[0].split("_", 1)[1]: t[3] for t in tasks}
+    assert foot["l0_qkv"] == ("#mega.access<read operand 0 offset 49152 * u + 0 size 49152>, "
+                              "#mega.access<read operand 1 offset 0 * u + 0 size 2048>, "
+                              "#mega.access<read operand 2 offset 0 * u + 0 size 2048>, "
+                              "#mega.access<write operand 3 offset 24 * u + 0 size 24>")
+    # Group g: q heads 4g..4g+3, k head 32 + g, v head 40 + g of qkv; its
+    # q heads; row kv_len - 1 of head g of each cache.
+    assert foot["l0_rope_kv"] == ("#mega.access<read operand 0 offset 256 * u + 0 size 256>, "
+                                  "#mega.access<read operand 0 offset 64 * u + 2048 size 64>, "
+                                  "#mega.access<read operand 0 offset 64 * u + 2560 size 64>, "
+                                  "#mega.access<read operand 1 offset 0 * u + 0 size 32>, "
+                                  "#mega.access<read operand 2 offset 0 * u + 0 size 32>, "
+                                  "#mega.access<write operand 3 offset 256 * u + 0 size 256>, "
+                                  "#mega.access<write operand 4 offset 65536 * u + 65472 size 64>, "
+                                  "#mega.access<write operand 5 offset 65536 * u + 65472 size 64>")
+    assert foot["l0_wd"] == ("#mega.access<read operand 0 offset 131072 * u + 0 size 131072>, "
+                             "#mega.access<read operand 1 offset 0 * u + 0 size 16384>, "
+                             "#mega.access<read operand 2 offset 16 * u + 0 size 16>, "
+                             "#mega.access<write operand 3 offset 16 * u + 0 size 16>")
+
+
+def test_fused_graph_errors():
+    g = mega.Graph("t", workers=4)
+    x, w, W, h, y = _mlp_tensors(g)
+    with pytest.raises(ValueError, match=r"linear: norm \(W\) is \[512, 256\]"):
+        g.linear(W, x, y, norm=W)
+    with pytest.raises(ValueError, match="norm and residual together"):
+        g.linear(W, x, y, norm=w, residual=y)
+    g.linear(W, x, y, norm=w)
+    Wd, out = g.weight("Wd", [256, 256]), g.output("out", [256])
+    with pytest.raises(ValueError, match=r"linear_silu: gu \(y\) is \[512\] bfloat16, "
+                                         r"expected \[1024\]"):
+        g.linear_silu(g.weight("Wd2", [256, 512]), y, out)
+    with pytest.raises(ValueError, match=r"linear_silu: residual \(W\)"):
+        g.linear_silu(Wd, y, out, residual=W)
+    g.linear_silu(Wd, y, out, residual=x)
+    qkv, q = g.scratch("qkv", [8 * 64]), g.scratch("q", [4 * 64])
+    kc, vc = g.cache("kc", [2, 128, 64]), g.cache("vc", [2, 128, 64])
+    cos, sin = g.input("cos", [32], "float32"), g.input("sin", [32], "float32")
+    with pytest.raises(ValueError, match=r"rope_kv_append: qkv \(qkv\) is read before"):
+        g.rope_kv_append(qkv, cos, sin, q, kc, vc, 5)
+    g.linear(g.weight("Wqkv", [8 * 64, 256]), x, qkv, norm=w)
+    with pytest.raises(ValueError, match=r"rope_kv_append: pos 128 is outside"):
+        g.rope_kv_append(qkv, cos, sin, q, kc, vc, 128)
+    with pytest.raises(ValueError, match=r"rope_kv_append: q \(96\) is not whole heads of 64"):
+        g.rope_kv_append(qkv, cos, sin, g.scratch("q3", [96]), kc, vc, 5)
+    with pytest.raises(ValueError, match=r"rope_kv_append: qkv \(qkv\) is \[512\] bfloat16, "
+                                         r"expected \[768\]"):
+        g.rope_kv_append(qkv, cos, sin, y, kc, vc, 5)   # y: 8 heads, so 8 + 2 * 2
+    g.rope_kv_append(qkv, cos, sin, q, kc, vc, 5)
+    assert [t.body.name for t in g.tasks] == ["gemv_rms_512x256_r128", "gemv_silu_256x256_r64_res",
+                                              "gemv_rms_512x256_r128", "rope_kv_4x2x64_s128_p5"]
+
+
+def test_fused_decode_graph_compiles():
+    # The whole pipeline: mega-decompose, plan-events, schedule,
+    # convert-mega-to-gpu and the tile pipeline on the persistent kernel.
+    from tilemega.runtime.mega_sim import check_deadlock_free
+
+    result = tilemega.compile(mega.decode_graph(mega.LlamaConfig(layers=2)).to_mlir(),
+                              chip="sm_90a")
+    (kernel,) = result.kernels
+    meta = kernel["mega"]
+    assert [t["body"] for t in meta["tasks"]][:7] == [
+        "gemv_rms_3072x2048_r24", "rope_kv_32x8x64_s1024_p1023",
+        "attn_split_32x8x64_l1024_s1024_k8", "attn_combine_32x8x64_k8",
+        "gemv_2048x2048_r16_res", "gemv_rms_16384x2048_r128", "gemv_silu_2048x8192_r16_res"]
+    assert len(meta["tasks"]) == 14 and kernel["grid"][0] == 132
+    assert check_deadlock_free(meta, runs=10).proven
 
 
 def test_decode_graph_verifies_without_footprints():
@@ -177,11 +338,17 @@ def test_decode_graph_verifies_without_footprints():
         assert Module.parse(text).operation.verify()
 
 
-def test_mlp_graph_builds():
+@pytest.mark.parametrize("fuse", [True, False])
+def test_mlp_graph_builds(fuse):
     # Needs the #mega.access attribute in the dialect.
-    g = mega.mlp_graph()
+    g = mega.mlp_graph(fuse=fuse)
     assert [t.name for t in g.tensors if t.role != "scratch"] == ["x", "norm_w", "wgu", "wd", "out"]
+    assert [t.body.name for t in g.tasks] == (
+        ["gemv_rms_16384x2048_r128", "gemv_silu_2048x8192_r16"] if fuse else
+        ["rmsnorm_2048", "gemv_16384x2048_r128", "silu_mul_8192_c2048", "gemv_2048x8192_r16"])
     with Context():
         module = g.build()
         assert module.operation.verify()
-        assert "#mega.access<write operand 1 offset 2048 * u + 0 size 2048>" in str(module)
+        # silu_mul writes chunks of 2048; fused, the activation never reaches memory.
+        assert ("#mega.access<write operand 1 offset 2048 * u + 0 size 2048>" in str(module)) \
+            != fuse

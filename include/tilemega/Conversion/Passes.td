@@ -61,10 +61,13 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
     The kernel takes the graph's arguments followed by `mega_tables`,
     `mega_events`, `mega_state` and `mega_timeline` (docs/mega.md) and runs:
 
-    * **Workers.** Thread 0 picks the next entry: the next one of the
-      worker's AOT list once every event it waits on has fired (an acquire
-      load of the counter against `trigger * (epoch + 1)`), otherwise the
-      next published slot of the JIT ring (claimed with a compare-and-swap).
+    * **Workers.** Thread 0 picks the next entry: the JIT entry of the
+      worker's ticket once the scheduler published it, else the next one of
+      the worker's AOT list once every event it waits on has fired (an
+      acquire load of the counter against `trigger * (epoch + 1)`), else,
+      holding no ticket, it draws one (an atomic add on the queue's head;
+      the ticket is the JIT-list position it will run). A worker never
+      blocks on its ticket, so AOT progress never waits on the JIT queue.
       A block barrier hands the entry to all threads, which run the body with
       the block index set to each of the instance's units; a barrier, then
       thread 0 signals the entry's events (a release fence and a relaxed
@@ -72,9 +75,17 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       `watchdog-ms`, thread 0 records the entry, the event and the counter in
       `mega_state`, raises the abort flag that stops every other CTA, and the
       worker exits.
-    * **Scheduler CTA.** Lane 0 of each of the first `schedulers` warps walks
-      its share of the JIT list in order, waits for an entry's events (with
-      the same watchdog) and publishes it to the ring with a release store.
+    * **Prefetch.** Before waiting for its next AOT entry (and the
+      `prefetch-depth - 1` after it), thread 0 issues
+      `cp.async.bulk.prefetch.L2` for the entry's read-only inputs (ranges
+      of graph arguments no task writes, typically weights; at most
+      `prefetch-bytes` per range), so that DRAM latency overlaps the wait.
+    * **Scheduler CTA.** Its first warp walks the JIT list in order, 32
+      entries at a time: each lane checks one entry's events, a ballot finds
+      the run of ready entries at the head, and lane 0 publishes the run by
+      advancing the queue's tail with one release store (bounded by the same
+      watchdog). Workers claim positions below the tail with a
+      compare-and-swap.
     * **Epochs.** Events are never reset; the last CTA to finish resets the
       JIT ring and increments the epoch, so the next launch needs no host
       work.
@@ -94,11 +105,17 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "Longest wait on one event before the kernel gives up (ms)">,
     Option<"maxCtas", "max-ctas", "int64_t", "132",
            "CTAs that can be resident at once (SMs of the target GPU)">,
+    Option<"prefetchBytes", "prefetch-bytes", "int64_t", "131072",
+           "Bytes of an entry's read-only inputs prefetched into L2 while "
+           "it waits (0: none)">,
+    Option<"prefetchDepth", "prefetch-depth", "int64_t", "1",
+           "How many of a worker's next AOT entries are prefetched">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
-    "::mlir::LLVM::LLVMDialect", "::mlir::tilemega::tile::TileDialect"
+    "::mlir::LLVM::LLVMDialect", "::mlir::tilemega::tile::TileDialect",
+    "::mlir::vector::VectorDialect"
   ];
 }
 

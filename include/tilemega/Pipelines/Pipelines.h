@@ -39,6 +39,14 @@ struct TileToPTXPipelineOptions
       *this, "mega-watchdog-ms",
       llvm::cl::desc("Longest event wait in a mega-kernel before it stops"),
       llvm::cl::init(2000)};
+  PassOptions::Option<int64_t> megaPrefetchBytes{
+      *this, "mega-prefetch-bytes",
+      llvm::cl::desc("L2 prefetch per read-only range of an entry (0: off)"),
+      llvm::cl::init(131072)};
+  PassOptions::Option<int64_t> megaPrefetchDepth{
+      *this, "mega-prefetch-depth",
+      llvm::cl::desc("Next AOT entries of a worker that are prefetched"),
+      llvm::cl::init(1)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
       llvm::cl::desc("CTAs resident at once on the target (its SM count)"),

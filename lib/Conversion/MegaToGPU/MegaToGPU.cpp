@@ -21,6 +21,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
 namespace mlir::tilemega {
@@ -48,7 +49,7 @@ enum StateWord : int64_t {
   kErrorSeen = 8,
   kErrorExpected = 9,
   kAbort = 10,
-  kJitRing = 16,
+  kStateWords = 16,
 };
 
 enum ErrorCode : int64_t {
@@ -61,9 +62,11 @@ enum ErrorCode : int64_t {
 class PersistentKernelBuilder {
 public:
   PersistentKernelBuilder(OpBuilder &b, Location loc, const TaskTables &t,
-                          bool timeline, int64_t watchdogNs)
+                          bool timeline, int64_t watchdogNs,
+                          int64_t prefetchBytes, int64_t prefetchDepth)
       : b(b), loc(loc), t(t), sync(b, loc), timeline(timeline),
-        watchdogNs(watchdogNs) {}
+        watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
+        prefetchDepth(prefetchDepth) {}
 
   /// Fills the kernel body. `globals` are the graph's arguments as kernel
   /// values; the four runtime buffers follow.
@@ -105,6 +108,20 @@ private:
   Value stateAddr(int64_t word) { return add(stateBase, i64(word * 4)); }
   Value stateAddr(Value word) { return sync.address(stateBase, word, 4); }
 
+  /// An entry's record (TaskTables' `records`), read with one vector load.
+  struct Record {
+    Value caseId, task, instance, numWaits, wait0, trigger0, numSignals, signal0;
+  };
+  Record loadRecord(Value entry) {
+    Value at = toIndex(mul(entry, i32(kRecordWords)));
+    auto type = VectorType::get({kRecordWords}, b.getI32Type());
+    Value vec = vector::LoadOp::create(b, loc, type, tablesBuf, ValueRange{at});
+    SmallVector<Value, 8> f;
+    for (int64_t i = 0; i < kRecordWords; ++i)
+      f.push_back(vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{i}).getResult());
+    return {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]};
+  }
+
   /// Whether every event entry `e` waits on has fired in this epoch; also
   /// the first event that has not, its counter and the counter it needs
   /// (-1, 0, 0 when all fired).
@@ -114,7 +131,10 @@ private:
   Readiness checkReady(Value entry);
   /// Thread 0 of a worker: the next entry to run (or -1 to exit) and the
   /// next AOT position.
-  std::pair<Value, Value> pickEntry(Value pos, Value aotEnd);
+  struct Pick {
+    Value entry, nextPos, ticket;
+  };
+  Pick pickEntry(Value pos, Value aotEnd, Value ticket);
   /// Records a watchdog error once (the first CTA to time out wins) and
   /// raises the abort flag.
   void recordError(int64_t code, Value entry, const Readiness &r);
@@ -130,6 +150,7 @@ private:
   void runEntry(Value entry, Value blockId);
   void emitCase(int64_t caseIndex, Value task, Value instance);
   void buildScheduler();
+  void emitPrefetch(Value entry);
   void buildExit();
   void ifThread0(function_ref<void()> body) {
     auto op = scf::IfOp::create(b, loc, isThread0, /*withElse=*/false);
@@ -144,6 +165,7 @@ private:
   SyncPrimitives sync;
   bool timeline;
   int64_t watchdogNs;
+  int64_t prefetchBytes, prefetchDepth;
 
   SmallVector<Value> globals;
   Value tablesBuf, eventsBase, stateBase, timelineBase;
@@ -156,31 +178,52 @@ private:
 
 PersistentKernelBuilder::Readiness
 PersistentKernelBuilder::checkReady(Value entry) {
-  Value begin = toIndex(table("wait_offsets", entry));
-  Value end = toIndex(table("wait_offsets", add(entry, i32(1))));
-  Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-  auto loop = scf::ForOp::create(b, loc, begin, end, idx(1),
-                                 ValueRange{yes, i32(-1), i32(0), i32(0)});
+  // The common case, at most one event, needs one acquire load; entries
+  // with several events walk their wait list.
+  Record r = loadRecord(entry);
+  Type i32Type = b.getI32Type();
+  auto fast = scf::IfOp::create(
+      b, loc, TypeRange{b.getI1Type(), i32Type, i32Type, i32Type},
+      cmp(arith::CmpIPredicate::sle, r.numWaits, i32(1)), true);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value w = loop.getInductionVar();
-    ValueRange acc = loop.getRegionIterArgs();
-    Value event = table("waits", w);
-    Value need = mul(table("triggers", event), epochTarget);
+    b.setInsertionPointToStart(fast.thenBlock());
+    Value none = cmp(arith::CmpIPredicate::eq, r.numWaits, i32(0));
+    Value event = arith::MaxSIOp::create(b, loc, r.wait0, i32(0));
+    Value need = mul(r.trigger0, epochTarget);
     Value seen = sync.loadAcquire(sync.address(eventsBase, event, 4));
     // Counters wrap after 2^32 signals; compare the difference.
-    Value fired = cmp(arith::CmpIPredicate::sge,
-                      arith::SubIOp::create(b, loc, seen, need), i32(0));
-    Value firstMiss = andI(acc[0], notI(fired));
-    scf::YieldOp::create(b, loc,
-                         ValueRange{andI(acc[0], fired),
-                                    select(firstMiss, event, acc[1]),
-                                    select(firstMiss, seen, acc[2]),
-                                    select(firstMiss, need, acc[3])});
+    Value fired = orI(none, cmp(arith::CmpIPredicate::sge,
+                                arith::SubIOp::create(b, loc, seen, need), i32(0)));
+    scf::YieldOp::create(b, loc, ValueRange{fired, select(fired, i32(-1), r.wait0),
+                                            seen, need});
+    b.setInsertionPointToStart(fast.elseBlock());
+    Value begin = toIndex(table("wait_offsets", entry));
+    Value end = toIndex(table("wait_offsets", add(entry, i32(1))));
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    auto loop = scf::ForOp::create(b, loc, begin, end, idx(1),
+                                   ValueRange{yes, i32(-1), i32(0), i32(0)});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value w = loop.getInductionVar();
+      ValueRange acc = loop.getRegionIterArgs();
+      Value ev = table("waits", w);
+      Value needW = mul(table("triggers", ev), epochTarget);
+      Value seenW = sync.loadAcquire(sync.address(eventsBase, ev, 4));
+      Value firedW = cmp(arith::CmpIPredicate::sge,
+                         arith::SubIOp::create(b, loc, seenW, needW), i32(0));
+      Value firstMiss = andI(acc[0], notI(firedW));
+      scf::YieldOp::create(b, loc,
+                           ValueRange{andI(acc[0], firedW),
+                                      select(firstMiss, ev, acc[1]),
+                                      select(firstMiss, seenW, acc[2]),
+                                      select(firstMiss, needW, acc[3])});
+    }
+    scf::YieldOp::create(b, loc, loop.getResults());
   }
-  return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
-          loop.getResult(3)};
+  return {fast.getResult(0), fast.getResult(1), fast.getResult(2),
+          fast.getResult(3)};
 }
 
 void PersistentKernelBuilder::recordError(int64_t code, Value entry,
@@ -202,67 +245,88 @@ void PersistentKernelBuilder::recordError(int64_t code, Value entry,
   sync.storeVolatile(stateAddr(kErrorCode), i32(code));
 }
 
-std::pair<Value, Value> PersistentKernelBuilder::pickEntry(Value pos,
-                                                           Value aotEnd) {
+PersistentKernelBuilder::Pick
+PersistentKernelBuilder::pickEntry(Value pos, Value aotEnd, Value ticket) {
+  // The worker's JIT ticket: -1 none; k < numJit the JIT-list position it
+  // will run once published; numJit: the JIT list is used up for it.
+  // Tickets come from one atomic add, so idle workers never contend on a
+  // compare-and-swap; a worker holding an unpublished ticket keeps running
+  // its AOT entries (it never blocks on the ticket), which keeps the kernel
+  // deadlock-free.
   Type i32Type = b.getI32Type();
   Value start = sync.globalTimer();
-  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type},
-                                   ValueRange{pos});
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type},
+                                   ValueRange{pos, ticket});
   OpBuilder::InsertionGuard outer(b);
-  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
-  Block *after =
-      b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type},
+                               {loc, loc, loc});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(before);
-    Value p = before->getArgument(0);
+    Value p = before->getArgument(0), k = before->getArgument(1);
     Value hasAot = cmp(arith::CmpIPredicate::slt, p, aotEnd);
+    Value numJit = i32(t.numJit);
+    Value none = i32(-1);
 
-    // The next AOT entry, if its events fired.
-    auto aot = scf::IfOp::create(b, loc, TypeRange{i32Type}, hasAot, true);
+    // 1. A held ticket whose entry is published runs first.
+    Value tail = t.numJit > 0 ? sync.loadAcquire(stateAddr(kJitTail)) : i32(0);
+    Value held = andI(cmp(arith::CmpIPredicate::sge, k, i32(0)),
+                      cmp(arith::CmpIPredicate::slt, k, numJit));
+    Value heldReady = andI(held, cmp(arith::CmpIPredicate::slt, k, tail));
+    // 2. Else the next AOT entry, if its events fired.
+    auto aot = scf::IfOp::create(b, loc, TypeRange{i32Type},
+                                 andI(notI(heldReady), hasAot), true);
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(aot.thenBlock());
       Value e = table("aot", p);
-      Readiness r = checkReady(e);
-      scf::YieldOp::create(b, loc, select(r.ready, e, i32(-1)));
+      scf::YieldOp::create(b, loc, select(checkReady(e).ready, e, none));
       b.setInsertionPointToStart(aot.elseBlock());
-      scf::YieldOp::create(b, loc, i32(-1));
+      scf::YieldOp::create(b, loc, none);
     }
     Value aotEntry = aot.getResult(0);
     Value gotAot = cmp(arith::CmpIPredicate::sge, aotEntry, i32(0));
-
-    // Otherwise a published JIT slot, claimed by compare-and-swap.
-    Value entry = aotEntry, jitDone = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    // 3. Else, holding no ticket, take one.
+    Value newTicket = k;
     if (t.numJit > 0) {
+      Value take = andI(andI(notI(heldReady), notI(gotAot)),
+                        cmp(arith::CmpIPredicate::slt, k, i32(0)));
+      auto ticketOp = scf::IfOp::create(b, loc, TypeRange{i32Type}, take, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ticketOp.thenBlock());
       Value head = sync.loadVolatile(stateAddr(kJitHead));
-      jitDone = cmp(arith::CmpIPredicate::sge, head, i32(t.numJit));
-      Value tryJit = andI(notI(gotAot), notI(jitDone));
-      auto jit = scf::IfOp::create(b, loc, TypeRange{i32Type}, tryJit, true);
+      auto draw = scf::IfOp::create(b, loc, TypeRange{i32Type},
+                                    cmp(arith::CmpIPredicate::slt, head, numJit), true);
       {
-        OpBuilder::InsertionGuard g2(b);
-        b.setInsertionPointToStart(jit.thenBlock());
-        Value slot = sync.loadAcquire(stateAddr(add(head, i32(kJitRing))));
-        Value published = cmp(arith::CmpIPredicate::ne, slot, i32(0));
-        auto claim = scf::IfOp::create(b, loc, TypeRange{i32Type}, published, true);
-        {
-          OpBuilder::InsertionGuard g3(b);
-          b.setInsertionPointToStart(claim.thenBlock());
-          Value old = sync.atomicCas(stateAddr(kJitHead), head, add(head, i32(1)));
-          Value won = cmp(arith::CmpIPredicate::eq, old, head);
-          scf::YieldOp::create(b, loc, select(won, add(slot, i32(-1)), i32(-1)));
-          b.setInsertionPointToStart(claim.elseBlock());
-          scf::YieldOp::create(b, loc, i32(-1));
-        }
-        scf::YieldOp::create(b, loc, claim.getResult(0));
-        b.setInsertionPointToStart(jit.elseBlock());
-        scf::YieldOp::create(b, loc, aotEntry);
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(draw.thenBlock());
+        Value drawn = sync.atomicAdd(stateAddr(kJitHead), i32(1));
+        scf::YieldOp::create(b, loc, arith::MinSIOp::create(b, loc, drawn, numJit).getResult());
+        b.setInsertionPointToStart(draw.elseBlock());
+        scf::YieldOp::create(b, loc, numJit);
       }
-      entry = jit.getResult(0);
+      scf::YieldOp::create(b, loc, draw.getResult(0));
+      b.setInsertionPointToStart(ticketOp.elseBlock());
+      scf::YieldOp::create(b, loc, k);
+      b.setInsertionPointAfter(ticketOp);
+      newTicket = ticketOp.getResult(0);
     }
+    // A ticket drawn just now may already be published.
+    Value newHeld = andI(cmp(arith::CmpIPredicate::sge, newTicket, i32(0)),
+                         cmp(arith::CmpIPredicate::slt, newTicket, numJit));
+    Value runJit = andI(notI(gotAot), andI(newHeld, cmp(arith::CmpIPredicate::slt, newTicket, tail)));
+    Value jitPos = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, newTicket, i32(std::max<int64_t>(0, t.numJit - 1))), i32(0));
+    Value jitEntry = t.numJit > 0 ? table("jit", jitPos) : none;
+    Value entry = select(gotAot, aotEntry, select(runJit, jitEntry, none));
     Value got = cmp(arith::CmpIPredicate::sge, entry, i32(0));
     Value nextPos = select(gotAot, add(p, i32(1)), p);
-    Value finished = andI(notI(got), andI(notI(hasAot), jitDone));
+    Value nextTicket = select(runJit, none, newTicket);
+    // Done: no AOT entry left and no JIT entry to come for this worker.
+    Value jitOver = t.numJit > 0
+                        ? cmp(arith::CmpIPredicate::sge, nextTicket, numJit)
+                        : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1).getResult();
+    Value finished = andI(notI(got), andI(notI(hasAot), jitOver));
     Value stuck = andI(notI(got), notI(finished));
     Value abort = andI(stuck, aborted());
     Value late = andI(andI(stuck, notI(abort)), timedOut(start));
@@ -276,20 +340,19 @@ std::pair<Value, Value> PersistentKernelBuilder::pickEntry(Value pos,
       Value e = table("aot", p);
       recordError(kWorkerWaitTimeout, e, checkReady(e));
       b.setInsertionPointToStart(which.elseBlock());
-      Value head = sync.loadVolatile(stateAddr(kJitHead));
-      recordError(kJitWaitTimeout, i32(-1),
-                  {Value(), i32(-1), head, i32(t.numJit)});
+      recordError(kJitWaitTimeout, t.numJit > 0 ? jitEntry : none,
+                  {Value(), none, tail, add(nextTicket, i32(1))});
     }
     Value stop = orI(orI(got, finished), orI(abort, late));
     scf::ConditionOp::create(b, loc, notI(stop),
-                             ValueRange{select(got, entry, i32(-1)), nextPos});
+                             ValueRange{select(got, entry, none), nextPos, nextTicket});
   }
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(after);
-    scf::YieldOp::create(b, loc, after->getArgument(1));
+    scf::YieldOp::create(b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
   }
-  return {loop.getResult(0), loop.getResult(1)};
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
 }
 
 void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
@@ -368,10 +431,82 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   cloneBody(unit);
 }
 
+void PersistentKernelBuilder::emitPrefetch(Value entry) {
+  // Graph arguments some task writes: their data is not ready before the
+  // wait, so only the others (weights) are prefetched.
+  llvm::SmallDenseSet<unsigned> written;
+  for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
+    std::optional<ArrayAttr> footprint = task.getFootprint();
+    for (auto [i, arg] : llvm::enumerate(task.getArgs()))
+      if (!footprint || llvm::any_of(footprint->getAsRange<AccessAttr>(),
+                                     [&](AccessAttr a) {
+                                       return a.isWrite() && a.getOperand() == int64_t(i);
+                                     }))
+        written.insert(cast<BlockArgument>(arg).getArgNumber());
+  }
+  Record r = loadRecord(entry);
+  Value caseId = r.caseId, task = r.task, instance = r.instance;
+  SmallVector<int64_t> cases;
+  for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
+    cases.push_back(c);
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, toIndex(caseId),
+                                       cases, cases.size());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+  scf::YieldOp::create(b, loc);
+  for (auto [c, tc] : llvm::enumerate(t.cases)) {
+    b.setInsertionPointToStart(&sw.getCaseRegions()[c].emplaceBlock());
+    auto yield = scf::YieldOp::create(b, loc);
+    b.setInsertionPoint(yield);
+    TaskOp first = t.tasks[tc.tasks.front()];
+    std::optional<ArrayAttr> footprint = first.getFootprint();
+    if (!footprint)
+      continue;
+    for (auto access : footprint->getAsRange<AccessAttr>()) {
+      if (access.isWrite() || access.getFirst() != 0 || access.getLast() >= 0)
+        continue;
+      // The operand must be read-only for every task of the case.
+      SmallVector<Value> choices;
+      bool readOnly = true;
+      for (unsigned ti : tc.tasks) {
+        TaskOp task = t.tasks[ti];
+        unsigned arg = cast<BlockArgument>(task.getArgs()[access.getOperand()]).getArgNumber();
+        readOnly &= !written.contains(arg);
+        choices.push_back(globals[arg]);
+      }
+      if (!readOnly)
+        continue;
+      auto type = cast<MemRefType>(choices.front().getType());
+      int64_t elem = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      int64_t tensorBytes = type.getNumElements() * elem;
+      // Pick this task's tensor: a chain of selects on the task index.
+      Value base = sync.baseAddress(choices.front());
+      for (auto [k, ti] : llvm::enumerate(tc.tasks))
+        if (k > 0 && choices[k] != choices.front())
+          base = select(cmp(arith::CmpIPredicate::eq, task, i32(ti)),
+                        sync.baseAddress(choices[k]), base);
+      // The instance's units [u0, u0 + k) clipped to the grid.
+      Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
+      Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
+      Value span = i64((access.getStride() * (tc.unitsPerTask - 1) + access.getSize()) * elem);
+      Value end = arith::MinSIOp::create(b, loc, add(begin, span), i64(tensorBytes));
+      Value bytes = arith::MinSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, end, begin), i64(prefetchBytes));
+      // cp.async.bulk wants 16-byte multiples and 16-byte aligned addresses.
+      Value aligned = arith::AndIOp::create(b, loc, begin, i64(~int64_t(15)));
+      Value size = arith::AndIOp::create(b, loc, bytes, i64(~int64_t(15)));
+      auto go = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, size, i64(0)), false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(go.thenBlock());
+      sync.prefetchL2(add(base, aligned),
+                      arith::TruncIOp::create(b, loc, b.getI32Type(), size));
+    }
+  }
+}
+
 void PersistentKernelBuilder::runEntry(Value entry, Value blockId) {
-  Value caseId = table("entry_case", entry);
-  Value task = table("entry_task", entry);
-  Value instance = table("entry_instance", entry);
+  Record r = loadRecord(entry);
+  Value caseId = r.caseId, task = r.task, instance = r.instance;
   if (timeline)
     ifThread0([&] {
       Value slot = sync.address(timelineBase, mul(entry, i32(4)), 8);
@@ -407,10 +542,14 @@ void PersistentKernelBuilder::runEntry(Value entry, Value blockId) {
       Value slot = sync.address(timelineBase, add(mul(entry, i32(4)), i32(1)), 8);
       sync.storeVolatile64(slot, sync.globalTimer());
     }
-    Value begin = toIndex(table("signal_offsets", entry));
+    // The first event comes with the record; more walk the signal list.
+    auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(any.thenBlock());
+    sync.releaseIncrement(sync.address(eventsBase, r.signal0, 4));
+    Value begin = toIndex(add(table("signal_offsets", entry), i32(1)));
     Value end = toIndex(table("signal_offsets", add(entry, i32(1))));
     auto loop = scf::ForOp::create(b, loc, begin, end, idx(1));
-    OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     Value event = table("signals", loop.getInductionVar());
     sync.releaseIncrement(sync.address(eventsBase, event, 4));
@@ -422,25 +561,41 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
   Value w = arith::IndexCastOp::create(b, loc, i32Type, blockId);
   Value aotBegin = table("aot_offsets", w);
   Value aotEnd = table("aot_offsets", add(w, i32(1)));
-  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type},
-                                   ValueRange{aotBegin});
+  // Carried: the AOT position and the JIT ticket (pickEntry).
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type},
+                                   ValueRange{aotBegin, i32(-1)});
   OpBuilder::InsertionGuard guard(b);
-  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
-  Block *after =
-      b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type},
+                               {loc, loc, loc});
   b.setInsertionPointToStart(before);
   ifThread0([&] {
-    auto [entry, next] = pickEntry(before->getArgument(0), aotEnd);
-    memref::StoreOp::create(b, loc, entry, control, idx(0));
-    memref::StoreOp::create(b, loc, next, control, idx(1));
+    // While it waits for the next entries' inputs, their read-only data
+    // (the weights) is already on its way to L2.
+    Value pos = before->getArgument(0);
+    for (int64_t ahead = 0; prefetchBytes > 0 && ahead < prefetchDepth; ++ahead) {
+      Value at = add(pos, i32(ahead));
+      auto has = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::slt, at, aotEnd), false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(has.thenBlock());
+      emitPrefetch(table("aot", at));
+    }
+  });
+  ifThread0([&] {
+    Pick pick = pickEntry(before->getArgument(0), aotEnd, before->getArgument(1));
+    memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
+    memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
+    memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
   });
   gpu::BarrierOp::create(b, loc);
   Value entry = memref::LoadOp::create(b, loc, control, idx(0));
   Value next = memref::LoadOp::create(b, loc, control, idx(1));
+  Value ticket = memref::LoadOp::create(b, loc, control, idx(2));
   scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
-                           ValueRange{entry, next});
+                           ValueRange{entry, next, ticket});
   b.setInsertionPointToStart(after);
-  auto yield = scf::YieldOp::create(b, loc, after->getArgument(1));
+  auto yield = scf::YieldOp::create(
+      b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
   b.setInsertionPoint(yield);
   runEntry(after->getArgument(0), blockId);
 }
@@ -448,44 +603,61 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
 void PersistentKernelBuilder::buildScheduler() {
   if (t.numJit == 0)
     return;
-  // Lane 0 of scheduler warp s publishes JIT entries s, s + S, ...
-  int64_t schedulerWarps = std::clamp<int64_t>(t.schedulers, 1, t.threads / 32);
-  Value tid = toIndex(threadId);
-  Value warp = arith::DivUIOp::create(b, loc, tid, idx(32));
-  Value lane0 = cmp(arith::CmpIPredicate::eq,
-                    arith::RemUIOp::create(b, loc, tid, idx(32)), idx(0));
-  Value active = andI(lane0, cmp(arith::CmpIPredicate::ult, warp, idx(schedulerWarps)));
-  auto guardOp = scf::IfOp::create(b, loc, active, false);
+  // Warp 0 walks the JIT list in order, 32 entries at a time: lane i checks
+  // entry j + i, a ballot finds the run of ready entries starting at j, and
+  // lane 0 publishes the whole run by advancing the queue's tail with one
+  // release store. Readiness checks are acquire loads whose latency would
+  // dominate if one thread checked the entries one by one.
+  Type i32Type = b.getI32Type();
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(guardOp.thenBlock());
-  auto loop = scf::ForOp::create(b, loc, warp, idx(t.numJit), idx(schedulerWarps));
-  b.setInsertionPointToStart(loop.getBody());
-  Value j = loop.getInductionVar();
-  Value entry = table("jit", j);
-  Value start = sync.globalTimer();
-  auto wait = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
-  Block *before = b.createBlock(&wait.getBefore());
-  Block *after = b.createBlock(&wait.getAfter());
+  Value lane = toI32(arith::RemUIOp::create(b, loc, toIndex(threadId), idx(32)));
+  Value warp0 = cmp(arith::CmpIPredicate::ult, threadId, idx(32));
+  Value isLane0 = cmp(arith::CmpIPredicate::eq, lane, i32(0));
+  auto only = scf::IfOp::create(b, loc, warp0, false);
+  b.setInsertionPointToStart(only.thenBlock());
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, b.getI64Type()},
+                                   ValueRange{i32(0), sync.globalTimer()});
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, b.getI64Type()}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   b.setInsertionPointToStart(before);
-  Readiness r = checkReady(entry);
-  Value abort = andI(notI(r.ready), aborted());
-  Value late = andI(andI(notI(r.ready), notI(abort)), timedOut(start));
-  auto report = scf::IfOp::create(b, loc, late, false);
+  Value j = before->getArgument(0), since = before->getArgument(1);
+  Value mine = add(j, lane);
+  Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
+  auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
   {
     OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(report.thenBlock());
-    recordError(kSchedulerWaitTimeout, entry, r);
+    b.setInsertionPointToStart(check.thenBlock());
+    scf::YieldOp::create(b, loc, checkReady(table("jit", mine)).ready);
+    b.setInsertionPointToStart(check.elseBlock());
+    scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult());
   }
-  Value stop = orI(r.ready, orI(abort, late));
-  auto publish = scf::IfOp::create(b, loc, r.ready, false);
+  Value mask = sync.ballot(check.getResult(0));
+  Value run = sync.countTrailingOnes(mask);
+  Value progress = cmp(arith::CmpIPredicate::sgt, run, i32(0));
+  Value next = add(j, run);
+  auto publish = scf::IfOp::create(b, loc, andI(progress, isLane0), false);
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(publish.thenBlock());
-    sync.storeRelease(stateAddr(add(toI32(j), i32(kJitRing))), add(entry, i32(1)));
+    sync.storeRelease(stateAddr(kJitTail), next);
   }
-  scf::ConditionOp::create(b, loc, notI(stop), ValueRange{});
+  // No progress: stop on an abort or past the watchdog (recording why).
+  Value stalled = notI(progress);
+  Value abort = andI(stalled, aborted());
+  Value late = andI(andI(stalled, notI(abort)), timedOut(since));
+  auto report = scf::IfOp::create(b, loc, andI(late, isLane0), false);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(report.thenBlock());
+    Value entry = table("jit", j);
+    recordError(kSchedulerWaitTimeout, entry, checkReady(entry));
+  }
+  Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
+                    notI(orI(abort, late)));
+  Value nextSince = select(progress, sync.globalTimer(), since);
+  scf::ConditionOp::create(b, loc, more, ValueRange{next, nextSince});
   b.setInsertionPointToStart(after);
-  scf::YieldOp::create(b, loc);
+  scf::YieldOp::create(b, loc, after->getArguments());
 }
 
 void PersistentKernelBuilder::buildExit() {
@@ -498,13 +670,6 @@ void PersistentKernelBuilder::buildExit() {
         b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
-    if (t.numJit > 0) {
-      auto loop = scf::ForOp::create(b, loc, idx(0), idx(t.numJit), idx(1));
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(loop.getBody());
-      sync.storeVolatile(stateAddr(add(toI32(loop.getInductionVar()), i32(kJitRing))),
-                         i32(0));
-    }
     for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
       sync.storeVolatile(stateAddr(word), i32(0));
     sync.fence();
@@ -517,11 +682,12 @@ void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
                                     Value timelineBuf) {
   globals.assign(graphGlobals.begin(), graphGlobals.end());
   tablesBuf = tables;
-  // The word thread 0 hands the next entry to the CTA through.
+  // The words thread 0 hands the next entry, AOT position and JIT ticket to
+  // the CTA through.
   auto shared = gpu::AddressSpaceAttr::get(b.getContext(),
                                            gpu::AddressSpace::Workgroup);
   control = tile::AllocSharedOp::create(
-      b, loc, MemRefType::get({2}, b.getI32Type(), nullptr, shared),
+      b, loc, MemRefType::get({4}, b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
   // Allocations hoisted out of the bodies go right after the control word.
   auto anchor = arith::ConstantIndexOp::create(b, loc, 0);
@@ -580,10 +746,11 @@ struct ConvertMegaToGPUPass
       return graph.emitOpError()
              << "needs " << ctas << " CTAs (" << tables->workers
              << " workers" << (tables->numJit > 0 ? " + 1 scheduler CTA" : "")
-             << ") but only " << maxCtas
+             << ") but only " << static_cast<int64_t>(maxCtas)
              << " can be resident at once (max-ctas, the GPU's SM count), and "
                 "a persistent kernel needs all of them resident: use at most "
-             << maxCtas - (tables->numJit > 0 ? 1 : 0) << " workers";
+             << static_cast<int64_t>(maxCtas) - (tables->numJit > 0 ? 1 : 0)
+             << " workers";
     if (tables->numEntries == 0)
       return graph.emitOpError() << "has no tasks to run";
     for (const TaskCase &c : tables->cases)
@@ -598,7 +765,7 @@ struct ConvertMegaToGPUPass
     };
     argTypes.push_back(buffer(tables->data.size(), b.getI32Type()));
     argTypes.push_back(buffer(tables->events.size(), b.getI32Type()));
-    argTypes.push_back(buffer(16 + std::max<int64_t>(1, tables->numJit), b.getI32Type()));
+    argTypes.push_back(buffer(kStateWords, b.getI32Type()));
     argTypes.push_back(buffer(4 * tables->numEntries, b.getI64Type()));
     auto func = func::FuncOp::create(b, loc, graph.getSymName(),
                                      b.getFunctionType(argTypes, {}));
@@ -630,7 +797,8 @@ struct ConvertMegaToGPUPass
     func::ReturnOp::create(b, loc);
     Block &body = kernel.getBody().front();
     b.setInsertionPointToStart(&body);
-    PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs);
+    PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
+                                    prefetchBytes, prefetchDepth);
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args.take_front(numGlobals),
                   args[numGlobals], args[numGlobals + 1], args[numGlobals + 2],

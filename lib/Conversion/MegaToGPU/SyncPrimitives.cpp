@@ -85,3 +85,24 @@ Value SyncPrimitives::globalTimer() {
 Value SyncPrimitives::smId() {
   return asmCall(b.getI32Type(), {}, "mov.u32 $0, %smid;", "=r");
 }
+
+void SyncPrimitives::prefetchL2(Value addr, Value bytes) {
+  asmCall(Type(), {addr, bytes}, "cp.async.bulk.prefetch.L2.global [$0], $1;",
+          "l,r");
+}
+
+Value SyncPrimitives::ballot(Value flag) {
+  Value word = arith::ExtUIOp::create(b, loc, b.getI32Type(), flag);
+  return asmCall(b.getI32Type(), word,
+                 "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\t"
+                 "vote.sync.ballot.b32 $0, p, 0xffffffff;\n\t}",
+                 "=r,r");
+}
+
+Value SyncPrimitives::countTrailingOnes(Value bits) {
+  // ctz(~x) = clz(brev(~x)); clz of 0 is 32.
+  return asmCall(b.getI32Type(), bits,
+                 "{\n\t.reg .b32 t;\n\tnot.b32 t, $1;\n\tbrev.b32 t, t;\n\t"
+                 "clz.b32 $0, t;\n\t}",
+                 "=r,r");
+}

@@ -38,6 +38,13 @@ public:
   void fence(); // fence.acq_rel.gpu
   Value atomicAdd(Value addr, Value value);            // returns the old value
   Value atomicCas(Value addr, Value expected, Value desired); // the old value
+  /// cp.async.bulk.prefetch.L2: `bytes` (a multiple of 16) from a 16-byte
+  /// aligned address into L2, without waiting.
+  void prefetchL2(Value addr, Value bytes);
+  /// vote.sync.ballot over the full warp: bit i is lane i's `flag`.
+  Value ballot(Value flag);
+  /// Number of consecutive set bits from bit 0 of an i32.
+  Value countTrailingOnes(Value bits);
   Value globalTimer(); // %globaltimer, ns, i64
   Value smId();        // %smid, i32
 

@@ -99,6 +99,21 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
       signalOffsets.push_back(signals.size());
     }
   }
+  // One 32-byte record per entry, what a worker needs in one vector load:
+  // case, task, instance, #waits, first wait event and its trigger,
+  // #signals, first signalled event.
+  SmallVector<int32_t> records;
+  for (int64_t e = 0; e < t.numEntries; ++e) {
+    int32_t w0 = waitOffsets[e], w1 = waitOffsets[e + 1];
+    int32_t s0 = signalOffsets[e], s1 = signalOffsets[e + 1];
+    int32_t wait = w1 > w0 ? waits[w0] : -1;
+    llvm::append_values(records, entryCase[e], entryTask[e], entryInstance[e],
+                        w1 - w0, wait,
+                        wait >= 0 ? static_cast<int32_t>(
+                                        t.events[wait].getTriggerCount())
+                                  : 0,
+                        s1 - s0, s1 > s0 ? signals[s0] : -1);
+  }
   SmallVector<int32_t> triggers, aotOffsets = {0}, aotList;
   for (EventOp event : t.events)
     triggers.push_back(event.getTriggerCount());
@@ -107,7 +122,8 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
     aotOffsets.push_back(aotList.size());
   }
   for (auto [name, section] :
-       {std::pair<StringRef, ArrayRef<int32_t>>{"entry_case", entryCase},
+       {std::pair<StringRef, ArrayRef<int32_t>>{"records", records},
+        {"entry_case", entryCase},
         {"entry_task", entryTask},
         {"entry_instance", entryInstance},
         {"wait_offsets", waitOffsets},

@@ -15,6 +15,11 @@
 
 namespace mlir::tilemega::mega_to_gpu {
 
+/// Words of an entry record (the `records` section, first in the tables so
+/// that records stay 32-byte aligned).
+inline constexpr int64_t kRecordWords = 8;
+
+
 /// One case of the persistent kernel's task switch: a body function run with
 /// one units-per-task, shared by every task that calls it that way (the
 /// operands are picked per task at run time).

@@ -233,54 +233,196 @@ def gemv_config(rows, K, threads=256):
     return block_k, stages
 
 
+def _gemv_setup(what, N, K, R, threads):
+    """(BLOCK_K, STAGES) of a GEMV body, with its shape checks."""
+    _check(N % R == 0, f"{what}: N={N} is not a multiple of rows_per_unit={R}")
+    BK, STAGES = gemv_config(R, K, threads)
+    _check(K % BK == 0 and BK % 8 == 0,
+           f"{what}: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
+    return BK, STAGES
+
+
+def _gemv_rows(row, W, K, R, BK, STAGES, x_source, r_src=None):
+    """The GEMV of `gemv`: returns the [R] f32 fragment W[row:row+R] @ x
+    (+ r_src[row:row+R]). x_source() allocates the vector's tiles and
+    returns (early, late), callables (kk, x) or None that together put chunk
+    kk of the vector into the f32 fragment x [BK] (their global-to-shared
+    copies are pipelined with W's): early runs before W's chunk moves from
+    shared memory to registers, late after it: work done early does not
+    hold w's registers (gemv_silu's activation runs there)."""
+    ir, arith, _, _, memref, tile = _ir()
+    w_s = _shared([R, BK])
+    early, late = x_source()
+    w, x, acc = _frag([R, BK]), _frag([BK]), _frag([R, BK])
+    out = _frag([R])
+    tile.clear(acc)
+    if r_src is not None:
+        # Loaded ahead of the loop, so its latency hides behind W's.
+        r = _frag([R])
+        tile.copy(r_src, r, src_offsets=[row])
+    # W streams through shared memory STAGES chunks ahead (cp.async);
+    # products accumulate elementwise and are reduced across threads
+    # once, after the loop (examples/gemv.py).
+    loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
+    with ir.InsertionPoint(loop.body.blocks[0]):
+        (kk,) = loop.body.blocks[0].arguments
+        tile.copy(W, w_s, src_offsets=[row, kk])
+        if early is not None:
+            early(kk, x)
+        tile.copy(w_s, w)
+        if late is not None:
+            late(kk, x)
+        with _parallel([R, BK]) as (i, j):
+            prod = arith.mulf(memref.load(w, [i, j]), memref.load(x, [j]))
+            memref.store(arith.addf(memref.load(acc, [i, j]), prod), acc, [i, j])
+    tile.reduce(tile.ReduceKind.sum, acc, 1, out, clear=True)
+    if r_src is not None:
+        with _parallel([R]) as (i,):
+            memref.store(arith.addf(memref.load(out, [i]), memref.load(r, [i])), out, [i])
+    return out
+
+
+def _gemv_args(N, K, R, x_args, x_foot, residual):
+    """Arguments and footprint of a GEMV body: W, the vector arguments
+    x_args (which read x_foot), [r], y."""
+    args = [("W", (N, K), "bfloat16")] + list(x_args)
+    foot = [Access("read", 0, R * K, 0, R * K)] + list(x_foot)
+    if residual:
+        args.append(("r", (N,), "bfloat16"))
+        foot.append(Access("read", len(args) - 1, R, 0, R))
+    args.append(("y", (N,), "bfloat16"))
+    foot.append(Access("write", len(args) - 1, R, 0, R))
+    return tuple(args), tuple(foot)
+
+
 def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body:
     """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y)."""
     R = rows_per_unit
-    _check(N % R == 0, f"gemv: N={N} is not a multiple of rows_per_unit={R}")
-    BK, STAGES = gemv_config(R, K, threads)
-    _check(K % BK == 0 and BK % 8 == 0,
-           f"gemv: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
-    name = f"gemv_{N}x{K}_r{R}" + ("_res" if residual else "")
-    args = [("W", (N, K), "bfloat16"), ("x", (K,), "bfloat16")]
-    foot = [Access("read", 0, R * K, 0, R * K), Access("read", 1, 0, 0, K)]
-    if residual:
-        args.append(("r", (N,), "bfloat16"))
-        foot.append(Access("read", 2, R, 0, R))
-    args.append(("y", (N,), "bfloat16"))
-    foot.append(Access("write", len(args) - 1, R, 0, R))
-    body = Body(name, tuple(args), N // R, tuple(foot), threads)
+    BK, STAGES = _gemv_setup("gemv", N, K, R, threads)
+    args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16")],
+                            [Access("read", 1, 0, 0, K)], residual)
+    body = Body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
+                foot, threads)
 
     def build(u, W, X, *rest):
-        ir, arith, _, _, memref, tile = _ir()
+        arith, tile = _ir()[1], _ir()[5]
         row = arith.muli(u, _iconst(R))
-        w_s, x_s = _shared([R, BK]), _shared([BK])
-        w, x, acc = _frag([R, BK]), _frag([BK]), _frag([R, BK])
-        out = _frag([R])
-        tile.clear(acc)
-        if residual:
-            # Loaded ahead of the loop, so its latency hides behind W's.
-            r = _frag([R])
-            tile.copy(rest[0], r, src_offsets=[row])
-        # W streams through shared memory STAGES chunks ahead (cp.async);
-        # products accumulate elementwise and are reduced across threads
-        # once, after the loop (examples/gemv.py).
-        loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
-        with ir.InsertionPoint(loop.body.blocks[0]):
-            (kk,) = loop.body.blocks[0].arguments
-            tile.copy(W, w_s, src_offsets=[row, kk])
-            tile.copy(X, x_s, src_offsets=[kk])
-            tile.copy(w_s, w)
-            tile.copy(x_s, x)
-            with _parallel([R, BK]) as (i, j):
-                prod = arith.mulf(memref.load(w, [i, j]), memref.load(x, [j]))
-                memref.store(arith.addf(memref.load(acc, [i, j]), prod), acc, [i, j])
-        tile.reduce(tile.ReduceKind.sum, acc, 1, out, clear=True)
-        if residual:
-            with _parallel([R]) as (i,):
-                memref.store(arith.addf(memref.load(out, [i]), memref.load(r, [i])), out, [i])
+
+        def x_source():
+            x_s = _shared([BK])
+            return (lambda kk, x: tile.copy(X, x_s, src_offsets=[kk]),
+                    lambda kk, x: tile.copy(x_s, x))
+
+        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
         tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
 
     return _make(body, emit, build)
+
+
+def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
+    """y = W @ rmsnorm(x, norm_w): args (W[N,K], x[K], norm_w[K], y[N]).
+
+    The numbers of `rmsnorm` then `gemv`: every unit normalises the whole of
+    x as rmsnorm does (it needs sum(x^2) over all K anyway), rounds it to
+    bf16 (what rmsnorm stores) into shared memory, then streams W past it.
+    x and norm_w are read once per unit (4-16 KB each, from L2 after the
+    first units)."""
+    R = rows_per_unit
+    BK, STAGES = _gemv_setup("gemv_rmsnorm", N, K, R, threads)
+    args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16"), ("norm_w", (K,), "bfloat16")],
+                            [Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K)], False)
+    name = f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+    body = Body(name, args, N // R, foot, threads)
+
+    def build(u, W, X, NW, Y):
+        ir, arith, _, math, memref, tile = _ir()
+        bf16 = ir.BF16Type.get()
+        row = arith.muli(u, _iconst(R))
+        # rmsnorm's body, order of operations included, storing to shared.
+        x, sq, ss, nw = _frag([1, K]), _frag([1, K]), _frag([1]), _frag([K])
+        xn_s = _shared([K])
+        tile.copy(_view(X, [1, K]), x)
+        tile.copy(NW, nw)
+        with _parallel([1, K]) as (i, j):
+            v = memref.load(x, [i, j])
+            memref.store(arith.mulf(v, v), sq, [i, j])
+        tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
+        with _parallel([1, K]) as (i, j):
+            mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / K))
+            scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
+            v = arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(nw, [j]))
+            memref.store(arith.truncf(bf16, v), xn_s, [j])
+        # The chunks come from shared memory: nothing to pipeline for x.
+        out = _gemv_rows(row, W, K, R, BK, STAGES, lambda: (
+            lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None))
+        tile.copy(out, Y, dst_offsets=[row], sizes=[R])
+
+    return _make(body, emit, build)
+
+
+def gemv_silu(N, K, rows_per_unit, residual=True, *, threads=256, emit=True) -> Body:
+    """y = (r +) W @ (silu(gu[:K]) * gu[K:]): args (W[N,K], gu[2K], r[N], y[N]),
+    or (W, gu, y) without the residual.
+
+    The numbers of `silu_mul` then `gemv`: the activation of each K chunk is
+    computed inside the GEMV loop (the gate and up chunks stream in with
+    W's) and rounded to bf16, as silu_mul stores it. Each element is
+    computed once per unit, by a parallel over the chunk's shared tiles
+    alone (one element per thread), into a shared tile that x then loads:
+    computed on x itself, whose layout is the slice of W's [R, BLOCK_K]
+    one, every element would be computed by each of the warps sharing its
+    column (8x the exp and div at 16 rows, enough MUFU work to slow the
+    loop by a third). Computed in the loop rather than before it, the
+    activation keeps W's first stages in flight from the unit's start."""
+    R = rows_per_unit
+    BK, STAGES = _gemv_setup("gemv_silu", N, K, R, threads)
+    args, foot = _gemv_args(N, K, R, [("gu", (2 * K,), "bfloat16")],
+                            [Access("read", 1, 0, 0, 2 * K)], residual)
+    body = Body(f"gemv_silu_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
+                foot, threads)
+
+    def build(u, W, GU, *rest):
+        ir, arith, _, math, memref, tile = _ir()
+        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
+        row = arith.muli(u, _iconst(R))
+
+        def x_source():
+            g_s, u_s, a_s = _shared([BK]), _shared([BK]), _shared([BK])
+
+            def early(kk, x):
+                tile.copy(GU, g_s, src_offsets=[kk])
+                tile.copy(GU, u_s, src_offsets=[arith.addi(kk, _iconst(K))])
+                with _parallel([BK]) as (j,):
+                    g = arith.extf(f32, memref.load(g_s, [j]))
+                    # silu_mul's math: g / (1 + exp(-g)) * up.
+                    sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
+                                     fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
+                    up = arith.extf(f32, memref.load(u_s, [j]))
+                    memref.store(arith.truncf(bf16, arith.mulf(sig, up)), a_s, [j])
+                tile.copy(a_s, x)
+            return early, None
+
+        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
+        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+
+    return _make(body, emit, build)
+
+
+def _rotate_half(load, j, COS, SIN, D):
+    """Element j of the Llama RoPE of one head, in f32; load(jj) reads
+    element jj of the head (bf16):
+    out[j] = x[j] cos[i] - x[j + D/2] sin[i] in the first half,
+             x[j] cos[i] + x[j - D/2] sin[i] in the second (i = j mod D/2)."""
+    ir, arith, _, _, memref, _ = _ir()
+    f32, half = ir.F32Type.get(), D // 2
+    i = arith.remui(j, _iconst(half))
+    partner = arith.remui(arith.addi(j, _iconst(half)), _iconst(D))
+    first = arith.cmpi(arith.CmpIPredicate.ult, j, _iconst(half))
+    a = arith.extf(f32, load(j))
+    b = arith.extf(f32, load(partner))
+    sb = arith.mulf(b, memref.load(SIN, [i]))
+    sb = arith.select(first, arith.negf(sb), sb)
+    return arith.addf(arith.mulf(a, memref.load(COS, [i])), sb)
 
 
 def rope(Hq, Hkv, D, *, threads=256, emit=True) -> Body:
@@ -291,34 +433,25 @@ def rope(Hq, Hkv, D, *, threads=256, emit=True) -> Body:
     of qkv either way: q and k heads are adjacent there)."""
     _check(D % 2 == 0, f"rope: head_dim {D} must be even")
     half, total = D // 2, (Hq + 2 * Hkv) * D
-    # A unit writes one head of q_out or of k_out, which no linear range
-    # inside both tensors describes: the writes cover the whole outputs.
+    # Units < Hq write q head u, the others k head u - Hq: one access per
+    # output, each over its units only.
     body = Body(f"rope_{Hq}x{Hkv}x{D}",
                 (("qkv", (total,), "bfloat16"), ("cos", (half,), "float32"),
                  ("sin", (half,), "float32"), ("q_out", (Hq * D,), "bfloat16"),
                  ("k_out", (Hkv * D,), "bfloat16")), Hq + Hkv,
                 (Access("read", 0, D, 0, D), Access("read", 1, 0, 0, half),
-                 Access("read", 2, 0, 0, half), Access("write", 3, 0, 0, Hq * D),
-                 Access("write", 4, 0, 0, Hkv * D)), threads)
+                 Access("read", 2, 0, 0, half), Access("write", 3, D, 0, D, 0, Hq),
+                 Access("write", 4, D, -Hq * D, D, Hq, Hq + Hkv)), threads)
 
     def build(u, QKV, COS, SIN, QO, KO):
         ir, arith, _, _, memref, tile = _ir()
-        f32, bf16 = ir.F32Type.get(), ir.BF16Type.get()
+        bf16 = ir.BF16Type.get()
         # One head (D elements) is less than one element per thread, which
         # no fragment layout allows: the head goes through shared memory.
         x_s, o_s = _shared([D]), _shared([D])
         tile.copy(QKV, x_s, src_offsets=[arith.muli(u, _iconst(D))], sizes=[D])
         with _parallel([D]) as (j,):
-            i = arith.remui(j, _iconst(half))
-            partner = arith.remui(arith.addi(j, _iconst(half)), _iconst(D))
-            first = arith.cmpi(arith.CmpIPredicate.ult, j, _iconst(half))
-            a = arith.extf(f32, memref.load(x_s, [j]))
-            b = arith.extf(f32, memref.load(x_s, [partner]))
-            # out[j] = x[j] cos[i] - x[j + D/2] sin[i] in the first half,
-            #          x[j] cos[i] + x[j - D/2] sin[i] in the second.
-            sb = arith.mulf(b, memref.load(SIN, [i]))
-            sb = arith.select(first, arith.negf(sb), sb)
-            v = arith.addf(arith.mulf(a, memref.load(COS, [i])), sb)
+            v = _rotate_half(lambda jj: memref.load(x_s, [jj]), j, COS, SIN, D)
             memref.store(arith.truncf(bf16, v), o_s, [j])
         # The other output's offset points past its end: those stores are
         # masked off (tile.copy drops out-of-bounds global elements).
@@ -357,6 +490,56 @@ def kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
         at = arith.muli(arith.addi(arith.muli(h, _iconst(S)), _iconst(pos)), _iconst(D))
         tile.copy(k_s, _view(KC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
         tile.copy(v_s, _view(VC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
+
+    return _make(body, emit, build)
+
+
+def rope_kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
+    """rope then kv_append in one body, one unit per kv head g.
+
+    args (qkv[(Hq+2Hkv)*D], cos[D/2] f32, sin[D/2] f32, q_out[Hq*D],
+    k_cache[Hkv,S,D], v_cache[Hkv,S,D]): unit g rotates the G = Hq/Hkv query
+    heads of group g into q_out (the heads attention's group g reads), and
+    k head g into k_cache[g, pos]; it copies v head g to v_cache[g, pos]."""
+    _check(D % 2 == 0, f"rope_kv_append: head_dim {D} must be even")
+    _check(Hq % Hkv == 0, f"rope_kv_append: heads {Hq} not a multiple of kv_heads {Hkv}")
+    _check(0 <= pos < S, f"rope_kv_append: pos {pos} is outside the cache of {S}")
+    G, half, total = Hq // Hkv, D // 2, (Hq + 2 * Hkv) * D
+    body = Body(f"rope_kv_{Hq}x{Hkv}x{D}_s{S}_p{pos}",
+                (("qkv", (total,), "bfloat16"), ("cos", (half,), "float32"),
+                 ("sin", (half,), "float32"), ("q_out", (Hq * D,), "bfloat16"),
+                 ("k_cache", (Hkv, S, D), "bfloat16"),
+                 ("v_cache", (Hkv, S, D), "bfloat16")), Hkv,
+                (Access("read", 0, G * D, 0, G * D),                 # q heads of group g
+                 Access("read", 0, D, Hq * D, D),                    # k head g
+                 Access("read", 0, D, (Hq + Hkv) * D, D),            # v head g
+                 Access("read", 1, 0, 0, half), Access("read", 2, 0, 0, half),
+                 Access("write", 3, G * D, 0, G * D),
+                 Access("write", 4, S * D, pos * D, D),
+                 Access("write", 5, S * D, pos * D, D)), threads)
+
+    def build(g, QKV, COS, SIN, QO, KC, VC):
+        ir, arith, _, _, memref, tile = _ir()
+        bf16 = ir.BF16Type.get()
+        heads = _view(QKV, [Hq + 2 * Hkv, D])
+        # Rows 0..G-1: the group's q heads, row G: its k head. Heads are
+        # less than one element per thread: they go through shared memory.
+        x_s, o_s, v_s = _shared([G + 1, D]), _shared([G + 1, D]), _shared([D])
+        tile.copy(heads, x_s, src_offsets=[arith.muli(g, _iconst(G)), 0], sizes=[G, D])
+        tile.copy(heads, x_s, src_offsets=[arith.addi(g, _iconst(Hq)), 0],
+                  dst_offsets=[G, 0], sizes=[1, D])
+        tile.copy(QKV, v_s, src_offsets=[arith.muli(arith.addi(g, _iconst(Hq + Hkv)),
+                                                     _iconst(D))], sizes=[D])
+        with _parallel([G + 1, D]) as (h, j):
+            v = _rotate_half(lambda jj: memref.load(x_s, [h, jj]), j, COS, SIN, D)
+            memref.store(arith.truncf(bf16, v), o_s, [h, j])
+        at = arith.addi(arith.muli(g, _iconst(S)), _iconst(pos))   # cache row [g, pos]
+        tile.copy(o_s, _view(QO, [Hq, D]), dst_offsets=[arith.muli(g, _iconst(G)), 0],
+                  sizes=[G, D])
+        tile.copy(o_s, _view(KC, [Hkv * S, D]), src_offsets=[G, 0], dst_offsets=[at, 0],
+                  sizes=[1, D])
+        tile.copy(v_s, _view(VC, [Hkv * S * D]), dst_offsets=[arith.muli(at, _iconst(D))],
+                  sizes=[D])
 
     return _make(body, emit, build)
 

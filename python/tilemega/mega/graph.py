@@ -3,7 +3,7 @@
     g = Graph("mlp", workers=132, threads=256)
     x = g.input("x", [2048]); w = g.weight("norm_w", [2048])
     h = g.scratch("h", [2048]); ...
-    g.rmsnorm(x, w, h); g.linear(W, h, y)
+    g.rmsnorm(x, w, h); g.linear(W, h, y)    # or fused: g.linear(W, x, y, norm=w)
     module = g.build()   # body functions + one mega.graph (docs/mega.md)
 
 Every op call checks shapes (ValueError naming the argument) and appends
@@ -193,14 +193,38 @@ class Graph:
         body = bodies.rmsnorm(x.size, eps, threads=self.threads, emit=False)
         return self._task("rmsnorm", name, body, [("x", x), ("w", w), ("y", y)])
 
-    def linear(self, W, x, y, residual=None, rows_per_unit=None, name=None):
-        """y = W @ x (+ residual): W [N, K], x [K], y and residual [N]."""
+    def linear(self, W, x, y, residual=None, norm=None, eps=1e-5, rows_per_unit=None,
+               name=None):
+        """y = W @ x (+ residual): W [N, K], x [K], y and residual [N].
+
+        With norm (a [K] weight), y = W @ rmsnorm(x, norm, eps) in one task
+        (bodies.gemv_rmsnorm: the rmsnorm task and its stage boundary go
+        away; no residual then)."""
         self._need("linear", "W", W, rank=2)
         N, K = W.shape
         rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
+        params = [("W", W), ("x", x)]
+        if norm is not None:
+            if residual is not None:
+                raise ValueError("linear: norm and residual together are not supported")
+            body = bodies.gemv_rmsnorm(N, K, rows, eps, threads=self.threads, emit=False)
+            return self._task("linear", name, body, params + [("norm", norm), ("y", y)])
         body = bodies.gemv(N, K, rows, residual is not None, threads=self.threads, emit=False)
-        params = [("W", W), ("x", x)] + ([("residual", residual)] if residual is not None else [])
+        params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
+
+    def linear_silu(self, W, gu, y, residual=None, rows_per_unit=None, name=None):
+        """y = W @ (silu(gu[:K]) * gu[K:]) (+ residual): W [N, K], gu [2K],
+        y and residual [N]; silu_mul and the down projection as one task
+        (bodies.gemv_silu)."""
+        self._need("linear_silu", "W", W, rank=2)
+        N, K = W.shape
+        rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
+        body = bodies.gemv_silu(N, K, rows, residual is not None, threads=self.threads,
+                                emit=False)
+        params = [("W", W), ("gu", gu)] + ([("residual", residual)] if residual is not None
+                                           else [])
+        return self._task("linear_silu", name, body, params + [("y", y)])
 
     def rope(self, qkv, cos, sin, q, k, name=None):
         """q, k = rotate-half RoPE of the q and k heads of qkv; head_dim is
@@ -227,6 +251,21 @@ class Graph:
         body = bodies.kv_append(heads, Hkv, D, S, pos, threads=self.threads, emit=False)
         return self._task("kv_append", name, body, [("k", k), ("qkv", qkv),
                                                     ("k_cache", k_cache), ("v_cache", v_cache)])
+
+    def rope_kv_append(self, qkv, cos, sin, q, k_cache, v_cache, pos, name=None):
+        """rope then kv_append as one task, one unit per kv head: q = the
+        rotated q heads of qkv, k_cache[:, pos] = its rotated k heads,
+        v_cache[:, pos] = its v heads (bodies.rope_kv_append)."""
+        self._need("rope_kv_append", "k_cache", k_cache, rank=3)
+        Hkv, S, D = k_cache.shape
+        self._need("rope_kv_append", "q", q, rank=1)
+        if q.size % D:
+            raise ValueError(f"rope_kv_append: q ({q.size}) is not whole heads of {D}")
+        body = bodies.rope_kv_append(q.size // D, Hkv, D, S, pos, threads=self.threads,
+                                     emit=False)
+        return self._task("rope_kv_append", name, body,
+                          [("qkv", qkv), ("cos", cos), ("sin", sin), ("q", q),
+                           ("k_cache", k_cache), ("v_cache", v_cache)])
 
     def attention(self, q, k_cache, v_cache, o, kv_len=None, splits=8, name=None):
         """o = softmax(q k^T / sqrt(D)) v over the first kv_len keys (GQA),

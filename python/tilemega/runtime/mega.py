@@ -124,7 +124,7 @@ class MegaKernel:
                              f"got {[p.name for p in tail]}")
         sizes = {"mega_tables": ("int32", len(meta["tables"])),
                  "mega_events": ("int32", max(1, len(meta["events"]))),
-                 "mega_state": ("int32", mm.STATE_WORDS + max(1, len(meta["jit"]))),
+                 "mega_state": ("int32", mm.STATE_WORDS),
                  "mega_timeline": ("int64", max(1, 4 * len(meta["entries"]["task"])))}
         for p in tail:
             dtype, size = sizes[p.name]

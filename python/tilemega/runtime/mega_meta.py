@@ -15,7 +15,7 @@ from typing import Any, Dict, List
 
 # The four buffers that follow the graph's own params, in this order.
 RUNTIME_PARAMS = ("mega_tables", "mega_events", "mega_state", "mega_timeline")
-# Number of mega_state words before the JIT ring.
+# Number of mega_state words (docs/mega.md).
 STATE_WORDS = 16
 
 

@@ -30,6 +30,9 @@ LogicalResult AccessAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t first, int64_t last) {
   if (operand < 0)
     return emitError() << "access operand index must be >= 0, got " << operand;
+  if (first > 0 && last < 0)
+    return emitError() << "access unit range starting at " << first
+                       << " needs its end (`units F to L`)";
   if (first < 0 || (last >= 0 && last <= first))
     return emitError() << "access unit range " << first << " to " << last
                        << " is empty or negative";
