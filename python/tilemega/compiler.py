@@ -179,7 +179,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
-            mega_max_ctas: int = 132, mega_prefetch_bytes: int = 131072,
+            mega_max_ctas: int = 132, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
@@ -213,7 +213,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     options = f"chip={chip} features={features} opt-level={opt_level}"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), int(mega_max_ctas),
             int(mega_prefetch_bytes), int(mega_prefetch_depth))
-    if mega != ("auto", False, 2000, 132, 131072, 1):
+    if mega != ("auto", False, 2000, 132, 0, 1):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
                     f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={int(mega_max_ctas)}"
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"

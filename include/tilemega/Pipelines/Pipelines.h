@@ -42,7 +42,7 @@ struct TileToPTXPipelineOptions
   PassOptions::Option<int64_t> megaPrefetchBytes{
       *this, "mega-prefetch-bytes",
       llvm::cl::desc("L2 prefetch per read-only range of an entry (0: off)"),
-      llvm::cl::init(131072)};
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> megaPrefetchDepth{
       *this, "mega-prefetch-depth",
       llvm::cl::desc("Next AOT entries of a worker that are prefetched"),

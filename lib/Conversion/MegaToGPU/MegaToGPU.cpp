@@ -108,18 +108,31 @@ private:
   Value stateAddr(int64_t word) { return add(stateBase, i64(word * 4)); }
   Value stateAddr(Value word) { return sync.address(stateBase, word, 4); }
 
-  /// An entry's record (TaskTables' `records`), read with one vector load.
+  /// An entry's record (TaskTables' `records`): one vector load from the
+  /// tables, or from the worker's copy of its AOT records in shared memory.
   struct Record {
-    Value caseId, task, instance, numWaits, wait0, trigger0, numSignals, signal0;
+    Value caseId, task, instance, numWaits, wait0, trigger0, numSignals,
+        signal0, entry;
   };
-  Record loadRecord(Value entry) {
-    Value at = toIndex(mul(entry, i32(kRecordWords)));
+  Value recordVector(Value buffer, Value firstWord) {
     auto type = VectorType::get({kRecordWords}, b.getI32Type());
-    Value vec = vector::LoadOp::create(b, loc, type, tablesBuf, ValueRange{at});
+    return vector::LoadOp::create(b, loc, type, buffer, ValueRange{toIndex(firstWord)});
+  }
+  Record unpackRecord(Value vec) {
     SmallVector<Value, 8> f;
     for (int64_t i = 0; i < kRecordWords; ++i)
       f.push_back(vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{i}).getResult());
-    return {f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7]};
+    Value caseId = arith::AndIOp::create(b, loc, f[0], i32(0xffff));
+    Value task = arith::ShRUIOp::create(b, loc, f[0], i32(16));
+    return {caseId, task, f[1], f[2], f[3], f[4], f[5], f[6], f[7]};
+  }
+  Record loadRecord(Value entry) {
+    return unpackRecord(recordVector(
+        tablesBuf, add(mul(entry, i32(kRecordWords)), i32(t.section("records")))));
+  }
+  /// The record of the worker's AOT entry at `slot` (0-based in its list).
+  Record sharedRecord(Value slot) {
+    return unpackRecord(recordVector(aotRecords, mul(slot, i32(kRecordWords))));
   }
 
   /// Whether every event entry `e` waits on has fired in this epoch; also
@@ -128,13 +141,13 @@ private:
   struct Readiness {
     Value ready, event, seen, expected;
   };
-  Readiness checkReady(Value entry);
+  Readiness checkReady(const Record &r);
   /// Thread 0 of a worker: the next entry to run (or -1 to exit) and the
   /// next AOT position.
   struct Pick {
-    Value entry, nextPos, ticket;
+    Value entry, nextPos, ticket, slot;
   };
-  Pick pickEntry(Value pos, Value aotEnd, Value ticket);
+  Pick pickEntry(Value pos, Value aotBegin, Value aotEnd, Value ticket);
   /// Records a watchdog error once (the first CTA to time out wins) and
   /// raises the abort flag.
   void recordError(int64_t code, Value entry, const Readiness &r);
@@ -147,7 +160,7 @@ private:
   }
 
   void buildWorker(Value blockId);
-  void runEntry(Value entry, Value blockId);
+  void runEntry(Value entry, Value slot, Value blockId);
   void emitCase(int64_t caseIndex, Value task, Value instance);
   void buildScheduler();
   void emitPrefetch(Value entry);
@@ -169,7 +182,7 @@ private:
 
   SmallVector<Value> globals;
   Value tablesBuf, eventsBase, stateBase, timelineBase;
-  Value threadId, isThread0, control, epochTarget;
+  Value threadId, isThread0, control, epochTarget, aotRecords;
   /// Where allocations hoisted out of the bodies go.
   Operation *hoistPoint = nullptr;
 };
@@ -177,10 +190,10 @@ private:
 } // namespace
 
 PersistentKernelBuilder::Readiness
-PersistentKernelBuilder::checkReady(Value entry) {
+PersistentKernelBuilder::checkReady(const Record &r) {
   // The common case, at most one event, needs one acquire load; entries
   // with several events walk their wait list.
-  Record r = loadRecord(entry);
+  Value entry = r.entry;
   Type i32Type = b.getI32Type();
   auto fast = scf::IfOp::create(
       b, loc, TypeRange{b.getI1Type(), i32Type, i32Type, i32Type},
@@ -246,7 +259,8 @@ void PersistentKernelBuilder::recordError(int64_t code, Value entry,
 }
 
 PersistentKernelBuilder::Pick
-PersistentKernelBuilder::pickEntry(Value pos, Value aotEnd, Value ticket) {
+PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
+                                   Value ticket) {
   // The worker's JIT ticket: -1 none; k < numJit the JIT-list position it
   // will run once published; numJit: the JIT list is used up for it.
   // Tickets come from one atomic add, so idle workers never contend on a
@@ -255,12 +269,12 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotEnd, Value ticket) {
   // deadlock-free.
   Type i32Type = b.getI32Type();
   Value start = sync.globalTimer();
-  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type},
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
                                    ValueRange{pos, ticket});
   OpBuilder::InsertionGuard outer(b);
   Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
-  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type},
-                               {loc, loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type, i32Type},
+                               {loc, loc, loc, loc});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(before);
@@ -280,8 +294,8 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotEnd, Value ticket) {
     {
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(aot.thenBlock());
-      Value e = table("aot", p);
-      scf::YieldOp::create(b, loc, select(checkReady(e).ready, e, none));
+      Record r = sharedRecord(arith::SubIOp::create(b, loc, p, aotBegin));
+      scf::YieldOp::create(b, loc, select(checkReady(r).ready, r.entry, none));
       b.setInsertionPointToStart(aot.elseBlock());
       scf::YieldOp::create(b, loc, none);
     }
@@ -337,22 +351,25 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotEnd, Value ticket) {
       // Name the AOT entry and its first unfired event, or the JIT wait.
       auto which = scf::IfOp::create(b, loc, hasAot, true);
       b.setInsertionPointToStart(which.thenBlock());
-      Value e = table("aot", p);
-      recordError(kWorkerWaitTimeout, e, checkReady(e));
+      Record r = sharedRecord(arith::SubIOp::create(b, loc, p, aotBegin));
+      recordError(kWorkerWaitTimeout, r.entry, checkReady(r));
       b.setInsertionPointToStart(which.elseBlock());
       recordError(kJitWaitTimeout, t.numJit > 0 ? jitEntry : none,
                   {Value(), none, tail, add(nextTicket, i32(1))});
     }
     Value stop = orI(orI(got, finished), orI(abort, late));
+    // Where the entry's record is: its AOT slot, or -1 (the JIT: global).
+    Value slot = select(gotAot, arith::SubIOp::create(b, loc, p, aotBegin), none);
     scf::ConditionOp::create(b, loc, notI(stop),
-                             ValueRange{select(got, entry, none), nextPos, nextTicket});
+                             ValueRange{select(got, entry, none), nextPos, nextTicket, slot});
   }
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(after);
     scf::YieldOp::create(b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
   }
-  return {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
+          loop.getResult(3)};
 }
 
 void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
@@ -504,8 +521,20 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
   }
 }
 
-void PersistentKernelBuilder::runEntry(Value entry, Value blockId) {
-  Record r = loadRecord(entry);
+void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
+  // AOT entries read their record from the worker's shared copy.
+  auto vecType = VectorType::get({kRecordWords}, b.getI32Type());
+  auto where = scf::IfOp::create(b, loc, TypeRange{vecType},
+                                 cmp(arith::CmpIPredicate::sge, slot, i32(0)), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(where.thenBlock());
+    scf::YieldOp::create(b, loc, recordVector(aotRecords, mul(slot, i32(kRecordWords))));
+    b.setInsertionPointToStart(where.elseBlock());
+    scf::YieldOp::create(b, loc, recordVector(
+        tablesBuf, add(mul(entry, i32(kRecordWords)), i32(t.section("records")))));
+  }
+  Record r = unpackRecord(where.getResult(0));
   Value caseId = r.caseId, task = r.task, instance = r.instance;
   if (timeline)
     ifThread0([&] {
@@ -561,13 +590,28 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
   Value w = arith::IndexCastOp::create(b, loc, i32Type, blockId);
   Value aotBegin = table("aot_offsets", w);
   Value aotEnd = table("aot_offsets", add(w, i32(1)));
+  // The worker's AOT records go to shared memory once (all threads copy).
+  {
+    Value first = mul(aotBegin, i32(kRecordWords));
+    Value words = toIndex(mul(arith::SubIOp::create(b, loc, aotEnd, aotBegin),
+                              i32(kRecordWords)));
+    auto copy = scf::ForOp::create(b, loc, toIndex(threadId), words, idx(t.threads));
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(copy.getBody());
+    Value i = copy.getInductionVar();
+    Value word = memref::LoadOp::create(
+        b, loc, tablesBuf,
+        ValueRange{toIndex(add(add(toI32(i), first), i32(t.section("aot_records"))))});
+    memref::StoreOp::create(b, loc, word, aotRecords, ValueRange{i});
+  }
+  gpu::BarrierOp::create(b, loc);
   // Carried: the AOT position and the JIT ticket (pickEntry).
-  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type},
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
                                    ValueRange{aotBegin, i32(-1)});
   OpBuilder::InsertionGuard guard(b);
   Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
-  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type},
-                               {loc, loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type, i32Type},
+                               {loc, loc, loc, loc});
   b.setInsertionPointToStart(before);
   ifThread0([&] {
     // While it waits for the next entries' inputs, their read-only data
@@ -582,22 +626,25 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
     }
   });
   ifThread0([&] {
-    Pick pick = pickEntry(before->getArgument(0), aotEnd, before->getArgument(1));
+    Pick pick = pickEntry(before->getArgument(0), aotBegin, aotEnd,
+                          before->getArgument(1));
     memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
     memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
     memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
+    memref::StoreOp::create(b, loc, pick.slot, control, idx(3));
   });
   gpu::BarrierOp::create(b, loc);
   Value entry = memref::LoadOp::create(b, loc, control, idx(0));
   Value next = memref::LoadOp::create(b, loc, control, idx(1));
   Value ticket = memref::LoadOp::create(b, loc, control, idx(2));
+  Value slot = memref::LoadOp::create(b, loc, control, idx(3));
   scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
-                           ValueRange{entry, next, ticket});
+                           ValueRange{entry, next, ticket, slot});
   b.setInsertionPointToStart(after);
   auto yield = scf::YieldOp::create(
       b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
   b.setInsertionPoint(yield);
-  runEntry(after->getArgument(0), blockId);
+  runEntry(after->getArgument(0), after->getArgument(3), blockId);
 }
 
 void PersistentKernelBuilder::buildScheduler() {
@@ -627,7 +674,7 @@ void PersistentKernelBuilder::buildScheduler() {
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(check.thenBlock());
-    scf::YieldOp::create(b, loc, checkReady(table("jit", mine)).ready);
+    scf::YieldOp::create(b, loc, checkReady(loadRecord(table("jit", mine))).ready);
     b.setInsertionPointToStart(check.elseBlock());
     scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult());
   }
@@ -649,8 +696,8 @@ void PersistentKernelBuilder::buildScheduler() {
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(report.thenBlock());
-    Value entry = table("jit", j);
-    recordError(kSchedulerWaitTimeout, entry, checkReady(entry));
+    Record r = loadRecord(table("jit", j));
+    recordError(kSchedulerWaitTimeout, r.entry, checkReady(r));
   }
   Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
                     notI(orI(abort, late)));
@@ -688,6 +735,12 @@ void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
                                            gpu::AddressSpace::Workgroup);
   control = tile::AllocSharedOp::create(
       b, loc, MemRefType::get({4}, b.getI32Type(), nullptr, shared),
+      tile::SwizzleAttr());
+  // The worker's AOT records (see buildWorker).
+  aotRecords = tile::AllocSharedOp::create(
+      b, loc,
+      MemRefType::get({std::max<int64_t>(1, t.maxAotEntries) * kRecordWords},
+                      b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
   // Allocations hoisted out of the bodies go right after the control word.
   auto anchor = arith::ConstantIndexOp::create(b, loc, 0);

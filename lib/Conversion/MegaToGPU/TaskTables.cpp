@@ -100,19 +100,31 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
     }
   }
   // One 32-byte record per entry, what a worker needs in one vector load:
-  // case, task, instance, #waits, first wait event and its trigger,
-  // #signals, first signalled event.
-  SmallVector<int32_t> records;
-  for (int64_t e = 0; e < t.numEntries; ++e) {
+  // case | task << 16, instance, #waits, first wait event and its trigger,
+  // #signals, first signalled event, the entry itself.
+  if (t.cases.size() > 0xffff || t.tasks.size() > 0x7fff)
+    return graph.emitOpError()
+           << "has " << t.tasks.size() << " tasks in " << t.cases.size()
+           << " bodies; entry records hold at most 32767 tasks and 65535 bodies";
+  auto record = [&](int64_t e, SmallVectorImpl<int32_t> &out) {
     int32_t w0 = waitOffsets[e], w1 = waitOffsets[e + 1];
     int32_t s0 = signalOffsets[e], s1 = signalOffsets[e + 1];
     int32_t wait = w1 > w0 ? waits[w0] : -1;
-    llvm::append_values(records, entryCase[e], entryTask[e], entryInstance[e],
-                        w1 - w0, wait,
-                        wait >= 0 ? static_cast<int32_t>(
-                                        t.events[wait].getTriggerCount())
-                                  : 0,
-                        s1 - s0, s1 > s0 ? signals[s0] : -1);
+    int32_t trigger =
+        wait >= 0 ? static_cast<int32_t>(t.events[wait].getTriggerCount()) : 0;
+    llvm::append_values(out, entryCase[e] | (entryTask[e] << 16),
+                        entryInstance[e], w1 - w0, wait, trigger, s1 - s0,
+                        s1 > s0 ? signals[s0] : -1, static_cast<int32_t>(e));
+  };
+  SmallVector<int32_t> records, aotRecords;
+  for (int64_t e = 0; e < t.numEntries; ++e)
+    record(e, records);
+  // The same records in each worker's AOT order: a worker copies its block
+  // to shared memory once, instead of reading one record per task from L2.
+  for (const SmallVector<int32_t> &list : aot) {
+    for (int32_t e : list)
+      record(e, aotRecords);
+    t.maxAotEntries = std::max<int64_t>(t.maxAotEntries, list.size());
   }
   SmallVector<int32_t> triggers, aotOffsets = {0}, aotList;
   for (EventOp event : t.events)
@@ -123,6 +135,7 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
   }
   for (auto [name, section] :
        {std::pair<StringRef, ArrayRef<int32_t>>{"records", records},
+        {"aot_records", aotRecords},
         {"entry_case", entryCase},
         {"entry_task", entryTask},
         {"entry_instance", entryInstance},

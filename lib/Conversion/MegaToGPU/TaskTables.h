@@ -36,6 +36,8 @@ struct TaskTables {
   SmallVector<TaskCase> cases;
   SmallVector<unsigned> caseOfTask, firstEntry;
   int64_t numEntries = 0, numJit = 0, threads = 0, workers = 0, schedulers = 1;
+  /// The longest AOT list.
+  int64_t maxAotEntries = 0;
   SmallVector<int32_t> data;
   /// Offsets of the sections in `data`, in order.
   SmallVector<std::pair<std::string, int64_t>> sections;
