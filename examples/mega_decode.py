@@ -1,9 +1,12 @@
 """Builds the mega-kernel artifacts: the Llama-3.2-1B-shaped decode step
 (16 layers) and the 4-operator MLP chain as persistent kernels, the same
-bodies launched one per operator, and graphs of empty tasks.
+bodies launched one per operator, graphs of empty tasks, and the small
+artifacts of test/pytest/test_mega_gpu.py (build_test_artifacts).
 
-    python examples/mega_decode.py out        # here (needs the compiler)
-    python bench/decode.py --artifacts out    # on the GPU machine
+    python examples/mega_decode.py out                # here (needs the compiler)
+    python examples/mega_decode.py --tests-only out   # only the test artifacts
+    python bench/decode.py --artifacts out            # on the GPU machine
+    python -m pytest test/pytest/test_mega_gpu.py     # there too (TILEMEGA_ARTIFACTS=out)
 """
 
 import sys
@@ -15,8 +18,47 @@ from tilemega.mega.artifacts import (compile_empty, compile_graph,
 
 WORKERS = 131  # + 1 scheduler CTA = 132 SMs of an H100/H200
 
+# The small decode step of the GPU tests: 2 layers, 4 query heads a kv head
+# (the attention body needs head_dim a multiple of 64 / (heads / kv_heads)
+# warps' columns), 128 keys in 2 splits of 64.
+TEST_DECODE = dict(layers=2, hidden=256, intermediate=512, heads=8, kv_heads=2,
+                   head_dim=64, kv_len=128)
+TEST_WORKERS = 8
+# More CTAs than an H200 keeps resident (132 SMs x at most 8 CTAs of 256 threads).
+TEST_TOO_WIDE = 2047
 
-def build_all(out, layers=16, timeline=False):
+
+def build_test_artifacts(out):
+    """The artifacts only test/pytest/test_mega_gpu.py uses (names test_mega_*):
+
+    test_mega_small_{aot,auto,jit}  the small decode step with each queue
+                                    policy, with a timeline
+    test_mega_watchdog{,_jit}       a small MLP chain, watchdog 200 ms (the test
+                                    raises an event's trigger so a wait hangs)
+    test_mega_too_wide              2047 workers of empty tasks: a grid no GPU
+                                    keeps resident (the runtime must refuse it)
+    """
+    import tilemega
+    from tilemega.mega.artifacts import empty_graph_mlir
+
+    cfg = mega.LlamaConfig(**TEST_DECODE)
+    paths = [compile_graph(mega.decode_graph(cfg, workers=TEST_WORKERS, attention_splits=2),
+                           out, name=f"test_mega_small_{policy}", mega_policy=policy,
+                           mega_timeline=True)
+             for policy in ("aot", "auto", "jit")]
+    for policy, suffix in (("aot", ""), ("jit", "_jit")):
+        paths.append(compile_graph(mega.mlp_graph(hidden=256, intermediate=512,
+                                                  workers=TEST_WORKERS),
+                                   out, name=f"test_mega_watchdog{suffix}", mega_policy=policy,
+                                   mega_watchdog_ms=200))
+    wide = tilemega.compile(empty_graph_mlir(TEST_TOO_WIDE, TEST_TOO_WIDE), chip="sm_90a",
+                            name="test_mega_too_wide", mega_policy="aot",
+                            mega_max_ctas=2 * TEST_TOO_WIDE)
+    paths.append(wide.save(out))
+    return paths
+
+
+def build_all(out, layers=16, timeline=False, tests=True):
     cfg = mega.LlamaConfig(layers=layers)
     step = mega.decode_graph(cfg, workers=WORKERS)
     # The MLP chain as the issue states it: four operators, four tasks.
@@ -29,8 +71,10 @@ def build_all(out, layers=16, timeline=False):
         compile_graph(step, out, name="mega_decode_jit", mega_policy="auto"),
         # L2 prefetch of the next entry's weights while waiting: measured
         # slower on the H200 (docs/benchmarks.md), so off by default.
-        compile_graph(step, out, name="mega_decode_prefetch", mega_policy="aot",
+        compile_graph(step, out, name="mega_decode_prefetch128k", mega_policy="aot",
                       mega_prefetch_bytes=131072),
+        compile_graph(step, out, name="mega_decode_prefetch256k", mega_policy="aot",
+                      mega_prefetch_bytes=262144),
         compile_graph(mlp, out, name="mega_mlp", mega_timeline=timeline),
         compile_graph(mega.mlp_graph(workers=WORKERS), out, name="mega_mlp_fused"),
         compile_graph(mega.decode_graph(cfg, workers=WORKERS, fuse=False), out,
@@ -42,11 +86,15 @@ def build_all(out, layers=16, timeline=False):
     ]
     for tasks in (WORKERS, 8 * WORKERS, 32 * WORKERS):
         paths.append(compile_empty(tasks, out, workers=WORKERS))
+    if tests:
+        paths += build_test_artifacts(out)
     return paths
 
 
 if __name__ == "__main__":
     start = time.time()
-    for path in build_all(sys.argv[1] if len(sys.argv) > 1 else "out"):
+    args = [a for a in sys.argv[1:] if a != "--tests-only"]
+    build = build_test_artifacts if "--tests-only" in sys.argv[1:] else build_all
+    for path in build(args[0] if args else "out"):
         print(path)
     print(f"built in {time.time() - start:.1f} s")

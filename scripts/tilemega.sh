@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs TileMega from a fresh clone.
 #
-#   scripts/tilemega.sh main    set up, build, compile the example kernels to
-#                               PTX/cubin artifacts in out/, run them on a GPU
-#                               when one is present
+#   scripts/tilemega.sh main    set up, build, compile the example kernels and
+#                               the mega-kernels (MLP chain, 16-layer decode
+#                               step) to PTX/cubin artifacts in out/, run them
+#                               on a GPU when one is present
 #   scripts/tilemega.sh test    set up, build, run every test (lit + pytest)
 #   scripts/tilemega.sh setup   only the virtual environment (.venv)
 #   scripts/tilemega.sh build   setup + incremental build (build/)
@@ -72,6 +73,7 @@ case "${1:-}" in
     build
     env_for_python
     "$PY" examples/run_examples.py --out "$ROOT/out"
+    "$PY" examples/run_mega.py --out "$ROOT/out"
     ;;
   test)
     build

@@ -64,6 +64,25 @@ def write_artifact(folder, meta=None, ptx_text="// dummy PTX\n", stem=None):
     return path
 
 
+def raise_trigger(mega, event, by=1):
+    """Raise event `event`'s trigger by `by` in a persistent kernel's `mega`
+    dict, in every copy the kernel reads: the `triggers` section of `tables`,
+    word 4 (the first wait's trigger) of every 8-word entry record in the
+    `records` and `aot_records` sections whose first wait (word 3) is the
+    event, and `events`. A wait on the event can then never be satisfied.
+    Returns the new trigger."""
+    tables, at = mega["tables"], mega["table_sections"]
+    tables[at["triggers"] + event] += by
+    records = {"records": len(mega["entries"]["task"]),
+               "aot_records": sum(len(lst) for lst in mega["aot"])}
+    for name, count in records.items():
+        for r in range(at[name], at[name] + 8 * count, 8):
+            if tables[r + 3] == event:
+                tables[r + 4] += by
+    mega["events"][event]["trigger"] += by
+    return mega["events"][event]["trigger"]
+
+
 @pytest.fixture
 def base_meta():
     return copy.deepcopy(BASE_META)

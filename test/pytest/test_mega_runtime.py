@@ -12,10 +12,11 @@ import pytest
 
 from conftest import _PYTHON_DIR, write_artifact
 
-from tilemega.runtime import ArgumentError, MegaKernel, MegaKernelError, load_artifact, load_mega
+from tilemega.runtime import (ArgumentError, LaunchError, MegaKernel, MegaKernelError,
+                              load_artifact, load_mega)
 from tilemega.runtime import mega_sim as ms
 from tilemega.runtime import mega_timeline as mt
-from tilemega.runtime.mega import decode_error
+from tilemega.runtime.mega import decode_error, residency_error
 
 
 def mega(tasks, triggers, entries, waits, signals, aot, jit=(), graph="g"):
@@ -51,7 +52,7 @@ def fan_in(k=4):
 
 def aot_jit():
     # worker 0: A (slow) then C; worker 1: B (fast); JIT: J0 (after A), J1 (after B);
-    # C waits on J0. J1 is ready long before J0, but the ring is published in order.
+    # C waits on J0. J1 is ready long before J0, but the JIT list is published in order.
     return mega([("A", 1000), ("B", 10), ("C", 5), ("J", 100)], [1, 1, 1, 1],
                 [(0, 0), (1, 0), (2, 0), (3, 0), (3, 1)],
                 [[], [], [2], [0], [1]], [[0], [1], [], [2], [3]],
@@ -102,27 +103,58 @@ def test_fan_in_fires_on_the_last_of_its_trigger_count():
         assert r.critical_path[-1] == 4 and r.critical_path_ns == pytest.approx(r.makespan_ns)
 
 
-def test_jit_ring_is_published_in_order_and_claimed_by_idle_workers():
+def test_jit_list_is_published_in_order_and_run_by_ticket_holders():
     meta = aot_jit()
     r = ms.simulate(meta)
     assert r.deadlock is None
     assert r.start_ns[3] == 1000               # J0 once A is done
     assert r.start_ns[4] == 1000               # J1 ready at 10, but published after J0
     assert r.start_ns[2] == 1100               # C after J0
-    assert sorted(r.worker[3:]) == [0, 1]      # both idle workers took one
-    # an extra worker (empty AOT list) takes JIT entries too
+    # worker 1 (AOT list done at 10) drew ticket 0; worker 0, whose C is not
+    # ready after A, drew ticket 1 at 1000
+    assert r.worker[3:] == [1, 0]
+    # an extra worker (empty AOT list) draws ticket 0 at once, worker 1 ticket 1
+    # at 10; worker 0 finds the list used up and only runs C
     r3 = ms.simulate(meta, workers=3)
     assert len(r3.busy_ns) == 3 and r3.deadlock is None
+    assert r3.worker == [0, 1, 0, 2, 1] and r3.start_ns[2:] == [1100, 1000, 1000]
     with pytest.raises(ValueError, match="fewer cannot run it"):
         ms.simulate(meta, workers=1)
 
 
-def test_aot_goes_first_when_ready_with_a_published_slot():
-    # worker 0: A then B; B and the JIT entry J both wait on A's event.
+def test_a_worker_without_a_ticket_runs_its_ready_aot_entry_before_drawing():
+    # worker 0: A then B; B and the JIT entry J both wait on A's event: J is
+    # published when B becomes ready, but worker 0 holds no ticket then.
     meta = mega([("A", 10), ("B", 10), ("J", 10)], [1], [(0, 0), (1, 0), (2, 0)],
                 [[], [0], [0]], [[0], [], []], [[0, 1]], jit=[2])
     r = ms.simulate(meta)
     assert r.worker == [0, 0, 0] and r.start_ns == [0, 10, 20]
+
+
+def test_a_published_ticket_goes_before_a_ready_aot_entry():
+    # worker 0: B; worker 1: X. B and the JIT entry J both wait on X's event.
+    # At 0 worker 0 cannot start B and draws the ticket of J; at 10 both are
+    # ready and the ticket goes first.
+    meta = mega([("X", 10), ("B", 10), ("J", 10)], [1], [(0, 0), (1, 0), (2, 0)],
+                [[], [0], [0]], [[0], [], []], [[1], [0]], jit=[2])
+    r = ms.simulate(meta)
+    assert r.deadlock is None
+    assert r.worker == [1, 0, 0] and r.start_ns == [0, 20, 10]
+
+
+def test_a_ticket_holder_keeps_running_aot_entries_and_runs_its_ticket():
+    # worker 0: F (10) then S (1000); worker 1: C, which waits on F. J (JIT)
+    # waits on S. At 0 worker 1 cannot start C and draws J's ticket; it still
+    # runs C at 10 (it never blocks on the ticket), and J at 1010, though
+    # worker 0 (lower index) is free at that instant too: the ticket is
+    # worker 1's, worker 0's draw finds the list used up.
+    meta = mega([("F", 10), ("S", 1000), ("C", 5), ("J", 7)], [1, 1], [(0, 0), (1, 0), (2, 0),
+                (3, 0)], [[], [], [0], [1]], [[0], [1], [], []], [[0, 1], [2]], jit=[3])
+    for seed in (None, 1, 2, 3):
+        r = ms.simulate(meta, seed=seed)
+        assert r.deadlock is None
+        assert r.worker == [0, 0, 1, 1] and r.start_ns == [0, 10, 10, 1010]
+        assert r.makespan_ns == 1017
 
 
 def test_random_schedules_respect_every_ordering_rule():
@@ -139,8 +171,12 @@ def test_random_schedules_respect_every_ordering_rule():
         for lst in meta["aot"]:
             for a, b in zip(lst, lst[1:]):
                 assert r.start_ns[b] >= r.end_ns[a]
-        starts = [r.start_ns[e] for e in meta["jit"]]
-        assert starts == sorted(starts)                      # FIFO ring
+        # a JIT entry starts once it and every entry before it in the JIT
+        # list are ready (the scheduler publishes in order)
+        published = 0.0
+        for e in meta["jit"]:
+            published = max([published] + [r.end_ns[v] for v in meta["waits"][e]])
+            assert r.start_ns[e] >= published
         by_worker = {}
         for e in range(n):
             by_worker.setdefault(r.worker[e], []).append((r.start_ns[e], r.end_ns[e]))
@@ -195,9 +231,12 @@ def test_blocked_scheduler_and_waiting_workers():
     meta = mega([("J", 10)], [1], [(0, 0), (0, 1)], [[0], []], [[], [0]], [[], []], jit=[0, 1])
     d = ms.simulate(meta).deadlock
     assert d.scheduler.entry == 0 and d.scheduler.waits == [(0, 0, 1)]
-    assert {w: b.entry for w, b in d.workers.items()} == {0: None, 1: None}
+    assert {w: (b.entry, b.ticket) for w, b in d.workers.items()} == {0: (None, 0),
+                                                                      1: (None, 1)}
+    assert (d.jit_published, d.jit_drawn, d.jit_total) == (0, 2, 2)
     text = d.describe(meta)
-    assert "worker 1 waits for the JIT queue (0 of 2 published, 0 claimed)" in text
+    assert ("worker 1 holds JIT ticket 1 (task 'J' instance 1), which is not published "
+            "(0 of 2 published, 2 tickets drawn)") in text
     assert "the scheduler waits on event 'ev0'" in text
     assert "before publishing task 'J' instance 0" in text
     with pytest.raises(ms.ScheduleError,
@@ -209,6 +248,21 @@ def test_miscounted_triggers_and_unscheduled_entries():
     too_high = fan_in(2)
     too_high["events"][0]["trigger"] = 3
     assert ms.simulate(too_high).deadlock.workers[1].waits == [(0, 2, 3)]
+    # J1 (JIT position 1) never becomes ready: worker 0 drew its ticket at 1000
+    # (C not ready yet), still ran C at 1100 and now holds the ticket alone.
+    held = aot_jit()
+    held["events"][1]["trigger"] = 2
+    d = ms.simulate(held).deadlock
+    assert {w: (b.entry, b.ticket) for w, b in d.workers.items()} == {0: (None, 1)}
+    assert d.scheduler.entry == 4 and d.scheduler.waits == [(1, 1, 2)]
+    # and C waits forever on J0's event: worker 0 waits on both
+    held["events"][2]["trigger"] = 2
+    d = ms.simulate(held).deadlock
+    assert {w: (b.entry, b.ticket) for w, b in d.workers.items()} == {0: (2, 1)}
+    assert ("worker 0 waits on event 'ev2' (counter 1 of 2; signalled by task 'J' instance 0 "
+            "(JIT position 0)) before task 'C' instance 0, holding JIT ticket 1 (task 'J' "
+            "instance 1), which is not published (1 of 2 published, 2 tickets drawn)"
+            ) in d.describe(held)
     with pytest.raises(ms.ScheduleError, match=r"event 'ev0' has trigger 3 but 2 entries signal it "
                                                r"\(task 'P' instance 0, task 'P' instance 1\)"):
         ms.check_deadlock_free(too_high)
@@ -270,7 +324,7 @@ def _artifact(tmp_path, meta, ptx="// not loaded\n", timeline=False, **kernel_ex
               dict(vec, name="out", role="output"), dict(vec, name="tmp", role="scratch"),
               dict(i32, name="mega_tables", shape=[8]),
               dict(i32, name="mega_events", shape=[max(1, len(meta["events"]))]),
-              dict(i32, name="mega_state", shape=[16 + max(1, len(jit))]),
+              dict(i32, name="mega_state", shape=[16]),
               {"kind": "tensor", "dtype": "int64", "strides": [1], "name": "mega_timeline",
                "shape": [max(1, 4 * n)]}]
     kernel = {"name": meta["graph"], "grid": [meta["workers"] + (1 if jit else 0), 1, 1],
@@ -390,9 +444,9 @@ def test_megakernel_layout_is_checked(tmp_path):
         MegaKernel(load_artifact(_artifact(tmp_path / "a", aot_jit(), grid=[2, 1, 1])))
     path = _artifact(tmp_path / "b", aot_jit())
     doc = json.load(open(path))
-    doc["kernels"][0]["params"][6]["shape"] = [16]
+    doc["kernels"][0]["params"][6]["shape"] = [18]
     json.dump(doc, open(path, "w"))
-    with pytest.raises(ValueError, match=r"'mega_state' must be a int32 tensor of shape \[18\]"):
+    with pytest.raises(ValueError, match=r"'mega_state' must be a int32 tensor of shape \[16\]"):
         load_mega(path)
     doc["kernels"][0]["params"][0]["role"] = "temp"
     json.dump(doc, open(path, "w"))
@@ -459,6 +513,23 @@ def test_check_raises_from_the_state_words(mk, monkeypatch):
     monkeypatch.setattr(mk, "state", lambda: [7] + [0] * 15)
     mk.check()
     assert mk.epoch == 7
+
+
+def test_residency_error_names_the_limit():
+    meta = aot_jit()                                  # 2 workers + the scheduler
+    assert residency_error(meta, "g", 3, 256, 0, sms=1, per_sm=3) is None
+    err = residency_error(meta, "g", 3, 256, 4096, sms=1, per_sm=2, device=0)
+    assert isinstance(err, LaunchError)
+    assert str(err) == ("mega-kernel 'g' needs all of its 3 CTAs (2 workers + 1 scheduler) "
+                        "resident at once, but device 0 keeps at most 2 (1 SMs x 2 CTAs of "
+                        "256 threads and 4096 bytes of dynamic shared memory per SM): recompile "
+                        "with at most 1 workers (and mega_max_ctas=2)")
+    big = dict(meta, workers=2047, jit=[])
+    assert "(2047 workers) resident at once, but this device keeps at most 1056 (132 SMs x 8 " \
+        "CTAs of 256 threads per SM): recompile with at most 1056 workers" in \
+        str(residency_error(big, "e", 2047, 256, 0, sms=132, per_sm=8))
+    assert "cannot run on this device at all" in str(residency_error(meta, "g", 3, 1024, 0,
+                                                                     sms=132, per_sm=0))
 
 
 # ---------------------------------------------------------------- MegaKernel on a GPU

@@ -78,8 +78,8 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
     * **Prefetch.** Before waiting for its next AOT entry (and the
       `prefetch-depth - 1` after it), thread 0 issues
       `cp.async.bulk.prefetch.L2` for the entry's read-only inputs (ranges
-      of graph arguments no task writes, typically weights; at most
-      `prefetch-bytes` per range), so that DRAM latency overlaps the wait.
+      of graph arguments no task writes, typically weights; ranges of at
+      most `prefetch-bytes`), so that DRAM latency overlaps the wait.
       Off by default: on the H200 decode step it cost 3 % (the prefetches
       compete with the stage still running for DRAM bandwidth).
     * **Scheduler CTA.** Its first warp walks the JIT list in order, 32

@@ -505,10 +505,15 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
       // The instance's units [u0, u0 + k) clipped to the grid.
       Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
       Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
-      Value span = i64((access.getStride() * (tc.unitsPerTask - 1) + access.getSize()) * elem);
+      // Only ranges that fit the budget whole: prefetching the head of a
+      // large range competes for DRAM with the stage still running and
+      // measured slower.
+      int64_t spanBytes = (access.getStride() * (tc.unitsPerTask - 1) + access.getSize()) * elem;
+      if (spanBytes > prefetchBytes)
+        continue;
+      Value span = i64(spanBytes);
       Value end = arith::MinSIOp::create(b, loc, add(begin, span), i64(tensorBytes));
-      Value bytes = arith::MinSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, end, begin), i64(prefetchBytes));
+      Value bytes = arith::SubIOp::create(b, loc, end, begin);
       // cp.async.bulk wants 16-byte multiples and 16-byte aligned addresses.
       Value aligned = arith::AndIOp::create(b, loc, begin, i64(~int64_t(15)));
       Value size = arith::AndIOp::create(b, loc, bytes, i64(~int64_t(15)));

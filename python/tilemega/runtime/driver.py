@@ -232,6 +232,23 @@ def function_attributes(function) -> dict:
     return out
 
 
+def resident_blocks(device: int, function, threads: int, dynamic_shared_bytes: int
+                    ) -> Tuple[int, int]:
+    """(SMs of `device`, most CTAs of `function` with `threads` threads and
+    `dynamic_shared_bytes` one SM keeps resident at once); call it with the
+    device's primary context current."""
+    drv = cuda()
+    dev = call(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    sms = call(drv.cuDeviceGetAttribute(
+        drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+        "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)")
+    per_sm = call(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+        function, int(threads), int(dynamic_shared_bytes)),
+        f"cuOccupancyMaxActiveBlocksPerMultiprocessor(threads={threads}, "
+        f"dynamic_shared_bytes={dynamic_shared_bytes})")
+    return int(sms), int(per_sm)
+
+
 def stream_synchronize(stream: int):
     drv = cuda()
     call(drv.cuStreamSynchronize(drv.CUstream(stream)), "cuStreamSynchronize")

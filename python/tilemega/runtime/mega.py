@@ -16,9 +16,10 @@ import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
+from . import driver
 from . import mega_meta as mm
 from .args import check_scalar, check_tensor
-from .errors import ArgumentError, MegaKernelError, RuntimeUnavailable
+from .errors import ArgumentError, LaunchError, MegaKernelError, RuntimeUnavailable
 from .kernel import Kernel
 
 ERROR_KINDS = {1: "worker wait timed out", 2: "scheduler wait timed out",
@@ -58,6 +59,28 @@ def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKer
                 f"expected {expected})")
     message = f"mega-kernel '{mm.graph_name(meta)}' watchdog: {what}; the kernel stopped"
     return MegaKernelError(message, code, kind, cta, entry, event, seen, expected)
+
+
+def residency_error(meta: Dict[str, Any], name: str, grid: int, threads: int,
+                    dynamic_shared_bytes: int, sms: int, per_sm: int,
+                    device: Optional[int] = None) -> Optional[LaunchError]:
+    """The error for a persistent kernel whose `grid` CTAs cannot all be
+    resident at once (`sms` SMs, `per_sm` CTAs an SM keeps), or None. Its
+    workers would wait for CTAs that never start: a hang (or the watchdog)."""
+    fits = sms * per_sm
+    if grid <= fits:
+        return None
+    workers = int(meta["workers"])
+    sched = grid - workers
+    who = f"{workers} workers" + (f" + {sched} scheduler" if sched > 0 else "")
+    on = f"device {device}" if device is not None else "this device"
+    smem = f" and {dynamic_shared_bytes} bytes of dynamic shared memory" \
+        if dynamic_shared_bytes else ""
+    hint = (f"recompile with at most {fits - sched} workers (and mega_max_ctas={fits})"
+            if fits > sched else "it cannot run on this device at all")
+    return LaunchError(f"mega-kernel '{name}' needs all of its {grid} CTAs ({who}) resident "
+                       f"at once, but {on} keeps at most {fits} ({sms} SMs x {per_sm} CTAs of "
+                       f"{threads} threads{smem} per SM): {hint}")
 
 
 def load_mega(path, name: Optional[str] = None, kernel: Optional[str] = None) -> "MegaKernel":
@@ -112,6 +135,7 @@ class MegaKernel:
         self._device = device
         self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
+        self._resident_on: Optional[int] = None # the device whose residency was checked
         self.num_entries = len(meta["entries"]["task"])
 
     def _check_layout(self, spec):
@@ -221,10 +245,33 @@ class MegaKernel:
     # -- launching --------------------------------------------------------------------
 
     def launch(self, stream=None):
-        """Launch once, asynchronously (see Kernel.__call__ for `stream`)."""
+        """Launch once, asynchronously (see Kernel.__call__ for `stream`).
+
+        The first launch on a device checks that every CTA of the grid can be
+        resident at once (LaunchError otherwise: the kernel would hang)."""
         if self._args is None:
             self._args = self._arguments()
+        if self._resident_on != self._device:
+            self.check_resident()
         self.kernel(*self._args, stream=stream)
+
+    def check_resident(self):
+        """Raise LaunchError unless the device keeps the whole grid resident at
+        once: SMs x cuOccupancyMaxActiveBlocksPerMultiprocessor >= grid."""
+        self.allocate()
+        spec, device = self.kernel.spec, self._device
+        threads = spec.block[0] * spec.block[1] * spec.block[2]
+        grid = spec.grid[0] * spec.grid[1] * spec.grid[2]
+        with driver.device_context(device):
+            function = self.kernel.artifact._function(device, spec.name,
+                                                      spec.dynamic_shared_bytes)
+            sms, per_sm = driver.resident_blocks(device, function, threads,
+                                                 spec.dynamic_shared_bytes)
+        error = residency_error(self.meta, spec.name, grid, threads,
+                                spec.dynamic_shared_bytes, sms, per_sm, device)
+        if error is not None:
+            raise error
+        self._resident_on = device
 
     def __call__(self, *args, stream=None, check: bool = True, **named):
         if args or named:

@@ -402,3 +402,602 @@ mega.graph @g(%a: memref<16xf32>) workers 1 {
   // expected-error @+1 {{dependency cycle: @self -> @self}}
   mega.task @self body @f(%a : memref<16xf32>) count 4 waits [@e] signals [@e]
 }
+
+//===----------------------------------------------------------------------===//
+// #mega.access
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access operand index must be >= 0, got -1}}
+      footprint [#mega.access<read operand -1 offset 8 * u + 0 size 8>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access size must be >= 1, got 0}}
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 0>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access unit range 4 to 4 is empty or negative}}
+      footprint [#mega.access<write operand 0 offset 8 * u + 0 size 8 units 4 to 4>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access unit range 6 to 2 is empty or negative}}
+      footprint [#mega.access<write operand 0 offset 8 * u + 0 size 8 units 6 to 2>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access unit range -2 to 4 is empty or negative}}
+      footprint [#mega.access<write operand 0 offset 8 * u + 16 size 8 units -2 to 4>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// A range that starts at unit 2 but has no end: -1 is the "all units" end.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access unit range starting at 2 needs its end (`units F to L`)}}
+      footprint [#mega.access<write operand 0 offset 8 * u + 0 size 8 units 2 to -1>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Unit 4, the first of the range, would start at 8 * 4 - 40 = -8.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access offset 8 * u + -40 must have a non-negative stride and start at element 0 or later for unit 4}}
+      footprint [#mega.access<write operand 0 offset 8 * u + -40 size 8 units 4 to 8>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access offset 8 * u + -1 must have a non-negative stride and start at element 0 or later for unit 0}}
+      footprint [#mega.access<read operand 0 offset 8 * u + -1 size 8>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.task @t body @f(%a : memref<64xf32>) count 8
+      // expected-error @+1 {{access offset -8 * u + 56 must have a non-negative stride and start at element 0 or later for unit 0}}
+      footprint [#mega.access<read operand 0 offset -8 * u + 56 size 8>]
+}
+
+//===----------------------------------------------------------------------===//
+// mega.task: footprints
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%a: memref<64xf32>, %s: f32) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>, %s: f32) workers 1 {
+  // expected-error @+1 {{footprint names operand #2 but the task has 2 operands}}
+  mega.task @t body @f(%a, %s : memref<64xf32>, f32) count 8
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8>,
+                 #mega.access<read operand 2 offset 8 * u + 0 size 8>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>, %s: f32) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>, %s: f32) workers 1 {
+  // expected-error @+1 {{footprint names operand #1, which is not a statically shaped memref}}
+  mega.task @t body @f(%a, %s : memref<64xf32>, f32) count 8
+      footprint [#mega.access<read operand 1 offset 0 * u + 0 size 1>]
+}
+
+// -----
+
+func.func @f(%a: memref<?xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<?xf32>) workers 1 {
+  // expected-error @+1 {{footprint names operand #0, which is not a statically shaped memref}}
+  mega.task @t body @f(%a : memref<?xf32>) count 8
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8>]
+}
+
+// -----
+
+func.func @f(%a: memref<8x8xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Unit 7, the last, reads [56, 65) of a 64-element tensor.
+mega.graph @g(%a: memref<8x8xf32>) workers 1 {
+  // expected-error @+1 {{footprint #mega.access<read operand 0 offset 8 * u + 0 size 9> reaches element 65 of operand #0, which has 64}}
+  mega.task @t body @f(%a : memref<8x8xf32>) count 8
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 9>]
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>, %b: memref<32xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// With a unit range the last unit is L - 1: unit 6, the last of
+// `units 4 to 7`, writes [32, 40) of a 32-element tensor.
+mega.graph @g(%a: memref<64xf32>, %b: memref<32xf32>) workers 1 {
+  // expected-error @+1 {{footprint #mega.access<write operand 1 offset 8 * u + -16 size 8 units 4 to 7> reaches element 40 of operand #1, which has 32}}
+  mega.task @t body @f(%a, %b : memref<64xf32>, memref<32xf32>) count 8
+      footprint [#mega.access<write operand 1 offset 8 * u + 0 size 8 units 0 to 4>,
+                 #mega.access<write operand 1 offset 8 * u + -16 size 8 units 4 to 7>]
+}
+
+//===----------------------------------------------------------------------===//
+// mega.task: decomposition and per-instance events
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{units_per_task must be >= 1, got 0}}
+  mega.task @t body @f(%a : memref<64xf32>) count 8 {units_per_task = 0}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i, %j) in [4, 2] threads 128 {
+  }
+  return
+}
+
+// 8 units at 3 per task are ceil(8 / 3) = 3 instances.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{count 2 does not match the 8 blocks of the tile.kernel in @f at 3 units per task}}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 3}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// A units_per_task larger than the grid is one instance.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{count 2 does not match the 8 blocks of the tile.kernel in @f at 16 units per task}}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 16}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  mega.task @p body @f(%a : memref<64xf32>) count 1 signals [@e] {units_per_task = 8}
+  // expected-error @+1 {{'instance_waits' has 1 entries for 2 instances}}
+  mega.task @c body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_waits = [[@e]]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  // expected-error @+1 {{'instance_signals' has 3 entries for 2 instances}}
+  mega.task @p body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_signals = [[@e], [], []]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 2
+  mega.task @p body @f(%a : memref<64xf32>) count 2 signals [@e] {units_per_task = 4}
+  // expected-error @+1 {{'instance_waits' entries must be lists of event names}}
+  mega.task @c body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_waits = [@e, @e]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  // expected-error @+1 {{'instance_signals' entries must be lists of event names}}
+  mega.task @p body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_signals = [[@e], ["e"]]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  mega.task @p body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_signals = [[@e], []]}
+  // expected-error @+1 {{'instance_waits' entry @missing does not name a mega.event in the enclosing mega.graph}}
+  mega.task @c body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_waits = [[@e], [@missing]]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.queue @q aot worker 0
+  // expected-error @+1 {{'instance_signals' entry @q does not name a mega.event in the enclosing mega.graph}}
+  mega.task @p body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_signals = [[], [@q]]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Per-instance signals count one instance each: @e gets 1 + 1 = 2 signals
+// (instances 0 and 1), not the 3 it waits for.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{event @e has trigger count 3 but is signalled by 2 task instances: a wait on it can never be satisfied}}
+  mega.event @e trigger 3
+  mega.task @p body @f(%a : memref<64xf32>) count 4 {units_per_task = 2, instance_signals = [[@e], [@e], [], []]}
+  mega.task @c body @f(%a : memref<64xf32>) count 1 waits [@e] {units_per_task = 8}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Task-wide signals count every instance, per-instance ones one each: @e is
+// signalled 2 (task-wide, @p) + 1 (instance 0 of @q) = 3 times.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{event @e has trigger count 2 but is signalled by 3 task instances: it is over-signalled}}
+  mega.event @e trigger 2
+  mega.task @p body @f(%a : memref<64xf32>) count 2 signals [@e] {units_per_task = 4}
+  mega.task @q body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_signals = [[@e], []]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  // expected-error @+1 {{waits on event @e, which no task signals, so task @c can never start}}
+  mega.task @c body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_waits = [[], [@e]]}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Cycles through per-instance lists are found too: an instance of @a waits on
+// @b, which waits on @a.
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @ea trigger 1
+  mega.event @eb trigger 1
+  // expected-error @+1 {{dependency cycle: @a -> @b -> @a}}
+  mega.task @a body @f(%a : memref<64xf32>) count 2 {units_per_task = 4, instance_waits = [[], [@eb]], instance_signals = [[@ea], []]}
+  mega.task @b body @f(%a : memref<64xf32>) count 1 {units_per_task = 8, instance_waits = [[@ea]], instance_signals = [[@eb]]}
+}
+
+//===----------------------------------------------------------------------===//
+// Scheduled queues
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{needs both 'tasks' and 'instances' or neither}}
+  mega.queue @w0 aot worker 0 {tasks = [@t]}
+  mega.task @t body @f(%a : memref<64xf32>) count 1 {units_per_task = 8}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{needs both 'tasks' and 'instances' or neither}}
+  mega.queue @w0 aot worker 0 {instances = array<i64: 0>}
+  mega.task @t body @f(%a : memref<64xf32>) count 1 {units_per_task = 8}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{lists 2 tasks but 1 instances}}
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t], instances = array<i64: 0>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{instance index -1 must be >= 0}}
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t], instances = array<i64: 0, -1>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  mega.event @e trigger 1
+  // expected-error @+1 {{lists @e, which does not name a mega.task}}
+  mega.queue @w0 aot worker 0 {tasks = [@t, @e], instances = array<i64: 0, 0>}
+  mega.task @t body @f(%a : memref<64xf32>) count 1 signals [@e] {units_per_task = 8}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{lists instance 2 of @t, which has 2}}
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t, @t], instances = array<i64: 0, 1, 2>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{lists instance 1 of @t a second time}}
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t, @t], instances = array<i64: 1, 0, 1>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// The same instance in two queues.
+mega.graph @g(%a: memref<64xf32>) workers 2 {
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t], instances = array<i64: 0, 1>}
+  // expected-error @+1 {{lists instance 0 of @t a second time}}
+  mega.queue @dyn jit {tasks = [@t], instances = array<i64: 0>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Once any queue lists entries, every instance needs a queue, also those of
+// tasks that no queue mentions.
+mega.graph @g(%a: memref<64xf32>) workers 2 {
+  mega.queue @w0 aot worker 0 {tasks = [@t], instances = array<i64: 0>}
+  mega.queue @w1 aot worker 1
+  // expected-error @+1 {{instance 1 is in no queue, so it would never run}}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 2 {
+  mega.queue @w0 aot worker 0 {tasks = [@t, @t], instances = array<i64: 0, 1>}
+  mega.task @t body @f(%a : memref<64xf32>) count 2 {units_per_task = 4}
+  // expected-error @+1 {{instance 0 is in no queue, so it would never run}}
+  mega.task @u body @f(%a : memref<64xf32>) count 1 {units_per_task = 8}
+}
+
+// -----
+
+func.func @f(%a: memref<8x8xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// Decomposed (units_per_task 4): unit 7 of the kernel still reads past the end.
+mega.graph @g(%a: memref<8x8xf32>) workers 1 {
+  // expected-error @+1 {{footprint #mega.access<read operand 0 offset 8 * u + 0 size 9> reaches element 65 of operand #0 at unit 7, which has 64}}
+  mega.task @t body @f(%a : memref<8x8xf32>) count 2
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 9>]
+      {units_per_task = 4 : i64}
+}
+
+// -----
+
+func.func @f(%a: memref<8x8xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<8x8xf32>) workers 1 {
+  // expected-error @+1 {{footprint #mega.access<read operand 0 offset 8 * u + 0 size 8 units 0 to 100> names units up to 100 but @f has 8 units}}
+  mega.task @t body @f(%a : memref<8x8xf32>) count 2
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8 units 0 to 100>]
+      {units_per_task = 4 : i64}
+}
+
+// -----
+
+mega.graph @g(%a: memref<8x8xf32>) workers 1 {
+  // expected-error @+2 {{access unit range end -7 must be -1 (all units) or past its start}}
+  mega.task @t body @f(%a : memref<8x8xf32>) count 8
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8 units 0 to -7>]
+}

@@ -100,3 +100,74 @@ mega.graph @no_operands() workers 1 {
 // CHECK-NEXT:  }
 mega.graph @empty() workers 1 schedulers 1 {
 }
+
+// Operator footprints: #mega.access with and without a unit range. The
+// default range (all units) is elided; `units F to L` is kept, F = 0 (the
+// default of F) included, and so is a negative base.
+
+func.func @rope(%x: memref<64xf32>, %q: memref<32xf32>, %k: memref<32xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// CHECK-LABEL: mega.graph @footprints
+// CHECK-NEXT:    mega.task @rope body @rope({{.*}}) count 8
+// CHECK-SAME:      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8>,
+// CHECK-SAME:                 #mega.access<write operand 1 offset 8 * u + 0 size 8 units 0 to 4>,
+// CHECK-SAME:                 #mega.access<write operand 2 offset 8 * u + -32 size 8 units 4 to 8>,
+// CHECK-SAME:                 #mega.access<read operand 0 offset 0 * u + 0 size 64>]
+// CHECK-SAME:      {variable}
+// CHECK-NEXT:  }
+mega.graph @footprints(%x: memref<64xf32>, %q: memref<32xf32>,
+                       %k: memref<32xf32>) workers 2 {
+  mega.task @rope body @rope(%x, %q, %k : memref<64xf32>, memref<32xf32>,
+      memref<32xf32>) count 8
+      footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8>,
+                 #mega.access<write operand 1 offset 8 * u + 0 size 8 units 0 to 4>,
+                 #mega.access<write operand 2 offset 8 * u + -32 size 8 units 4 to 8>,
+                 #mega.access<read operand 0 offset 0 * u + 0 size 64>]
+      {variable}
+}
+
+// A decomposed, planned and scheduled graph: units_per_task, cost_ns,
+// per-instance waits and signals (the attribute dictionary is sorted), and
+// queues listing their entries (task, instance).
+
+func.func @copy8(%a: memref<64xf32>, %b: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+// CHECK-LABEL: mega.graph @scheduled
+// CHECK-NEXT:    mega.event @e0 trigger 1
+// CHECK-NEXT:    mega.event @e1 trigger 1
+// CHECK-NEXT:    mega.event @all trigger 2
+// CHECK-NEXT:    mega.queue @w0 aot worker 0 {instances = array<i64: 0, 0>, tasks = [@p, @c]}
+// CHECK-NEXT:    mega.queue @w1 aot worker 1 {instances = array<i64: 1>, tasks = [@p]}
+// CHECK-NEXT:    mega.queue @jit jit {instances = array<i64: 1, 0>, tasks = [@c, @last]}
+// CHECK-NEXT:    mega.task @p body @copy8({{.*}}) count 2 signals [@all]
+// CHECK-SAME:      {cost_ns = 2.500000e+03 : f64, instance_signals = {{\[}}[@e0], [@e1]], units_per_task = 4 : i64}
+// CHECK-NEXT:    mega.task @c body @copy8({{.*}}) count 2
+// CHECK-SAME:      {cost_ns = 1.250000e+03 : f64, instance_waits = {{\[}}[@e0], [@e1]], units_per_task = 4 : i64, variable}
+// CHECK-NEXT:    mega.task @last body @copy8({{.*}}) count 1 waits [@all] queue @jit
+// CHECK-SAME:      {instance_signals = {{\[}}[]], units_per_task = 8 : i64}
+// CHECK-NEXT:  }
+mega.graph @scheduled(%a: memref<64xf32>, %b: memref<64xf32>) workers 2 {
+  mega.event @e0 trigger 1
+  mega.event @e1 trigger 1
+  mega.event @all trigger 2
+  mega.queue @w0 aot worker 0 {tasks = [@p, @c], instances = array<i64: 0, 0>}
+  mega.queue @w1 aot worker 1 {tasks = [@p], instances = array<i64: 1>}
+  mega.queue @jit jit {tasks = [@c, @last], instances = array<i64: 1, 0>}
+  mega.task @p body @copy8(%a, %b : memref<64xf32>, memref<64xf32>) count 2
+      signals [@all]
+      {units_per_task = 4, cost_ns = 2500.0,
+       instance_signals = [[@e0], [@e1]]}
+  mega.task @c body @copy8(%b, %a : memref<64xf32>, memref<64xf32>) count 2
+      {units_per_task = 4 : i64, cost_ns = 1.25e3 : f64, variable,
+       instance_waits = [[@e0], [@e1]]}
+  mega.task @last body @copy8(%a, %b : memref<64xf32>, memref<64xf32>) count 1
+      waits [@all] queue @jit {units_per_task = 8, instance_signals = [[]]}
+}

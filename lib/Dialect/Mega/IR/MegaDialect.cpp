@@ -12,6 +12,26 @@ using namespace mlir::tilemega::mega;
 
 #include "tilemega/Dialect/Mega/IR/MegaOpsDialect.cpp.inc"
 #include "tilemega/Dialect/Mega/IR/MegaEnums.cpp.inc"
+
+// `units F to L` of #mega.access, absent for the default (all units).
+static ParseResult parseUnitRange(AsmParser &parser, int64_t &first,
+                                  int64_t &last) {
+  first = 0;
+  last = -1;
+  if (failed(parser.parseOptionalKeyword("units")))
+    return success();
+  if (parser.parseInteger(first) || parser.parseKeyword("to") ||
+      parser.parseInteger(last))
+    return failure();
+  return success();
+}
+
+static void printUnitRange(AsmPrinter &printer, int64_t first, int64_t last) {
+  if (first == 0 && last == -1)
+    return;
+  printer << " units " << first << " to " << last;
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "tilemega/Dialect/Mega/IR/MegaAttrs.cpp.inc"
 

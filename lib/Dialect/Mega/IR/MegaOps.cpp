@@ -30,6 +30,9 @@ LogicalResult AccessAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t first, int64_t last) {
   if (operand < 0)
     return emitError() << "access operand index must be >= 0, got " << operand;
+  if (last < -1)
+    return emitError() << "access unit range end " << last
+                       << " must be -1 (all units) or past its start";
   if (first > 0 && last < 0)
     return emitError() << "access unit range starting at " << first
                        << " needs its end (`units F to L`)";
@@ -361,6 +364,24 @@ LogicalResult TaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
     llvm::interleaveComma(grid.asArrayRef(), diag);
     return diag << "] has more than " << std::numeric_limits<int64_t>::max()
                 << " blocks";
+  }
+  if (std::optional<ArrayAttr> footprint = getFootprint()) {
+    for (auto access : footprint->getAsRange<AccessAttr>()) {
+      auto type = dyn_cast<MemRefType>(getArgs()[access.getOperand()].getType());
+      if (!type || !type.hasStaticShape())
+        continue; // TaskOp::verify reports it.
+      if (access.getLast() > *blocks)
+        return emitOpError() << "footprint " << access << " names units up to "
+                             << access.getLast() << " but " << body << " has "
+                             << *blocks << " units";
+      int64_t lastUnit = (access.getLast() < 0 ? *blocks : access.getLast()) - 1;
+      int64_t end = access.getBegin(lastUnit) + access.getSize();
+      if (lastUnit >= access.getFirst() && end > type.getNumElements())
+        return emitOpError() << "footprint " << access << " reaches element "
+                             << end << " of operand #" << access.getOperand()
+                             << " at unit " << lastUnit << ", which has "
+                             << type.getNumElements();
+    }
   }
   int64_t perTask = getNumUnitsPerTask();
   if (llvm::divideCeil(*blocks, perTask) != getNumInstances()) {

@@ -96,11 +96,17 @@ struct MegaPlanEventsPass
     OpBuilder b(graph.getContext());
     b.setInsertionPointToStart(&graph.getBodyBlock());
     SmallVector<FlatSymbolRefAttr> eventRefs;
-    unsigned existing = llvm::range_size(graph.getBodyBlock().getOps<EventOp>());
+    SymbolTable symbols(graph);
+    unsigned next = 0;
     for (auto &[key, e] : eventOf) {
-      std::string name = "ev" + std::to_string(existing + e);
-      EventOp::create(b, graph.getLoc(), b.getStringAttr(name),
-                      b.getI64IntegerAttr(key.size()));
+      // The first free name evN (the graph may use some already).
+      std::string name;
+      do
+        name = "ev" + std::to_string(next++);
+      while (symbols.lookup(name));
+      auto event = EventOp::create(b, graph.getLoc(), b.getStringAttr(name),
+                                   b.getI64IntegerAttr(key.size()));
+      symbols.insert(event, b.getInsertionPoint());
       eventRefs.push_back(FlatSymbolRefAttr::get(b.getStringAttr(name)));
     }
 
@@ -115,21 +121,21 @@ struct MegaPlanEventsPass
         for (unsigned e : signalsOf[c])
           signals.back().push_back(eventRefs[e]);
       }
-      attach(task, waits, task.getWaits(), task.getWaitsAttrName(),
-             task.getInstanceWaitsAttrName());
-      attach(task, signals, task.getSignals(), task.getSignalsAttrName(),
-             task.getInstanceSignalsAttrName());
+      attach(task, waits, task.getWaits(), task.getInstanceWaitsAttr(),
+             task.getWaitsAttrName(), task.getInstanceWaitsAttrName());
+      attach(task, signals, task.getSignals(), task.getInstanceSignalsAttr(),
+             task.getSignalsAttrName(), task.getInstanceSignalsAttrName());
     }
   }
 
   /// Puts per-instance event lists on a task: task-wide when every instance
   /// has the same list, per instance otherwise.
   static void attach(TaskOp task, ArrayRef<SmallVector<Attribute>> lists,
-                     ArrayAttr taskWide, StringAttr taskWideName,
-                     StringAttr perInstanceName) {
+                     ArrayAttr taskWide, ArrayAttr existing,
+                     StringAttr taskWideName, StringAttr perInstanceName) {
     Builder b(task.getContext());
     bool uniform = llvm::all_equal(lists);
-    if (uniform) {
+    if (uniform && !existing) {
       if (lists.empty() || lists.front().empty())
         return;
       SmallVector<Attribute> merged(taskWide.getValue());
@@ -137,9 +143,15 @@ struct MegaPlanEventsPass
       task->setAttr(taskWideName, b.getArrayAttr(merged));
       return;
     }
+    // Per instance, after the lists the task already had.
     SmallVector<Attribute> perInstance;
-    for (const SmallVector<Attribute> &list : lists)
-      perInstance.push_back(b.getArrayAttr(list));
+    for (auto [i, list] : llvm::enumerate(lists)) {
+      SmallVector<Attribute> merged;
+      if (existing)
+        llvm::append_range(merged, cast<ArrayAttr>(existing[i]).getValue());
+      llvm::append_range(merged, list);
+      perInstance.push_back(b.getArrayAttr(merged));
+    }
     task->setAttr(perInstanceName, b.getArrayAttr(perInstance));
   }
 };

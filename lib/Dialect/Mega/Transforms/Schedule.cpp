@@ -146,15 +146,24 @@ struct MegaSchedulePass
       }
       placement[t] = wantJit ? -2 : -1;
     }
+    // New queues get the first free name (tasks and events share the
+    // graph's symbol table).
+    SymbolTable symbols(graph);
+    auto freeName = [&](std::string base) {
+      std::string name = base;
+      for (unsigned n = 0; symbols.lookup(name); ++n)
+        name = base + "_" + std::to_string(n);
+      return name;
+    };
     bool needJit = llvm::is_contained(placement, -2);
     if (needJit && !jit)
-      jit = QueueOp::create(b, graph.getLoc(), b.getStringAttr("jit"),
+      jit = QueueOp::create(b, graph.getLoc(), b.getStringAttr(freeName("jit")),
                             QueueKind::jit, IntegerAttr(), ArrayAttr(),
                             DenseI64ArrayAttr());
     for (int64_t w = 0; w < workers; ++w)
       if (!aot[w])
         aot[w] = QueueOp::create(b, graph.getLoc(),
-                                 b.getStringAttr("w" + std::to_string(w)),
+                                 b.getStringAttr(freeName("w" + std::to_string(w))),
                                  QueueKind::aot, b.getI64IntegerAttr(w),
                                  ArrayAttr(), DenseI64ArrayAttr());
 

@@ -6,14 +6,20 @@ the persistent kernel's rules:
   * worker `w` walks `aot[w]` in order; an entry starts once every event in
     `waits[e]` has fired (counter == trigger) and, when it ends, increments
     every event in `signals[e]`;
-  * the scheduler walks `jit` in order, waits until the entry's events fired,
-    then publishes it to the ring (FIFO);
-  * a worker whose next AOT entry is not ready (or whose list is done) claims
-    the next published ring slot; AOT goes first when both are possible at
-    the same instant (the worker loop checks its own list first);
-  * workers exit once their list is done and every JIT entry is claimed.
+  * the scheduler walks `jit` in order and publishes the entries whose events
+    fired by advancing the JIT tail (positions below the tail are published);
+  * a free worker picks, in this order: the entry of the JIT ticket it holds
+    once that position is published; else its next AOT entry if ready; else,
+    holding no ticket, it draws one (the next JIT-list position, the kernel's
+    atomic add on the head; past the end of the list: none left for it) and
+    runs it at once if already published. A worker never blocks on its
+    ticket: until it is published, the worker keeps running AOT entries as
+    they become ready. Which of several workers deciding at the same instant
+    draws which ticket is a race (random with a seed);
+  * a worker exits once its AOT list is done and its draw found the JIT list
+    used up.
 
-Publishing and claiming take no time; an entry lasts its task's `cost_ns`
+Publishing, drawing and picking take no time; an entry lasts its task's `cost_ns`
 times a random factor.
 
     simulate(meta, seed=None, jitter=0.0, workers=None) -> SimResult

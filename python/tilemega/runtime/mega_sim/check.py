@@ -5,9 +5,14 @@ the number of entries that signal it, and the relation "A before B" (B waits
 on an event A signals; A precedes B in one AOT list; A precedes B in the JIT
 list) has a topological order. Under the kernel's rules that is equivalent to
 deadlock freedom: the earliest unfinished entry in that order always has its
-events fired and a worker (or the ring) that will take it; conversely a cycle
-is a chain of entries each unable to start before the previous one, so some
-worker or the scheduler waits forever.
+events fired and will run. An AOT entry's worker is done with its list up to
+it and runs nothing but entries that are ready (they finish), so it gets
+there; a JIT entry gets published (the entries before it in the JIT list
+are done) and its ticket is drawn by a worker that holds none and whose next
+AOT entry is not ready (tickets go out in list order and those before it
+were run and given back), which runs it before any AOT entry. Conversely a
+cycle is a chain of entries each unable to start before the previous one,
+so some worker or the scheduler waits forever.
 """
 
 from __future__ import annotations

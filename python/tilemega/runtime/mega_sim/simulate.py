@@ -1,10 +1,13 @@
 """Simulate one run of a mega-kernel schedule on the CPU (see the package doc).
 
 The loop advances from completion to completion: at each instant it finishes
-the entries that end then (firing events), lets free workers start their next
-AOT entry if ready, lets the scheduler publish ready JIT entries in order, and
-hands published slots to idle workers. When nothing is running it stops, so a
-deadlock is reported (`SimResult.deadlock`), never waited for.
+the entries that end then (firing events), lets the scheduler advance the JIT
+tail over the ready prefix of the JIT list, and lets every worker that may
+decide differently now (it became free, its next AOT entry became ready, or
+its ticket was published) run the kernel's pickEntry: its published ticket,
+else its ready AOT entry, else, holding no ticket, draw the next one. When
+nothing is running it stops, so a deadlock is reported (`SimResult.deadlock`),
+never waited for.
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from .. import mega_meta as mm
 class Blocked:
     """A worker (or the scheduler) that can never proceed.
 
-    entry: the entry it waits to start (None: a worker waiting on the JIT ring);
-    waits: (event, counter, trigger) of each unfired event it needs.
+    entry: the AOT entry it waits to start (None: its AOT list is done, or
+    for the scheduler, the JIT entry it cannot publish); ticket: the JIT-list
+    position it holds but that is never published (None: it holds none);
+    waits: (event, counter, trigger) of each unfired event `entry` needs.
     """
     entry: Optional[int]
     waits: List[Tuple[int, int, int]] = field(default_factory=list)
+    ticket: Optional[int] = None
 
 
 @dataclass
@@ -34,8 +40,8 @@ class Deadlock:
     time_ns: float
     workers: Dict[int, Blocked]
     scheduler: Optional[Blocked]
-    jit_published: int
-    jit_claimed: int
+    jit_published: int                   # the JIT tail: positions below it are published
+    jit_drawn: int                       # the JIT head: tickets drawn so far
     jit_total: int
 
     def describe(self, meta) -> str:
@@ -52,14 +58,20 @@ class Deadlock:
                              f"signalled by {who}{more})")
             return " and ".join(parts)
 
+        queue = (f"{self.jit_published} of {self.jit_total} published, "
+                 f"{self.jit_drawn} tickets drawn")
         lines = [f"deadlock at {format_ns(self.time_ns)}:"]
         for w, b in sorted(self.workers.items()):
+            held = ""
+            if b.ticket is not None:
+                held = (f"JIT ticket {b.ticket} ({mm.entry_label(meta, meta['jit'][b.ticket])}), "
+                        f"which is not published ({queue})")
             if b.entry is None:
-                lines.append(f"  worker {w} waits for the JIT queue ({self.jit_published} of "
-                             f"{self.jit_total} published, {self.jit_claimed} claimed)")
+                lines.append(f"  worker {w} holds {held}")
             else:
                 lines.append(f"  worker {w} waits on {waiting(b)} before "
-                             f"{mm.entry_label(meta, b.entry)}")
+                             f"{mm.entry_label(meta, b.entry)}"
+                             + (f", holding {held}" if held else ""))
         if self.scheduler is not None:
             lines.append(f"  the scheduler waits on {waiting(self.scheduler)} before publishing "
                          f"{mm.entry_label(meta, self.scheduler.entry)}")
@@ -112,18 +124,20 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
              worker_speed: Optional[Dict[int, float]] = None) -> SimResult:
     """Run the schedule once on the CPU.
 
-    seed: None breaks ties between idle workers by index (and draws the
-    jitter from a fresh random source); an int makes ties random and the run
-    reproducible. jitter: each entry's duration is multiplied by a factor
-    log-uniform in [e^-jitter, e^jitter]. workers: run with this many workers
-    (extra ones get empty AOT lists and only take JIT entries). costs:
-    per-entry base durations instead of the tasks' cost_ns. worker_speed:
-    {worker: factor} slows (>1) or speeds up entries run by that worker.
+    seed: None takes simultaneous decisions (who draws which JIT ticket) in
+    worker order (and draws the jitter from a fresh random source); an int
+    takes them in a random order and makes the run reproducible. jitter:
+    each entry's duration is multiplied by a factor log-uniform in
+    [e^-jitter, e^jitter]. workers: run with this many workers (extra ones
+    get empty AOT lists and only run JIT entries). costs: per-entry base
+    durations instead of the tasks' cost_ns. worker_speed: {worker: factor}
+    slows (>1) or speeds up entries run by that worker.
     """
     mm.validate(meta)
     aot = _worker_lists(meta, workers)
     W = len(aot)
     jit = list(meta["jit"])
+    J = len(jit)
     task_of = meta["entries"]["task"]
     n = len(task_of)
     waits, signals = meta["waits"], meta["signals"]
@@ -154,7 +168,12 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
 
     pos = [0] * W
     free = [True] * W
-    sched, published, claimed = 0, [], 0
+    # A worker's ticket: NONE, a JIT-list position k < J it runs once k < tail,
+    # or J: the list is used up for it (the kernel's min(atomicAdd, numJit)).
+    NONE = -1
+    ticket = [NONE] * W
+    holder: Dict[int, int] = {}            # JIT position -> worker holding its ticket
+    head = tail = 0                        # tickets drawn; positions published
     start: List[Optional[float]] = [None] * n
     end: List[Optional[float]] = [None] * n
     who = [-1] * n
@@ -171,21 +190,42 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
         order.append(e)
         heapq.heappush(heap, (t + d, len(order), w, e))
 
-    candidates = list(range(W))            # workers that may start an AOT entry now
+    def run_ticket(w: int):
+        k = ticket[w]
+        ticket[w] = NONE
+        del holder[k]
+        run(w, jit[k])
+
+    def pick(w: int):
+        """The worker loop's pickEntry for a free worker, at instant t."""
+        nonlocal head
+        k = ticket[w]
+        if 0 <= k < tail:                  # 1. a held, published ticket
+            run_ticket(w)
+        elif pos[w] < len(aot[w]) and pending[aot[w][pos[w]]] == 0:
+            pos[w] += 1                    # 2. the next AOT entry, if ready
+            run(w, aot[w][pos[w] - 1])
+        elif k == NONE and J > 0:          # 3. no ticket: draw one (never blocks on it)
+            ticket[w] = min(head, J)
+            if head < J:
+                holder[head] = w
+                head += 1
+                if ticket[w] < tail:
+                    run_ticket(w)
+
+    candidates = list(range(W))            # workers whose pick may change now
     while True:
-        for w in sorted(set(candidates)):  # each worker starts only its own head: order is moot
-            if free[w] and pos[w] < len(aot[w]) and pending[aot[w][pos[w]]] == 0:
-                pos[w] += 1
-                run(w, aot[w][pos[w] - 1])
-        while sched < len(jit) and pending[jit[sched]] == 0:
-            published.append(jit[sched])
-            sched += 1
-        if claimed < len(published):
-            idle = [w for w in range(W) if free[w]]
-            while idle and claimed < len(published):
-                w = idle.pop(rng.randrange(len(idle)) if random_ties else 0)
-                claimed += 1
-                run(w, published[claimed - 1])
+        # The scheduler publishes the ready prefix of the JIT list (one tail advance).
+        old_tail = tail
+        while tail < J and pending[jit[tail]] == 0:
+            tail += 1
+        candidates.extend(holder[k] for k in range(old_tail, tail) if k in holder)
+        todo = sorted(set(candidates))
+        if random_ties:
+            rng.shuffle(todo)              # who draws which ticket is a race
+        for w in todo:
+            if free[w]:
+                pick(w)
         if not heap:
             break
         t = heap[0][0]
@@ -203,17 +243,18 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
                             candidates.extend(owners.get(x, ()))
 
     deadlock = None
-    all_claimed = claimed == len(jit)
-    stuck = {w: Blocked(aot[w][pos[w]]) if pos[w] < len(aot[w]) else Blocked(None)
-             for w in range(W) if pos[w] < len(aot[w]) or not all_claimed}
-    if stuck:
+    held = lambda w: ticket[w] if 0 <= ticket[w] < J else None
+    # Done: AOT list finished and no JIT entry to come (ticket J, or no JIT list).
+    stuck = {w: Blocked(aot[w][pos[w]] if pos[w] < len(aot[w]) else None, ticket=held(w))
+             for w in range(W) if pos[w] < len(aot[w]) or held(w) is not None}
+    if stuck or tail < J:
         unfired = lambda e: [(v, counter[v], trigger[v]) for v in sorted(set(waits[e]))
                              if counter[v] < trigger[v]]
         for b in stuck.values():
             if b.entry is not None:
                 b.waits = unfired(b.entry)
-        blocked_sched = Blocked(jit[sched], unfired(jit[sched])) if sched < len(jit) else None
-        deadlock = Deadlock(t, stuck, blocked_sched, len(published), claimed, len(jit))
+        blocked_sched = Blocked(jit[tail], unfired(jit[tail])) if tail < J else None
+        deadlock = Deadlock(t, stuck, blocked_sched, tail, head, J)
     path, length = _critical_path(order, start, end, who, waits, signals)
     return SimResult(t, busy, start, end, who, path, length, deadlock)
 

@@ -96,7 +96,7 @@ def Mega_AccessAttr : AttrDef<Mega_Dialect, "Access"> {
     DefaultValuedParameter<"int64_t", "-1">:$last);
   let assemblyFormat = [{
     `<` $mode `operand` $operand `offset` $stride `*` `u` `+` $base
-    `size` $size (`units` $first `to` $last^)? `>`
+    `size` $size `` custom<UnitRange>($first, $last) `>`
   }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

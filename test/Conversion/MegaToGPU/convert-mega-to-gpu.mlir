@@ -1,0 +1,306 @@
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="timeline=true watchdog-ms=5" | FileCheck %s --check-prefix=TIMELINE
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=4096" | FileCheck %s --check-prefix=PREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=256" | FileCheck %s --check-prefix=NOPREFETCH
+
+// A scheduled graph: @a (4 units, 2 an instance) copies x to y through
+// shared memory and signals @e0; @b (2 units, a fragment) waits on @e0 and
+// reads y. Worker 0 runs a#0 then b#0, worker 1 a#1, the JIT queue b#1.
+// Entries: 0 = a#0, 1 = a#1, 2 = b#0, 3 = b#1.
+
+func.func @copy(%a: memref<256xf32>, %b: memref<256xf32>) {
+  tile.kernel blocks(%i) in [4] threads 64 {
+    %c64 = arith.constant 64 : index
+    %off = arith.muli %i, %c64 : index
+    %s = tile.alloc_shared : memref<64xf32, #gpu.address_space<workgroup>>
+    tile.copy %a[%off] to %s[0] sizes [64]
+        : memref<256xf32> to memref<64xf32, #gpu.address_space<workgroup>>
+    tile.copy %s[0] to %b[%off] sizes [64]
+        : memref<64xf32, #gpu.address_space<workgroup>> to memref<256xf32>
+  }
+  return
+}
+
+func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
+  tile.kernel blocks(%i) in [2] threads 64 {
+    %f = tile.alloc_fragment : memref<128xf32, #tile.fragment>
+    tile.clear %f : memref<128xf32, #tile.fragment>
+  }
+  return
+}
+
+// The graph becomes a tile function of the same name: its arguments, then
+// the four runtime buffers: 90 table words, 1 event, 16 state words, 4
+// timeline words per entry.
+// CHECK-LABEL: func.func @step(
+// CHECK-SAME:    %[[X:[^:]*]]: memref<256xf32> {mega.role = "input", tile.name = "x"},
+// CHECK-SAME:    %[[Y:[^:]*]]: memref<256xf32> {mega.role = "scratch", tile.name = "y"},
+// CHECK-SAME:    %[[Z:[^:]*]]: memref<256xf32> {mega.role = "output", tile.name = "z"},
+// CHECK-SAME:    %[[TABLE_BUF:[^:]*]]: memref<90xi32> {mega.role = "runtime", tile.name = "mega_tables"},
+// CHECK-SAME:    %[[EVENT_BUF:[^:]*]]: memref<1xi32> {mega.role = "runtime", tile.name = "mega_events"},
+// CHECK-SAME:    %[[STATE_BUF:[^:]*]]: memref<16xi32> {mega.role = "runtime", tile.name = "mega_state"},
+// CHECK-SAME:    %[[TIMES:[^:]*]]: memref<16xi64> {mega.role = "runtime", tile.name = "mega_timeline"})
+// The metadata: records (8 words an entry: case | task << 16, instance,
+// #waits, first wait and its trigger, #signals, first signal, entry), the
+// AOT records of worker 0 (a#0, b#0) and worker 1 (a#1), then per entry its
+// case, task, instance, wait and signal lists, the triggers, the AOT lists
+// (w0: 0 2, w1: 1) and the JIT list (3).
+// CHECK-SAME:  attributes {tilemega.mega = {events = [{name = "e0", trigger = 2 : i64}], graph = "step",
+// CHECK-SAME:    num_entries = 4 : i64, num_events = 1 : i64, num_jit = 1 : i64, schedulers = 1 : i64,
+// CHECK-SAME:    table_sections = {aot = 86 : i64, aot_offsets = 83 : i64, aot_records = 32 : i64, entry_case = 56 : i64, entry_instance = 64 : i64, entry_task = 60 : i64, jit = 89 : i64, records = 0 : i64, signal_offsets = 75 : i64, signals = 80 : i64, triggers = 82 : i64, wait_offsets = 68 : i64, waits = 73 : i64},
+// CHECK-SAME:    tables = array<i32: 0, 0, 0, -1, 0, 1, 0, 0, 0, 1, 0, -1, 0, 1, 0, 1, 65537, 0, 1, 0, 2, 0, -1, 2, 65537, 1, 1, 0, 2, 0, -1, 3, 0, 0, 0, -1, 0, 1, 0, 0, 65537, 0, 1, 0, 2, 0, -1, 2, 0, 1, 0, -1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 1, 2, 0, 0, 0, 1, 2, 2, 2, 0, 0, 2, 0, 2, 3, 0, 2, 1, 3>,
+// CHECK-SAME:    tasks = [{body = "copy", cost_ns = 1.000000e+03 : f64, count = 2 : i64, name = "a", queue = "aot", units = 4 : i64, units_per_task = 2 : i64},
+// CHECK-SAME:             {body = "sum", cost_ns = 5.000000e+02 : f64, count = 2 : i64, name = "b", queue = "jit", units = 2 : i64, units_per_task = 1 : i64}],
+// CHECK-SAME:    threads = 64 : i64, timeline = false, watchdog_ns = 2000000000 : i64, workers = 2 : i64}} {
+// Two workers and the scheduler CTA.
+// CHECK-NEXT:    tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 {
+// The control words, worker 0's two 8-word AOT records, then the bodies'
+// tiles, hoisted to the kernel, one exclusive group per switch case.
+// CHECK-NEXT:      tile.alloc_shared : memref<4xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      tile.alloc_shared : memref<16xi32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      %[[TILE:.*]] = tile.alloc_shared {tile.exclusive_group = 1 : i64} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 2 : i64} : memref<128xf32, #tile.fragment>
+// CHECK-NOT:       tile.alloc_
+// The epoch: launch n waits for trigger * (n + 1).
+// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "ld.volatile.global.b32 $0, [$1];"
+// CHECK:           %[[IS_WORKER:.*]] = arith.cmpi ult, %[[CTA]], %c2 : index
+// CHECK:           scf.if %[[IS_WORKER]] {
+// Worker: copy the AOT records to shared memory, then loop over entries.
+// CHECK:             scf.for
+// CHECK:             gpu.barrier
+// CHECK:             scf.while
+// CHECK:               "mov.u64 $0, %globaltimer;"
+// Readiness: an acquire load of the event counter.
+// CHECK:               "ld.acquire.gpu.global.b32 $0, [$1];"
+// A JIT ticket: an atomic add on the queue head.
+// CHECK:               "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
+// The watchdog: the first CTA to time out records the error.
+// CHECK:               "atom.acq_rel.gpu.global.cas.b32 $0, [$1], $2, $3;"
+// CHECK:               "fence.acq_rel.gpu;"
+// The task switch: case 0 runs @copy on 2 units an instance (the grid has 4
+// units: no bounds check), with a barrier between units; case 1 runs @sum.
+// CHECK:             scf.index_switch %{{.*}} {tile.exclusive_cases}
+// CHECK-NEXT:        case 0 {
+// CHECK:               scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:            %[[UNIT:.*]] = arith.addi %{{.*}}, %[[J]] : index
+// CHECK-NEXT:            gpu.barrier
+// CHECK-NOT:             scf.if
+// CHECK:                 %[[OFF:.*]] = arith.muli %[[UNIT]], %{{.*}} : index
+// CHECK-NEXT:            tile.copy %[[X]][%[[OFF]]] to %[[TILE]][0] sizes [64]
+// CHECK-NEXT:            tile.copy %[[TILE]][0] to %[[Y]][%[[OFF]]] sizes [64]
+// CHECK-NEXT:          }
+// CHECK-NEXT:          scf.yield
+// CHECK-NEXT:        }
+// CHECK-NEXT:        case 1 {
+// CHECK-NOT:           scf.for
+// CHECK:               tile.clear %[[FRAG]]
+// CHECK-NEXT:          scf.yield
+// CHECK-NEXT:        }
+// CHECK-NEXT:        default {
+// CHECK-NEXT:        }
+// CHECK-NEXT:        gpu.barrier
+// Thread 0 signals: a release fence and a relaxed add on the first event,
+// then the rest of the entry's signal list.
+// CHECK:             "fence.acq_rel.gpu;\0A\09red.relaxed.gpu.global.add.u32 [$0], $1;"
+// CHECK:             scf.for
+// CHECK:               "fence.acq_rel.gpu;\0A\09red.relaxed.gpu.global.add.u32 [$0], $1;"
+// The scheduler CTA: warp 0 checks 32 JIT entries at once, a ballot finds the
+// ready run, lane 0 publishes it with a release store of the tail.
+// CHECK:           } else {
+// CHECK:             "ld.acquire.gpu.global.b32 $0, [$1];"
+// CHECK:             "{\0A\09.reg .pred p;\0A\09setp.ne.u32 p, $1, 0;\0A\09vote.sync.ballot.b32 $0, p, 0xffffffff;\0A\09}"
+// CHECK:             "st.release.gpu.global.b32 [$0], $1;"
+// The last CTA to finish resets the JIT ring and opens the next epoch.
+// CHECK:           gpu.barrier
+// CHECK:           "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
+// CHECK-COUNT-3:   "st.volatile.global.b32 [$0], $1;"
+// CHECK:           "fence.acq_rel.gpu;"
+// CHECK:           "st.volatile.global.b32 [$0], $1;"
+// CHECK:         return
+// The bodies live on only inside the persistent kernel.
+// CHECK-NOT:     func.func @copy
+// CHECK-NOT:     func.func @sum
+// CHECK-NOT:     mega.graph
+
+// With a timeline, entries record %globaltimer, their CTA and %smid.
+// TIMELINE-LABEL: func.func @step(
+// TIMELINE-SAME:    timeline = true, watchdog_ns = 5000000 : i64
+// TIMELINE:         "st.volatile.global.b64 [$0], $1;"
+// TIMELINE:         "mov.u32 $0, %smid;"
+// TIMELINE:         scf.index_switch
+// TIMELINE:         "st.volatile.global.b64 [$0], $1;"
+
+// Only x is read-only (y is written by @a): @a's range of x, 2 units of 64
+// floats = 512 bytes an instance, is prefetched when it fits the budget
+// (none by default).
+// PREFETCH-LABEL:    func.func @step(
+// PREFETCH-COUNT-1:  "cp.async.bulk.prefetch.L2.global [$0], $1;"
+// PREFETCH-NOT:      cp.async.bulk.prefetch
+// NOPREFETCH-LABEL:  func.func @step(
+// NOPREFETCH-NOT:    cp.async.bulk.prefetch
+mega.graph @step(%x: memref<256xf32>, %y: memref<256xf32>, %z: memref<256xf32>)
+    workers 2 attributes {mega.arg_names = ["x", "y", "z"],
+                          mega.arg_roles = ["input", "scratch", "output"]} {
+  mega.event @e0 trigger 2
+  mega.queue @w0 aot worker 0 {tasks = [@a, @b], instances = array<i64: 0, 0>}
+  mega.queue @w1 aot worker 1 {tasks = [@a], instances = array<i64: 1>}
+  mega.queue @jit jit {tasks = [@b], instances = array<i64: 1>}
+  mega.task @a body @copy(%x, %y : memref<256xf32>, memref<256xf32>) count 2
+      signals [@e0]
+      footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
+                 #mega.access<write operand 1 offset 64 * u + 0 size 64>]
+      {units_per_task = 2, cost_ns = 1000.0}
+  mega.task @b body @sum(%y, %z : memref<256xf32>, memref<256xf32>) count 2
+      waits [@e0]
+      footprint [#mega.access<read operand 0 offset 128 * u + 0 size 128>,
+                 #mega.access<write operand 1 offset 128 * u + 0 size 128>]
+      {units_per_task = 1, cost_ns = 500.0, variable}
+}
+
+// -----
+
+func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
+  tile.kernel blocks(%i) in [3] threads 128 {
+    %c64 = arith.constant 64 : index
+    %off = arith.muli %i, %c64 : index
+    %f = tile.alloc_fragment : memref<64xf32, #tile.fragment>
+    tile.copy %a[%off] to %f[0] sizes [64]
+        : memref<192xf32> to memref<64xf32, #tile.fragment>
+    tile.copy %f[0] to %b[%off] sizes [64]
+        : memref<64xf32, #tile.fragment> to memref<192xf32>
+  }
+  return
+}
+
+// No JIT queue: two worker CTAs and no scheduler. One body serves two tasks
+// on different tensors, so its operands are picked by task; its 3 units at
+// 2 an instance leave the last instance one unit short, which a bounds check
+// skips. @p's instances signal two events and @q's instance 0 waits on both:
+// its record holds the first, the wait and signal lists the rest.
+
+// CHECK-LABEL: func.func @two(
+// CHECK-SAME:    %[[U:[^:]*]]: memref<192xf32>, %[[V:[^:]*]]: memref<192xf32>, %[[W:[^:]*]]: memref<192xf32>,
+// CHECK-SAME:    %{{[^:]*}}: memref<{{[0-9]+}}xi32> {mega.role = "runtime", tile.name = "mega_tables"}, %{{[^:]*}}: memref<3xi32> {mega.role = "runtime", tile.name = "mega_events"}
+// CHECK-SAME:    events = [{name = "e0", trigger = 2 : i64}, {name = "e1", trigger = 2 : i64}, {name = "e2", trigger = 1 : i64}], graph = "two",
+// CHECK-SAME:    num_entries = 4 : i64, num_events = 3 : i64, num_jit = 0 : i64
+// Records p#0, p#1 (2 signals, the first 0), q#0 (2 waits, the first e0 of
+// trigger 2), q#1 (signals e2); the AOT records of w0 (p#0, q#0) and w1
+// (p#1, q#1); cases, tasks, instances; waits [q#0: 0 1]; signals [p#0: 0 1,
+// p#1: 0 1, q#1: 2]; triggers 2 2 1; AOT lists w0: 0 2, w1: 1 3; no JIT list.
+// CHECK-SAME:    tables = array<i32: 0, 0, 0, -1, 0, 2, 0, 0, 0, 1, 0, -1, 0, 2, 0, 1, 65536, 0, 2, 0, 2, 0, -1, 2, 65536, 1, 0, -1, 0, 1, 2, 3, 0, 0, 0, -1, 0, 2, 0, 0, 65536, 0, 2, 0, 2, 0, -1, 2, 0, 1, 0, -1, 0, 2, 0, 1, 65536, 1, 0, -1, 0, 1, 2, 3, 0, 0, 0, 0, 0, 0, 1, 1, 0, 1, 0, 1, 0, 0, 0, 2, 2, 0, 1, 0, 2, 4, 4, 5, 0, 1, 0, 1, 2, 2, 2, 1, 0, 2, 4, 0, 2, 1, 3>,
+// CHECK-SAME:    tasks = [{body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "p", queue = "aot", units = 3 : i64, units_per_task = 2 : i64},
+// CHECK-SAME:             {body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "q", queue = "aot", units = 3 : i64, units_per_task = 2 : i64}]
+// CHECK-SAME:    threads = 128 : i64
+// CHECK-NEXT:    tile.kernel blocks(%{{.*}}) in [2] threads 128 {
+// One case (same body, same units per task), one exclusive group.
+// CHECK:           %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 1 : i64} : memref<64xf32, #tile.fragment>
+// CHECK-NOT:       tile.alloc_
+// CHECK:           scf.index_switch %{{.*}} {tile.exclusive_cases}
+// CHECK-NEXT:      case 0 {
+// @p (task 0) reads u, @q (task 1) reads v...
+// CHECK:             %[[IN:.*]] = scf.index_switch %{{.*}} -> memref<192xf32>
+// CHECK-NEXT:        case 1 {
+// CHECK-NEXT:          scf.yield %[[V]] : memref<192xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        default {
+// CHECK-NEXT:          scf.yield %[[U]] : memref<192xf32>
+// CHECK-NEXT:        }
+// ... and writes v or w.
+// CHECK:             %[[OUT:.*]] = scf.index_switch %{{.*}} -> memref<192xf32>
+// CHECK-NEXT:        case 1 {
+// CHECK-NEXT:          scf.yield %[[W]] : memref<192xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        default {
+// CHECK-NEXT:          scf.yield %[[V]] : memref<192xf32>
+// CHECK-NEXT:        }
+// CHECK:             scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
+// CHECK-NEXT:          %[[UNIT:.*]] = arith.addi %{{.*}}, %[[J]] : index
+// CHECK-NEXT:          gpu.barrier
+// CHECK:               %[[IN_GRID:.*]] = arith.cmpi ult, %[[UNIT]], %c3{{.*}} : index
+// CHECK-NEXT:          scf.if %[[IN_GRID]] {
+// CHECK:                 tile.copy %[[IN]][%{{.*}}] to %[[FRAG]][0] sizes [64]
+// CHECK-NEXT:            tile.copy %[[FRAG]][0] to %[[OUT]][%{{.*}}] sizes [64]
+// CHECK-NOT:       vote.sync.ballot
+// CHECK:         return
+mega.graph @two(%u: memref<192xf32>, %v: memref<192xf32>, %w: memref<192xf32>)
+    workers 2 schedulers 0 {
+  mega.event @e0 trigger 2
+  mega.event @e1 trigger 2
+  mega.event @e2 trigger 1
+  mega.queue @w0 aot worker 0 {tasks = [@p, @q], instances = array<i64: 0, 0>}
+  mega.queue @w1 aot worker 1 {tasks = [@p, @q], instances = array<i64: 1, 1>}
+  mega.task @p body @scale3(%u, %v : memref<192xf32>, memref<192xf32>) count 2
+      signals [@e0, @e1] {units_per_task = 2}
+  mega.task @q body @scale3(%v, %w : memref<192xf32>, memref<192xf32>) count 2
+      {units_per_task = 2, instance_waits = [[@e0, @e1], []],
+       instance_signals = [[], [@e2]]}
+}
+
+// -----
+
+func.func @a64(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [1] threads 64 {
+  }
+  return
+}
+func.func @a128(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [1] threads 128 {
+  }
+  return
+}
+
+mega.graph @mixed(%x: memref<64xf32>) workers 1 {
+  mega.queue @w0 aot worker 0 {tasks = [@t, @u], instances = array<i64: 0, 0>}
+  mega.task @t body @a64(%x : memref<64xf32>) count 1
+  // expected-error @+1 {{body @a128 runs 128 threads, but task @t runs 64: all bodies of a persistent kernel need the same thread count}}
+  mega.task @u body @a128(%x : memref<64xf32>) count 1
+}
+
+// -----
+
+func.func @a64(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [1] threads 64 {
+  }
+  return
+}
+
+// 132 workers and the scheduler CTA do not fit 132 SMs.
+// expected-error @+1 {{needs 133 CTAs (132 workers + 1 scheduler CTA) but only 132 can be resident at once (max-ctas, the GPU's SM count), and a persistent kernel needs all of them resident: use at most 131 workers}}
+mega.graph @too_many(%x: memref<64xf32>) workers 132 {
+  mega.queue @dyn jit {tasks = [@t], instances = array<i64: 0>}
+  mega.task @t body @a64(%x : memref<64xf32>) count 1
+}
+
+// -----
+
+func.func @a64(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [1] threads 64 {
+  }
+  return
+}
+
+// expected-error @+1 {{needs 133 CTAs (133 workers) but only 132 can be resident at once (max-ctas, the GPU's SM count), and a persistent kernel needs all of them resident: use at most 132 workers}}
+mega.graph @too_many_workers(%x: memref<64xf32>) workers 133 schedulers 0 {
+  mega.queue @w0 aot worker 0 {tasks = [@t], instances = array<i64: 0>}
+  mega.task @t body @a64(%x : memref<64xf32>) count 1
+}
+
+// -----
+
+func.func @a64(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [1] threads 64 {
+  }
+  return
+}
+
+// expected-error @+1 {{has no scheduled queues: run mega-schedule before convert-mega-to-gpu}}
+mega.graph @unscheduled(%x: memref<64xf32>) workers 1 {
+  mega.task @t body @a64(%x : memref<64xf32>) count 1
+}
+
+// -----
+
+// expected-error @+1 {{has no tasks to run}}
+mega.graph @empty() workers 1 {
+}
