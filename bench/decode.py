@@ -43,7 +43,6 @@ import traceback
 from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
 
 STEP, MLP = "mega_decode.json", "mega_mlp.json"
 STEP_OPS, MLP_OPS = "ops_decode.launches.json", "ops_mlp.launches.json"
@@ -292,6 +291,7 @@ def load_per_operator(artifacts_dir, tensors, name):
 
 def main(argv=None):
     args = parse_args(argv)
+    sys.path.insert(0, HERE)   # bench/common.py; not at import, which tests do
     import torch
     from common import (bench_ms, copy_bandwidth_gbs, device_info, graphed,
                         launch_overhead_us, write_report)
