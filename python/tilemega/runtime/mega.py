@@ -29,7 +29,7 @@ ERROR_KINDS = {1: "worker wait timed out", 2: "scheduler wait timed out",
 def _duration(ns) -> str:
     if not isinstance(ns, int) or ns <= 0:
         return "too long"
-    return f"{ns / 1e9:.1f} s" if ns >= 100_000_000 else f"{ns / 1e6:g} ms"
+    return f"{ns / 1e9:.1f} s" if ns >= 1_000_000_000 else f"{ns / 1e6:g} ms"
 
 
 def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKernelError]:
