@@ -124,8 +124,10 @@ def Mega_GraphOp : Mega_Op<"graph", [
   let description = [{
     A graph is one launch of a persistent kernel: `workers` worker CTAs (at
     least 1) loop over their queues and run tasks until the graph is done,
-    while `schedulers` scheduler warps (default 1) serve the just-in-time
-    queue. The region's arguments are the graph's global tensors (memrefs)
+    while a scheduler CTA serves the just-in-time queue. `schedulers`
+    (default 1) is the number of scheduler warps the graph may use; 0 means
+    no JIT queue. Today the lowering serves the queue with the scheduler
+    CTA's first warp whatever the number (32 entries checked at once). The region's arguments are the graph's global tensors (memrefs)
     and scalars; tasks pass them to their tile functions.
 
     The body holds `mega.event`, `mega.queue` and `mega.task` ops, whose
