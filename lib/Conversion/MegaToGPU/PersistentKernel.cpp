@@ -1,0 +1,597 @@
+//===- PersistentKernel.cpp - the body of a persistent mega-kernel --------===//
+
+#include "PersistentKernel.h"
+
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::mega;
+using namespace mlir::tilemega::mega_to_gpu;
+
+PersistentKernelBuilder::Readiness
+PersistentKernelBuilder::checkReady(const Record &r) {
+  // The common case, at most one event, needs one acquire load; entries
+  // with several events walk their wait list.
+  Value entry = r.entry;
+  Type i32Type = b.getI32Type();
+  auto fast = scf::IfOp::create(
+      b, loc, TypeRange{b.getI1Type(), i32Type, i32Type, i32Type},
+      cmp(arith::CmpIPredicate::sle, r.numWaits, i32(1)), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(fast.thenBlock());
+    Value none = cmp(arith::CmpIPredicate::eq, r.numWaits, i32(0));
+    Value event = arith::MaxSIOp::create(b, loc, r.wait0, i32(0));
+    Value need = mul(r.trigger0, epochTarget);
+    Value seen = sync.loadAcquire(sync.address(eventsBase, event, 4));
+    // Counters wrap after 2^32 signals; compare the difference.
+    Value fired = orI(none, cmp(arith::CmpIPredicate::sge,
+                                arith::SubIOp::create(b, loc, seen, need), i32(0)));
+    scf::YieldOp::create(b, loc, ValueRange{fired, select(fired, i32(-1), r.wait0),
+                                            seen, need});
+    b.setInsertionPointToStart(fast.elseBlock());
+    Value begin = toIndex(table("wait_offsets", entry));
+    Value end = toIndex(table("wait_offsets", add(entry, i32(1))));
+    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    auto loop = scf::ForOp::create(b, loc, begin, end, idx(1),
+                                   ValueRange{yes, i32(-1), i32(0), i32(0)});
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(loop.getBody());
+      Value w = loop.getInductionVar();
+      ValueRange acc = loop.getRegionIterArgs();
+      Value ev = table("waits", w);
+      Value needW = mul(table("triggers", ev), epochTarget);
+      Value seenW = sync.loadAcquire(sync.address(eventsBase, ev, 4));
+      Value firedW = cmp(arith::CmpIPredicate::sge,
+                         arith::SubIOp::create(b, loc, seenW, needW), i32(0));
+      Value firstMiss = andI(acc[0], notI(firedW));
+      scf::YieldOp::create(b, loc,
+                           ValueRange{andI(acc[0], firedW),
+                                      select(firstMiss, ev, acc[1]),
+                                      select(firstMiss, seenW, acc[2]),
+                                      select(firstMiss, needW, acc[3])});
+    }
+    scf::YieldOp::create(b, loc, loop.getResults());
+  }
+  return {fast.getResult(0), fast.getResult(1), fast.getResult(2),
+          fast.getResult(3)};
+}
+
+void PersistentKernelBuilder::recordError(int64_t code, Value entry,
+                                          const Readiness &r) {
+  Value old = sync.atomicCas(stateAddr(kAbort), i32(0), i32(1));
+  auto first = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, old, i32(0)),
+                                 /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(first.thenBlock());
+  Value cta = arith::IndexCastOp::create(
+      b, loc, b.getI32Type(),
+      gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  sync.storeVolatile(stateAddr(kErrorEntry), entry);
+  sync.storeVolatile(stateAddr(kErrorEvent), r.event);
+  sync.storeVolatile(stateAddr(kErrorCta), cta);
+  sync.storeVolatile(stateAddr(kErrorSeen), r.seen);
+  sync.storeVolatile(stateAddr(kErrorExpected), r.expected);
+  sync.fence();
+  sync.storeVolatile(stateAddr(kErrorCode), i32(code));
+}
+
+PersistentKernelBuilder::Pick
+PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
+                                   Value ticket) {
+  // The worker's JIT ticket: -1 none; k < numJit the JIT-list position it
+  // will run once published; numJit: the JIT list is used up for it.
+  // Tickets come from one atomic add, so idle workers never contend on a
+  // compare-and-swap; a worker holding an unpublished ticket keeps running
+  // its AOT entries (it never blocks on the ticket), which keeps the kernel
+  // deadlock-free.
+  Type i32Type = b.getI32Type();
+  Value start = sync.globalTimer();
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
+                                   ValueRange{pos, ticket});
+  OpBuilder::InsertionGuard outer(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type, i32Type},
+                               {loc, loc, loc, loc});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(before);
+    Value p = before->getArgument(0), k = before->getArgument(1);
+    Value hasAot = cmp(arith::CmpIPredicate::slt, p, aotEnd);
+    Value numJit = i32(t.numJit);
+    Value none = i32(-1);
+
+    // 1. A held ticket whose entry is published runs first.
+    Value tail = t.numJit > 0 ? sync.loadAcquire(stateAddr(kJitTail)) : i32(0);
+    Value held = andI(cmp(arith::CmpIPredicate::sge, k, i32(0)),
+                      cmp(arith::CmpIPredicate::slt, k, numJit));
+    Value heldReady = andI(held, cmp(arith::CmpIPredicate::slt, k, tail));
+    // 2. Else the next AOT entry, if its events fired.
+    auto aot = scf::IfOp::create(b, loc, TypeRange{i32Type},
+                                 andI(notI(heldReady), hasAot), true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(aot.thenBlock());
+      Record r = sharedRecord(arith::SubIOp::create(b, loc, p, aotBegin));
+      scf::YieldOp::create(b, loc, select(checkReady(r).ready, r.entry, none));
+      b.setInsertionPointToStart(aot.elseBlock());
+      scf::YieldOp::create(b, loc, none);
+    }
+    Value aotEntry = aot.getResult(0);
+    Value gotAot = cmp(arith::CmpIPredicate::sge, aotEntry, i32(0));
+    // 3. Else, holding no ticket, take one.
+    Value newTicket = k;
+    if (t.numJit > 0) {
+      Value take = andI(andI(notI(heldReady), notI(gotAot)),
+                        cmp(arith::CmpIPredicate::slt, k, i32(0)));
+      auto ticketOp = scf::IfOp::create(b, loc, TypeRange{i32Type}, take, true);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(ticketOp.thenBlock());
+      Value head = sync.loadVolatile(stateAddr(kJitHead));
+      auto draw = scf::IfOp::create(b, loc, TypeRange{i32Type},
+                                    cmp(arith::CmpIPredicate::slt, head, numJit), true);
+      {
+        OpBuilder::InsertionGuard g3(b);
+        b.setInsertionPointToStart(draw.thenBlock());
+        Value drawn = sync.atomicAdd(stateAddr(kJitHead), i32(1));
+        scf::YieldOp::create(b, loc, arith::MinSIOp::create(b, loc, drawn, numJit).getResult());
+        b.setInsertionPointToStart(draw.elseBlock());
+        scf::YieldOp::create(b, loc, numJit);
+      }
+      scf::YieldOp::create(b, loc, draw.getResult(0));
+      b.setInsertionPointToStart(ticketOp.elseBlock());
+      scf::YieldOp::create(b, loc, k);
+      b.setInsertionPointAfter(ticketOp);
+      newTicket = ticketOp.getResult(0);
+    }
+    // A ticket drawn just now may already be published.
+    Value newHeld = andI(cmp(arith::CmpIPredicate::sge, newTicket, i32(0)),
+                         cmp(arith::CmpIPredicate::slt, newTicket, numJit));
+    Value runJit = andI(notI(gotAot), andI(newHeld, cmp(arith::CmpIPredicate::slt, newTicket, tail)));
+    Value jitPos = arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, newTicket, i32(std::max<int64_t>(0, t.numJit - 1))), i32(0));
+    Value jitEntry = t.numJit > 0 ? table("jit", jitPos) : none;
+    Value entry = select(gotAot, aotEntry, select(runJit, jitEntry, none));
+    Value got = cmp(arith::CmpIPredicate::sge, entry, i32(0));
+    Value nextPos = select(gotAot, add(p, i32(1)), p);
+    Value nextTicket = select(runJit, none, newTicket);
+    // Done: no AOT entry left and no JIT entry to come for this worker.
+    Value jitOver = t.numJit > 0
+                        ? cmp(arith::CmpIPredicate::sge, nextTicket, numJit)
+                        : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1).getResult();
+    Value finished = andI(notI(got), andI(notI(hasAot), jitOver));
+    Value stuck = andI(notI(got), notI(finished));
+    Value abort = andI(stuck, aborted());
+    Value late = andI(andI(stuck, notI(abort)), timedOut(start));
+    auto report = scf::IfOp::create(b, loc, late, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(report.thenBlock());
+      // Name the AOT entry and its first unfired event, or the JIT wait.
+      auto which = scf::IfOp::create(b, loc, hasAot, true);
+      b.setInsertionPointToStart(which.thenBlock());
+      Record r = sharedRecord(arith::SubIOp::create(b, loc, p, aotBegin));
+      recordError(kWorkerWaitTimeout, r.entry, checkReady(r));
+      b.setInsertionPointToStart(which.elseBlock());
+      recordError(kJitWaitTimeout, t.numJit > 0 ? jitEntry : none,
+                  {Value(), none, tail, add(nextTicket, i32(1))});
+    }
+    Value stop = orI(orI(got, finished), orI(abort, late));
+    // Where the entry's record is: its AOT slot, or -1 (the JIT: global).
+    Value slot = select(gotAot, arith::SubIOp::create(b, loc, p, aotBegin), none);
+    scf::ConditionOp::create(b, loc, notI(stop),
+                             ValueRange{select(got, entry, none), nextPos, nextTicket, slot});
+  }
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(after);
+    scf::YieldOp::create(b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
+  }
+  return {loop.getResult(0), loop.getResult(1), loop.getResult(2),
+          loop.getResult(3)};
+}
+
+void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
+                                       Value instance) {
+  const TaskCase &c = t.cases[caseIndex];
+  func::FuncOp body = c.body;
+  tile::KernelOp kernel = getTileKernel(body);
+  IRMapping mapping;
+  // Operands: the graph argument every task of the case passes, or a switch
+  // over the task when they differ (the same body on another layer's data).
+  for (unsigned a = 0; a < body.getNumArguments(); ++a) {
+    SmallVector<Value> choices;
+    for (unsigned ti : c.tasks) {
+      TaskOp task = t.tasks[ti];
+      choices.push_back(
+          globals[cast<BlockArgument>(task.getArgs()[a]).getArgNumber()]);
+    }
+    Value chosen = choices.front();
+    if (!llvm::all_equal(choices)) {
+      SmallVector<int64_t> cases(c.tasks.begin() + 1, c.tasks.end());
+      auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{chosen.getType()},
+                                           toIndex(task), cases, cases.size());
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+      scf::YieldOp::create(b, loc, choices.front());
+      for (auto [r, value] : llvm::enumerate(ArrayRef(choices).drop_front())) {
+        b.setInsertionPointToStart(&sw.getCaseRegions()[r].emplaceBlock());
+        scf::YieldOp::create(b, loc, value);
+      }
+      chosen = sw.getResult(0);
+    }
+    mapping.map(body.getArgument(a), chosen);
+  }
+
+  // Units: instance * k + j for j < k, clipped to the kernel's grid.
+  auto cloneBody = [&](Value unit) {
+    Block &src = kernel.getBody().front();
+    ArrayRef<int64_t> grid = kernel.getGrid();
+    // Block indices from the linear unit, the last grid dimension fastest.
+    Value rest = unit;
+    for (int d = grid.size() - 1; d >= 0; --d) {
+      Value size = idx(grid[d]);
+      Value coord = d == 0 ? rest : arith::RemUIOp::create(b, loc, rest, size).getResult();
+      mapping.map(src.getArgument(d), coord);
+      if (d > 0)
+        rest = arith::DivUIOp::create(b, loc, rest, size);
+    }
+    // Case c is region c + 1 of the switch (region 0 is the default).
+    int64_t group = caseIndex + 1;
+    for (Operation &op : src) {
+      Operation *clone = b.clone(op, mapping);
+      // Allocations move to the kernel's top level (they must sit directly
+      // in the tile.kernel); the group lets cases share shared memory.
+      if (isa<tile::AllocSharedOp, tile::AllocFragmentOp>(clone)) {
+        clone->moveBefore(hoistPoint);
+        clone->setAttr(tile::kExclusiveGroupAttr, b.getI64IntegerAttr(group));
+      }
+    }
+  };
+  Value first = mul(toIndex(instance), idx(c.unitsPerTask));
+  if (c.unitsPerTask == 1) {
+    cloneBody(first);
+    return;
+  }
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(c.unitsPerTask), idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value unit = add(first, loop.getInductionVar());
+  // The previous unit's last shared-memory reads finish before this unit's
+  // (possibly asynchronous) copies overwrite them.
+  gpu::BarrierOp::create(b, loc);
+  if (c.units % c.unitsPerTask != 0) {
+    auto inRange = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, unit, idx(c.units)), false);
+    b.setInsertionPointToStart(inRange.thenBlock());
+  }
+  cloneBody(unit);
+}
+
+void PersistentKernelBuilder::emitPrefetch(Value entry) {
+  // Graph arguments some task writes: their data is not ready before the
+  // wait, so only the others (weights) are prefetched.
+  llvm::SmallDenseSet<unsigned> written;
+  for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
+    std::optional<ArrayAttr> footprint = task.getFootprint();
+    for (auto [i, arg] : llvm::enumerate(task.getArgs()))
+      if (!footprint || llvm::any_of(footprint->getAsRange<AccessAttr>(),
+                                     [&](AccessAttr a) {
+                                       return a.isWrite() && a.getOperand() == int64_t(i);
+                                     }))
+        written.insert(cast<BlockArgument>(arg).getArgNumber());
+  }
+  Record r = loadRecord(entry);
+  Value caseId = r.caseId, task = r.task, instance = r.instance;
+  SmallVector<int64_t> cases;
+  for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
+    cases.push_back(c);
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, toIndex(caseId),
+                                       cases, cases.size());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+  scf::YieldOp::create(b, loc);
+  for (auto [c, tc] : llvm::enumerate(t.cases)) {
+    b.setInsertionPointToStart(&sw.getCaseRegions()[c].emplaceBlock());
+    auto yield = scf::YieldOp::create(b, loc);
+    b.setInsertionPoint(yield);
+    TaskOp first = t.tasks[tc.tasks.front()];
+    std::optional<ArrayAttr> footprint = first.getFootprint();
+    if (!footprint)
+      continue;
+    for (auto access : footprint->getAsRange<AccessAttr>()) {
+      if (access.isWrite() || access.getFirst() != 0 || access.getLast() >= 0)
+        continue;
+      // The operand must be read-only for every task of the case.
+      SmallVector<Value> choices;
+      bool readOnly = true;
+      for (unsigned ti : tc.tasks) {
+        TaskOp task = t.tasks[ti];
+        unsigned arg = cast<BlockArgument>(task.getArgs()[access.getOperand()]).getArgNumber();
+        readOnly &= !written.contains(arg);
+        choices.push_back(globals[arg]);
+      }
+      if (!readOnly)
+        continue;
+      auto type = cast<MemRefType>(choices.front().getType());
+      int64_t elem = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+      int64_t tensorBytes = type.getNumElements() * elem;
+      // Pick this task's tensor: a chain of selects on the task index.
+      Value base = sync.baseAddress(choices.front());
+      for (auto [k, ti] : llvm::enumerate(tc.tasks))
+        if (k > 0 && choices[k] != choices.front())
+          base = select(cmp(arith::CmpIPredicate::eq, task, i32(ti)),
+                        sync.baseAddress(choices[k]), base);
+      // The instance's units [u0, u0 + k) clipped to the grid.
+      Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
+      Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
+      // Only ranges that fit the budget whole: prefetching the head of a
+      // large range competes for DRAM with the stage still running and
+      // measured slower.
+      int64_t spanBytes = (access.getStride() * (tc.unitsPerTask - 1) + access.getSize()) * elem;
+      if (spanBytes > prefetchBytes)
+        continue;
+      Value span = i64(spanBytes);
+      Value end = arith::MinSIOp::create(b, loc, add(begin, span), i64(tensorBytes));
+      Value bytes = arith::SubIOp::create(b, loc, end, begin);
+      // cp.async.bulk wants 16-byte multiples and 16-byte aligned addresses.
+      Value aligned = arith::AndIOp::create(b, loc, begin, i64(~int64_t(15)));
+      Value size = arith::AndIOp::create(b, loc, bytes, i64(~int64_t(15)));
+      auto go = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, size, i64(0)), false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(go.thenBlock());
+      sync.prefetchL2(add(base, aligned),
+                      arith::TruncIOp::create(b, loc, b.getI32Type(), size));
+    }
+  }
+}
+
+void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
+  // AOT entries read their record from the worker's shared copy.
+  auto vecType = VectorType::get({kRecordWords}, b.getI32Type());
+  auto where = scf::IfOp::create(b, loc, TypeRange{vecType},
+                                 cmp(arith::CmpIPredicate::sge, slot, i32(0)), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(where.thenBlock());
+    scf::YieldOp::create(b, loc, recordVector(aotRecords, mul(slot, i32(kRecordWords))));
+    b.setInsertionPointToStart(where.elseBlock());
+    scf::YieldOp::create(b, loc, recordVector(
+        tablesBuf, add(mul(entry, i32(kRecordWords)), i32(t.section("records")))));
+  }
+  Record r = unpackRecord(where.getResult(0));
+  Value caseId = r.caseId, task = r.task, instance = r.instance;
+  if (timeline)
+    ifThread0([&] {
+      Value slot = sync.address(timelineBase, mul(entry, i32(4)), 8);
+      sync.storeVolatile64(slot, sync.globalTimer());
+      sync.storeVolatile64(add(slot, i64(16)),
+                           arith::IndexCastOp::create(b, loc, b.getI64Type(), blockId));
+      sync.storeVolatile64(add(slot, i64(24)),
+                           arith::ExtUIOp::create(b, loc, b.getI64Type(), sync.smId()));
+    });
+  SmallVector<int64_t> cases;
+  for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
+    cases.push_back(c);
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, toIndex(caseId),
+                                       cases, cases.size());
+  sw->setAttr("tile.exclusive_cases", b.getUnitAttr());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+    scf::YieldOp::create(b, loc);
+    for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c) {
+      Block &block = sw.getCaseRegions()[c].emplaceBlock();
+      b.setInsertionPointToStart(&block);
+      auto yield = scf::YieldOp::create(b, loc);
+      b.setInsertionPoint(yield);
+      emitCase(c, task, instance);
+    }
+  }
+  // Everyone is done with the body's data (and its shared memory) before
+  // thread 0 signals and picks the next entry.
+  gpu::BarrierOp::create(b, loc);
+  ifThread0([&] {
+    if (timeline) {
+      Value slot = sync.address(timelineBase, add(mul(entry, i32(4)), i32(1)), 8);
+      sync.storeVolatile64(slot, sync.globalTimer());
+    }
+    // The first event comes with the record; more walk the signal list.
+    auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(any.thenBlock());
+    sync.releaseIncrement(sync.address(eventsBase, r.signal0, 4));
+    Value begin = toIndex(add(table("signal_offsets", entry), i32(1)));
+    Value end = toIndex(table("signal_offsets", add(entry, i32(1))));
+    auto loop = scf::ForOp::create(b, loc, begin, end, idx(1));
+    b.setInsertionPointToStart(loop.getBody());
+    Value event = table("signals", loop.getInductionVar());
+    sync.releaseIncrement(sync.address(eventsBase, event, 4));
+  });
+}
+
+void PersistentKernelBuilder::buildWorker(Value blockId) {
+  Type i32Type = b.getI32Type();
+  Value w = arith::IndexCastOp::create(b, loc, i32Type, blockId);
+  Value aotBegin = table("aot_offsets", w);
+  Value aotEnd = table("aot_offsets", add(w, i32(1)));
+  // The worker's AOT records go to shared memory once (all threads copy).
+  {
+    Value first = mul(aotBegin, i32(kRecordWords));
+    Value words = toIndex(mul(arith::SubIOp::create(b, loc, aotEnd, aotBegin),
+                              i32(kRecordWords)));
+    auto copy = scf::ForOp::create(b, loc, toIndex(threadId), words, idx(t.threads));
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(copy.getBody());
+    Value i = copy.getInductionVar();
+    Value word = memref::LoadOp::create(
+        b, loc, tablesBuf,
+        ValueRange{toIndex(add(add(toI32(i), first), i32(t.section("aot_records"))))});
+    memref::StoreOp::create(b, loc, word, aotRecords, ValueRange{i});
+  }
+  gpu::BarrierOp::create(b, loc);
+  // Carried: the AOT position and the JIT ticket (pickEntry).
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
+                                   ValueRange{aotBegin, i32(-1)});
+  OpBuilder::InsertionGuard guard(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type, i32Type},
+                               {loc, loc, loc, loc});
+  b.setInsertionPointToStart(before);
+  ifThread0([&] {
+    // While it waits for the next entries' inputs, their read-only data
+    // (the weights) is already on its way to L2.
+    Value pos = before->getArgument(0);
+    for (int64_t ahead = 0; prefetchBytes > 0 && ahead < prefetchDepth; ++ahead) {
+      Value at = add(pos, i32(ahead));
+      auto has = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::slt, at, aotEnd), false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(has.thenBlock());
+      emitPrefetch(table("aot", at));
+    }
+  });
+  ifThread0([&] {
+    Pick pick = pickEntry(before->getArgument(0), aotBegin, aotEnd,
+                          before->getArgument(1));
+    memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
+    memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
+    memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
+    memref::StoreOp::create(b, loc, pick.slot, control, idx(3));
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value entry = memref::LoadOp::create(b, loc, control, idx(0));
+  Value next = memref::LoadOp::create(b, loc, control, idx(1));
+  Value ticket = memref::LoadOp::create(b, loc, control, idx(2));
+  Value slot = memref::LoadOp::create(b, loc, control, idx(3));
+  scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
+                           ValueRange{entry, next, ticket, slot});
+  b.setInsertionPointToStart(after);
+  auto yield = scf::YieldOp::create(
+      b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
+  b.setInsertionPoint(yield);
+  runEntry(after->getArgument(0), after->getArgument(3), blockId);
+}
+
+void PersistentKernelBuilder::buildScheduler() {
+  if (t.numJit == 0)
+    return;
+  // Warp 0 walks the JIT list in order, 32 entries at a time: lane i checks
+  // entry j + i, a ballot finds the run of ready entries starting at j, and
+  // lane 0 publishes the whole run by advancing the queue's tail with one
+  // release store. Readiness checks are acquire loads whose latency would
+  // dominate if one thread checked the entries one by one.
+  Type i32Type = b.getI32Type();
+  OpBuilder::InsertionGuard guard(b);
+  Value lane = toI32(arith::RemUIOp::create(b, loc, toIndex(threadId), idx(32)));
+  Value warp0 = cmp(arith::CmpIPredicate::ult, threadId, idx(32));
+  Value isLane0 = cmp(arith::CmpIPredicate::eq, lane, i32(0));
+  auto only = scf::IfOp::create(b, loc, warp0, false);
+  b.setInsertionPointToStart(only.thenBlock());
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, b.getI64Type()},
+                                   ValueRange{i32(0), sync.globalTimer()});
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, b.getI64Type()}, {loc, loc});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
+  b.setInsertionPointToStart(before);
+  Value j = before->getArgument(0), since = before->getArgument(1);
+  Value mine = add(j, lane);
+  Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
+  auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(check.thenBlock());
+    scf::YieldOp::create(b, loc, checkReady(loadRecord(table("jit", mine))).ready);
+    b.setInsertionPointToStart(check.elseBlock());
+    scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult());
+  }
+  Value mask = sync.ballot(check.getResult(0));
+  Value run = sync.countTrailingOnes(mask);
+  Value progress = cmp(arith::CmpIPredicate::sgt, run, i32(0));
+  Value next = add(j, run);
+  auto publish = scf::IfOp::create(b, loc, andI(progress, isLane0), false);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(publish.thenBlock());
+    sync.storeRelease(stateAddr(kJitTail), next);
+  }
+  // No progress: stop on an abort or past the watchdog (recording why).
+  Value stalled = notI(progress);
+  Value abort = andI(stalled, aborted());
+  Value late = andI(andI(stalled, notI(abort)), timedOut(since));
+  auto report = scf::IfOp::create(b, loc, andI(late, isLane0), false);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(report.thenBlock());
+    Record r = loadRecord(table("jit", j));
+    recordError(kSchedulerWaitTimeout, r.entry, checkReady(r));
+  }
+  Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
+                    notI(orI(abort, late)));
+  Value nextSince = select(progress, sync.globalTimer(), since);
+  scf::ConditionOp::create(b, loc, more, ValueRange{next, nextSince});
+  b.setInsertionPointToStart(after);
+  scf::YieldOp::create(b, loc, after->getArguments());
+}
+
+void PersistentKernelBuilder::buildExit() {
+  // The last CTA to finish resets the JIT ring and opens the next epoch.
+  gpu::BarrierOp::create(b, loc);
+  ifThread0([&] {
+    int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
+    Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
+    auto last = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(last.thenBlock());
+    for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
+      sync.storeVolatile(stateAddr(word), i32(0));
+    sync.fence();
+    sync.storeVolatile(stateAddr(kEpoch), epochTarget);
+  });
+}
+
+void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
+                                    Value tables, Value events, Value state,
+                                    Value timelineBuf) {
+  globals.assign(graphGlobals.begin(), graphGlobals.end());
+  tablesBuf = tables;
+  // The words thread 0 hands the next entry, AOT position and JIT ticket to
+  // the CTA through.
+  auto shared = gpu::AddressSpaceAttr::get(b.getContext(),
+                                           gpu::AddressSpace::Workgroup);
+  control = tile::AllocSharedOp::create(
+      b, loc, MemRefType::get({4}, b.getI32Type(), nullptr, shared),
+      tile::SwizzleAttr());
+  // The worker's AOT records (see buildWorker).
+  aotRecords = tile::AllocSharedOp::create(
+      b, loc,
+      MemRefType::get({std::max<int64_t>(1, t.maxAotEntries) * kRecordWords},
+                      b.getI32Type(), nullptr, shared),
+      tile::SwizzleAttr());
+  // Allocations hoisted out of the bodies go right after the control word.
+  auto anchor = arith::ConstantIndexOp::create(b, loc, 0);
+  hoistPoint = anchor;
+  threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  isThread0 = cmp(arith::CmpIPredicate::eq, threadId, idx(0));
+  eventsBase = sync.baseAddress(events);
+  stateBase = sync.baseAddress(state);
+  timelineBase = sync.baseAddress(timelineBuf);
+  // Launch n waits for counters at trigger * (n + 1); n is stable during a
+  // launch (only the last CTA to finish changes it).
+  epochTarget = add(sync.loadVolatile(stateAddr(kEpoch)), i32(1));
+
+  Value isWorker = cmp(arith::CmpIPredicate::ult, blockId, idx(t.workers));
+  auto role = scf::IfOp::create(b, loc, isWorker, /*withElse=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(role.thenBlock()->getTerminator());
+    buildWorker(blockId);
+    b.setInsertionPoint(role.elseBlock()->getTerminator());
+    buildScheduler();
+  }
+  buildExit();
+}
+

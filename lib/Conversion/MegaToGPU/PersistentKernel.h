@@ -1,0 +1,178 @@
+//===- PersistentKernel.h - the body of a persistent mega-kernel -*- C++ -*-===//
+//
+// Builds the tile.kernel body of a scheduled graph's persistent kernel: the
+// worker loop (pick an entry, wait, run its body, signal), the scheduler CTA
+// that publishes JIT entries, the watchdogs, and the epoch/reset protocol at
+// exit. docs/mega.md describes the protocol; MegaToGPU.cpp drives it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_LIB_CONVERSION_MEGATOGPU_PERSISTENTKERNEL_H
+#define TILEMEGA_LIB_CONVERSION_MEGATOGPU_PERSISTENTKERNEL_H
+
+#include "SyncPrimitives.h"
+#include "TaskTables.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::tilemega::mega_to_gpu {
+
+/// Words of `mega_state` (docs/mega.md).
+enum StateWord : int64_t {
+  kEpoch = 0,
+  kJitHead = 1,
+  kJitTail = 2,
+  kDoneCtas = 3,
+  kErrorCode = 4,
+  kErrorEntry = 5,
+  kErrorEvent = 6,
+  kErrorCta = 7,
+  kErrorSeen = 8,
+  kErrorExpected = 9,
+  kAbort = 10,
+  kStateWords = 16,
+};
+
+enum ErrorCode : int64_t {
+  kWorkerWaitTimeout = 1,
+  kSchedulerWaitTimeout = 2,
+  kJitWaitTimeout = 3,
+};
+
+/// Emits the persistent kernel of one graph.
+class PersistentKernelBuilder {
+public:
+  PersistentKernelBuilder(OpBuilder &b, Location loc, const TaskTables &t,
+                          bool timeline, int64_t watchdogNs,
+                          int64_t prefetchBytes, int64_t prefetchDepth)
+      : b(b), loc(loc), t(t), sync(b, loc), timeline(timeline),
+        watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
+        prefetchDepth(prefetchDepth) {}
+
+  /// Fills the kernel body. `globals` are the graph's arguments as kernel
+  /// values; the four runtime buffers follow.
+  void build(Value blockId, ValueRange globals, Value tables, Value events,
+             Value state, Value timelineBuf);
+
+private:
+  // Constants and small arithmetic.
+  Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value toIndex(Value v) {
+    return v.getType().isIndex()
+               ? v
+               : arith::IndexCastOp::create(b, loc, b.getIndexType(), v).getResult();
+  }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value orI(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value toI32(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+  }
+  Value notI(Value x) { return arith::XOrIOp::create(b, loc, x, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1)); }
+
+  /// `tables[section + i]` as i32.
+  Value table(StringRef section, Value i) {
+    Value index = toIndex(add(i.getType().isIndex() ? idx(t.section(section))
+                                                    : i32(t.section(section)),
+                              i));
+    return memref::LoadOp::create(b, loc, tablesBuf, index);
+  }
+  Value stateAddr(int64_t word) { return add(stateBase, i64(word * 4)); }
+  Value stateAddr(Value word) { return sync.address(stateBase, word, 4); }
+
+  /// An entry's record (TaskTables' `records`): one vector load from the
+  /// tables, or from the worker's copy of its AOT records in shared memory.
+  struct Record {
+    Value caseId, task, instance, numWaits, wait0, trigger0, numSignals,
+        signal0, entry;
+  };
+  Value recordVector(Value buffer, Value firstWord) {
+    auto type = VectorType::get({kRecordWords}, b.getI32Type());
+    return vector::LoadOp::create(b, loc, type, buffer, ValueRange{toIndex(firstWord)});
+  }
+  Record unpackRecord(Value vec) {
+    SmallVector<Value, 8> f;
+    for (int64_t i = 0; i < kRecordWords; ++i)
+      f.push_back(vector::ExtractOp::create(b, loc, vec, ArrayRef<int64_t>{i}).getResult());
+    Value caseId = arith::AndIOp::create(b, loc, f[0], i32(0xffff));
+    Value task = arith::ShRUIOp::create(b, loc, f[0], i32(16));
+    return {caseId, task, f[1], f[2], f[3], f[4], f[5], f[6], f[7]};
+  }
+  Record loadRecord(Value entry) {
+    return unpackRecord(recordVector(
+        tablesBuf, add(mul(entry, i32(kRecordWords)), i32(t.section("records")))));
+  }
+  /// The record of the worker's AOT entry at `slot` (0-based in its list).
+  Record sharedRecord(Value slot) {
+    return unpackRecord(recordVector(aotRecords, mul(slot, i32(kRecordWords))));
+  }
+
+  /// Whether every event entry `e` waits on has fired in this epoch; also
+  /// the first event that has not, its counter and the counter it needs
+  /// (-1, 0, 0 when all fired).
+  struct Readiness {
+    Value ready, event, seen, expected;
+  };
+  Readiness checkReady(const Record &r);
+  /// Thread 0 of a worker: the next entry to run (or -1 to exit) and the
+  /// next AOT position.
+  struct Pick {
+    Value entry, nextPos, ticket, slot;
+  };
+  Pick pickEntry(Value pos, Value aotBegin, Value aotEnd, Value ticket);
+  /// Records a watchdog error once (the first CTA to time out wins) and
+  /// raises the abort flag.
+  void recordError(int64_t code, Value entry, const Readiness &r);
+  Value aborted() {
+    return cmp(arith::CmpIPredicate::ne, sync.loadVolatile(stateAddr(kAbort)), i32(0));
+  }
+  Value timedOut(Value start) {
+    Value elapsed = arith::SubIOp::create(b, loc, sync.globalTimer(), start);
+    return cmp(arith::CmpIPredicate::sgt, elapsed, i64(watchdogNs));
+  }
+
+  void buildWorker(Value blockId);
+  void runEntry(Value entry, Value slot, Value blockId);
+  void emitCase(int64_t caseIndex, Value task, Value instance);
+  void buildScheduler();
+  void emitPrefetch(Value entry);
+  void buildExit();
+  void ifThread0(function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, isThread0, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  }
+
+  OpBuilder &b;
+  Location loc;
+  const TaskTables &t;
+  SyncPrimitives sync;
+  bool timeline;
+  int64_t watchdogNs;
+  int64_t prefetchBytes, prefetchDepth;
+
+  SmallVector<Value> globals;
+  Value tablesBuf, eventsBase, stateBase, timelineBase;
+  Value threadId, isThread0, control, epochTarget, aotRecords;
+  /// Where allocations hoisted out of the bodies go.
+  Operation *hoistPoint = nullptr;
+};
+
+
+} // namespace mlir::tilemega::mega_to_gpu
+
+#endif // TILEMEGA_LIB_CONVERSION_MEGATOGPU_PERSISTENTKERNEL_H
