@@ -91,3 +91,19 @@ def base_meta():
 @pytest.fixture
 def artifact_path(tmp_path):
     return write_artifact(tmp_path)
+
+
+def gpu_skip_reason():
+    """Why GPU tests cannot run here (None: they can): cuda-python, torch and
+    a CUDA device are all needed."""
+    try:
+        import cuda.bindings.driver  # noqa: F401
+    except ImportError:
+        return "no CUDA GPU / cuda-python here (cuda.bindings not importable)"
+    try:
+        import torch
+    except ImportError:
+        return "no CUDA GPU / cuda-python here (torch not installed)"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU / cuda-python here (torch.cuda.is_available() is False)"
+    return None

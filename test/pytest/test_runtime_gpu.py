@@ -15,20 +15,9 @@ import pytest
 from tilemega.runtime import ArgumentError, LaunchError, load_artifact
 
 
-def _gpu_reason():
-    try:
-        import cuda.bindings.driver  # noqa: F401
-    except ImportError:
-        return "no CUDA GPU / cuda-python here (cuda.bindings not importable)"
-    try:
-        import torch
-    except ImportError:
-        return "no CUDA GPU / cuda-python here (torch not installed)"
-    if not torch.cuda.is_available():
-        return "no CUDA GPU / cuda-python here (torch.cuda.is_available() is False)"
-    return None
+from conftest import gpu_skip_reason
 
-
+_gpu_reason = gpu_skip_reason
 _REASON = _gpu_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
 
