@@ -186,6 +186,29 @@ def _tag(x) -> str:
     return f"{x:g}".replace("-", "m").replace("+", "").replace(".", "p")
 
 
+def _rmsnorm_into(X, W, n, eps, store):
+    """x * rsqrt(mean(x^2) + eps) * w over one global vector X of n, one
+    order of operations for every body that normalises (rmsnorm and the
+    GEMVs it is fused into): `store(v, x, i, j)` puts element [i, j] (f32)
+    where the caller wants it; returns the [1, n] fragment x."""
+    _, arith, _, math, memref, tile = _ir()
+    x, sq, ss, w = _frag([1, n]), _frag([1, n]), _frag([1]), _frag([n])
+    tile.copy(_view(X, [1, n]), x)
+    # W's layout is the slice of x's along the row: each thread loads
+    # (vectorised) just the columns it normalises.
+    tile.copy(W, w)
+    with _parallel([1, n]) as (i, j):
+        v = memref.load(x, [i, j])
+        memref.store(arith.mulf(v, v), sq, [i, j])
+    tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
+    with _parallel([1, n]) as (i, j):
+        mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / n))
+        scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
+        store(arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(w, [j])),
+              x, i, j)
+    return x
+
+
 # --- bodies ---------------------------------------------------------------------
 
 def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
@@ -197,21 +220,8 @@ def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
                  Access("write", 2, 0, 0, H)), threads)
 
     def build(u, X, W, Y):
-        _, arith, _, math, memref, tile = _ir()
-        x, sq, ss, w = _frag([1, H]), _frag([1, H]), _frag([1]), _frag([H])
-        tile.copy(_view(X, [1, H]), x)
-        # W's layout is the slice of x's along the row: each thread loads
-        # (vectorised) just the columns it normalises.
-        tile.copy(W, w)
-        with _parallel([1, H]) as (i, j):
-            v = memref.load(x, [i, j])
-            memref.store(arith.mulf(v, v), sq, [i, j])
-        tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
-        with _parallel([1, H]) as (i, j):
-            mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / H))
-            scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
-            v = arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(w, [j]))
-            memref.store(v, x, [i, j])
+        memref, tile = _ir()[4], _ir()[5]
+        x = _rmsnorm_into(X, W, H, eps, lambda v, x, i, j: memref.store(v, x, [i, j]))
         tile.copy(x, _view(Y, [1, H]))
 
     return _make(body, emit, build)
@@ -338,20 +348,11 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Bo
         ir, arith, _, math, memref, tile = _ir()
         bf16 = ir.BF16Type.get()
         row = arith.muli(u, _iconst(R))
-        # rmsnorm's body, order of operations included, storing to shared.
-        x, sq, ss, nw = _frag([1, K]), _frag([1, K]), _frag([1]), _frag([K])
+        # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them, into
+        # shared memory.
         xn_s = _shared([K])
-        tile.copy(_view(X, [1, K]), x)
-        tile.copy(NW, nw)
-        with _parallel([1, K]) as (i, j):
-            v = memref.load(x, [i, j])
-            memref.store(arith.mulf(v, v), sq, [i, j])
-        tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
-        with _parallel([1, K]) as (i, j):
-            mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / K))
-            scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
-            v = arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(nw, [j]))
-            memref.store(arith.truncf(bf16, v), xn_s, [j])
+        _rmsnorm_into(X, NW, K, eps,
+                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
         # The chunks come from shared memory: nothing to pipeline for x.
         out = _gemv_rows(row, W, K, R, BK, STAGES, lambda: (
             lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None))

@@ -220,10 +220,10 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
         while tail < J and pending[jit[tail]] == 0:
             tail += 1
         candidates.extend(holder[k] for k in range(old_tail, tail) if k in holder)
-        todo = sorted(set(candidates))
+        drawers = sorted(set(candidates))
         if random_ties:
-            rng.shuffle(todo)              # who draws which ticket is a race
-        for w in todo:
+            rng.shuffle(drawers)           # who draws which ticket is a race
+        for w in drawers:
             if free[w]:
                 pick(w)
         if not heap:
