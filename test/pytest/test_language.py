@@ -173,6 +173,27 @@ def test_verifier_error_names_the_users_line():
     assert f'"{HERE}":{line_of("# BAD-INDEX-LINE")}:' in message
 
 
+@tilemega.jit
+def gemm_bf16_into_f16(A: T.Tensor((64, 64), "bfloat16"), C: T.Tensor((64, 64), "float16")):
+    with T.Kernel(1, threads=128):
+        a = T.alloc_shared((64, 64), "bfloat16")
+        c = T.alloc_fragment((64, 64), "float16")
+        T.copy(A, a)
+        T.gemm(a, a, c, clear_accum=True)   # BF16-F16-LINE
+        T.copy(c, C)
+
+
+def test_bf16_gemm_into_f16_is_rejected_at_the_users_line():
+    # mma.sync has no bf16-input, f16-accumulator form; the tensor-core rule
+    # rejects it in the verifier rather than running it on CUDA cores.
+    with pytest.raises(CompileError) as info:
+        gemm_bf16_into_f16.ir()
+    message = str(info.value)
+    assert f'"{HERE}":{line_of("# BF16-F16-LINE")}:' in message, message
+    assert "unsupported accumulation: 'bf16' inputs into 'f16'" in message
+    assert "accumulate bf16 in f32" in message
+
+
 # ---------------------------------------------------------------------------
 # Python-side misuse: the exception names the argument and the user's line
 # ---------------------------------------------------------------------------

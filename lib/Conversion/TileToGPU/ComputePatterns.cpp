@@ -3,6 +3,7 @@
 #include "TileToGPUInternal.h"
 
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -219,6 +220,9 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
     if (!layout)
       return op.emitOpError("accumulates into a fragment without a layout: "
                             "run tile-infer-layouts first");
+    // The gemms the tensor-core rule accepts belong to GemmMmaLowering.
+    if (tile::chooseTensorCores(op, layout).usesTensorCores())
+      return rewriter.notifyMatchFailure(op, "runs on tensor cores");
     MemRefType aType = op.getA().getType(), cType = op.getC().getType();
     Type accType = cType.getElementType();
     int64_t k = op.getTransposeA() ? aType.getDimSize(0) : aType.getDimSize(1);

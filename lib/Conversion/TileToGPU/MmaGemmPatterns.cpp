@@ -39,9 +39,10 @@
 // Every shared-memory index goes through swizzleIndices, so the tile's
 // #tile.swizzle applies; a swizzle keeps the 16-byte rows ldmatrix reads
 // contiguous when its base is at least 3 (8 elements), which the pattern
-// requires. Everything else (f32 or i8 inputs, fragment A/B, blocked
-// accumulators, bf16 with f16 accumulation, which PTX lacks) stays on the SIMT
-// lowering in ComputePatterns.cpp.
+// requires. Which gemms qualify is decided by tile::chooseTensorCores
+// (TileTensorCores.h), the rule layout inference and the gemm verifier also
+// follow; everything it turns down (f32 or i8 inputs, fragment A/B, blocked
+// accumulators, ...) takes the SIMT lowering in ComputePatterns.cpp.
 //
 // nvgpu.mma.sync lowers only f16 multiplicands to NVVM (its PTX type
 // deduction rejects bf16), so bf16 tiles use nvvm.mma.sync directly, with the
@@ -52,6 +53,7 @@
 #include "TileToGPUInternal.h"
 
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -65,7 +67,8 @@ using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
 
 /// mma.sync m16n8k16 tile extents.
-static constexpr int64_t kTileM = 16, kTileN = 8, kTileK = 16;
+static constexpr int64_t kTileM = tile::kMmaTileM, kTileN = tile::kMmaTileN,
+                         kTileK = tile::kMmaTileK;
 /// Up to this many k-steps the K loop is unrolled; beyond, an scf.for.
 static constexpr int64_t kMaxUnrolledKSteps = 4;
 
@@ -92,37 +95,6 @@ static Value warpTerm(OpBuilder &b, Location loc, Value warp,
 }
 
 namespace {
-
-/// Why a gemm cannot take the tensor-core path (empty when it can).
-std::string whyNotMma(tile::GemmOp op, const ThreadOwnership &ownership) {
-  MemRefType aType = op.getA().getType(), bType = op.getB().getType(),
-             cType = op.getC().getType();
-  if (!tile::isShared(aType) || !tile::isShared(bType))
-    return "A or B is not in shared memory";
-  Type in = aType.getElementType(), acc = cType.getElementType();
-  if (!in.isF16() && !in.isBF16())
-    return "inputs are not f16/bf16";
-  if (!(acc.isF32() || (acc.isF16() && in.isF16())))
-    return "accumulation is neither f32 nor f16 with f16 inputs";
-  int64_t k = op.getTransposeA() ? aType.getDimSize(0) : aType.getDimSize(1);
-  if (k % kTileK != 0)
-    return "K is not a multiple of 16";
-  for (auto [value, type] : {std::pair<Value, MemRefType>{op.getA(), aType},
-                             {op.getB(), bType}}) {
-    // ldmatrix rows are 8 contiguous, 16-byte aligned elements.
-    if (type.getDimSize(1) % 8 != 0)
-      return "a shared row is not a multiple of 8 elements";
-    if (tile::SwizzleAttr swizzle = getSwizzle(value))
-      if (swizzle.getBase() < 3)
-        return "a swizzle with base < 3 splits ldmatrix rows";
-  }
-  // The C fragment must be PTX's m16n8 accumulator layout.
-  const tile::DimMapping &rows = ownership.dims[0], &cols = ownership.dims[1];
-  if (rows.laneStride != 4 || rows.laneCount != 8 || rows.laneScale != 1 ||
-      cols.laneStride != 1 || cols.laneCount != 4 || cols.laneScale != 2)
-    return "the accumulator layout is not the m16n8 fragment";
-  return "";
-}
 
 /// One mma.sync m16n8k16: `a` vector<4x2xT>, `b` vector<2x2xT>, `c`
 /// vector<2x2xAcc>.
@@ -173,16 +145,14 @@ struct GemmMmaLowering : OpConversionPattern<tile::GemmOp> {
   LogicalResult
   matchAndRewrite(tile::GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    auto layout =
-        dyn_cast_or_null<tile::MmaLayoutAttr>(getFragmentLayout(op.getC()));
-    if (!layout)
-      return rewriter.notifyMatchFailure(op, "C has no #tile.mma layout");
+    tile::TensorCoreChoice choice =
+        tile::chooseTensorCores(op, getFragmentLayout(op.getC()));
+    if (!choice.usesTensorCores())
+      return rewriter.notifyMatchFailure(op, choice.whyNot);
+    tile::MmaLayoutAttr layout = choice.layout;
     MemRefType aType = op.getA().getType(), bType = op.getB().getType(),
                cType = op.getC().getType();
     ThreadOwnership ownership = getOwnership(layout, cType.getShape());
-    std::string why = whyNotMma(op, ownership);
-    if (!why.empty())
-      return rewriter.notifyMatchFailure(op, why);
 
     Location loc = op.getLoc();
     bool transA = op.getTransposeA(), transB = op.getTransposeB();

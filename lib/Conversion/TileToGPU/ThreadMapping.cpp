@@ -2,6 +2,8 @@
 
 #include "TileToGPUInternal.h"
 
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -185,14 +187,7 @@ Value tile_to_gpu::boundsCheck(OpBuilder &b, Location loc, MemRefType type,
 tile::SwizzleAttr tile_to_gpu::getSwizzle(Value original) {
   // A stage of a multi-buffered tile is swizzled like its alloc, as a tile of
   // its own (indices within the stage).
-  auto alloc = original.getDefiningOp<tile::AllocSharedOp>();
-  if (!alloc)
-    alloc = tile::getMultiBufferedAlloc(original);
-  if (alloc)
-    if (tile::SwizzleAttr swizzle = alloc.getSwizzleAttr())
-      if (swizzle.getBits() > 0)
-        return swizzle;
-  return nullptr;
+  return tile::getSharedSwizzle(original);
 }
 
 SmallVector<Value> tile_to_gpu::swizzleIndices(OpBuilder &b, Location loc,

@@ -191,21 +191,3 @@ func.func @narrow_swizzle() {
   }
   return
 }
-
-// -----
-
-// CHECK-LABEL: gpu.func @bf16_f16_acc
-// CHECK-NOT:     nvgpu
-// CHECK:         math.fma
-func.func @bf16_f16_acc() {
-  tile.kernel blocks(%b) in [1] threads 32 {
-    %a = tile.alloc_shared : memref<16x16xbf16, #gpu.address_space<workgroup>>
-    %bb = tile.alloc_shared : memref<16x32xbf16, #gpu.address_space<workgroup>>
-    %c = tile.alloc_fragment : memref<16x32xf16, #tile.fragment>
-    tile.gemm %a, %bb, %c
-        : memref<16x16xbf16, #gpu.address_space<workgroup>>,
-          memref<16x32xbf16, #gpu.address_space<workgroup>>,
-          memref<16x32xf16, #tile.fragment>
-  }
-  return
-}

@@ -550,8 +550,24 @@ func.func @gemm_accumulation() {
   tile.kernel blocks(%b) in [1] threads 32 {
     %a = tile.alloc_shared : memref<32x32xf32, #gpu.address_space<workgroup>>
     %c = tile.alloc_fragment : memref<32x32xf16, #tile.fragment>
-    // expected-error @+1 {{unsupported accumulation: 'f32' inputs into 'f16' (supported: f16/bf16 -> f32/f16, f32 -> f32, i8 -> i32)}}
+    // expected-error @+1 {{unsupported accumulation: 'f32' inputs into 'f16' (supported: f16 -> f32/f16, bf16 -> f32, f32 -> f32, i8 -> i32)}}
     tile.gemm %a, %a, %c : memref<32x32xf32, #gpu.address_space<workgroup>>, memref<32x32xf32, #gpu.address_space<workgroup>>, memref<32x32xf16, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// bf16 inputs with an f16 accumulator: mma.sync has no such form, and the
+// tensor-core rule (TileTensorCores.h) rejects it instead of running it on
+// CUDA cores.
+func.func @gemm_bf16_into_f16() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %a = tile.alloc_shared : memref<16x16xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<16x32xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<16x32xf16, #tile.fragment>
+    // expected-error @+1 {{unsupported accumulation: 'bf16' inputs into 'f16' (mma.sync has no bf16-input, f16-accumulator form: accumulate bf16 in f32)}}
+    tile.gemm %a, %bb, %c : memref<16x16xbf16, #gpu.address_space<workgroup>>, memref<16x32xbf16, #gpu.address_space<workgroup>>, memref<16x32xf16, #tile.fragment>
   }
   return
 }

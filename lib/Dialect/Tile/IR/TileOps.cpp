@@ -3,6 +3,7 @@
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -422,13 +423,10 @@ LogicalResult GemmOp::verify() {
   if (in != bType.getElementType())
     return emitOpError() << "A and B element types differ: " << in << " vs "
                          << bType.getElementType();
-  bool ok = ((in.isF16() || in.isBF16()) && (acc.isF32() || acc.isF16())) ||
-            (in.isF32() && acc.isF32()) ||
-            (in.isInteger(8) && acc.isInteger(32));
-  if (!ok)
+  std::string unsupported = getUnsupportedAccumulationReason(in, acc);
+  if (!unsupported.empty())
     return emitOpError() << "unsupported accumulation: " << in << " inputs into "
-                         << acc << " (supported: f16/bf16 -> f32/f16, "
-                         << "f32 -> f32, i8 -> i32)";
+                         << acc << " (" << unsupported << ")";
   return success();
 }
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 
 #include "llvm/ADT/EquivalenceClasses.h"
@@ -61,16 +62,6 @@ struct Derivation {
   int64_t dim;
   Operation *cause;
 };
-
-bool isTensorCoreGemm(GemmOp gemm) {
-  Type in = gemm.getA().getType().getElementType();
-  Type acc = gemm.getC().getType().getElementType();
-  int64_t k = gemm.getTransposeA() ? gemm.getA().getType().getDimSize(0)
-                                   : gemm.getA().getType().getDimSize(1);
-  return (in.isF16() || in.isBF16()) && (acc.isF32() || acc.isF16()) &&
-         k % 16 == 0 && isShared(gemm.getA().getType()) &&
-         isShared(gemm.getB().getType());
-}
 
 /// Resolves a layout conflict on a fragment that a tile.parallel only reads
 /// (e.g. row maxima of one tile rescaling another tile of a different
@@ -124,22 +115,10 @@ LogicalResult convertForRead(const Derivation &d, Attribute layout) {
 
 /// A 16-bit gemm that tensor cores cannot serve says why, instead of being
 /// silently slow (f32 and i8 gemms are SIMT by design).
-void warnIfSimt(GemmOp gemm) {
-  Type in = gemm.getA().getType().getElementType();
-  Type acc = gemm.getC().getType().getElementType();
-  if (!in.isF16() && !in.isBF16())
-    return;
-  int64_t k = gemm.getTransposeA() ? gemm.getA().getType().getDimSize(0)
-                                   : gemm.getA().getType().getDimSize(1);
-  InFlightDiagnostic diag =
-      gemm.emitWarning() << "runs on CUDA cores, not tensor cores: ";
-  if (!isShared(gemm.getA().getType()) || !isShared(gemm.getB().getType()))
-    diag << "A and B must be in shared memory (ldmatrix reads them there)";
-  else if (k % 16 != 0)
-    diag << "K = " << k << " is not a multiple of the mma.sync K of 16 (by "
-         << k % 16 << ")";
-  else if (!acc.isF32() && !acc.isF16())
-    diag << "the accumulator must be f32 or f16, got " << acc;
+void warnIfSimt(GemmOp gemm, const TensorCoreChoice &choice) {
+  if (choice.tensorCoreInputs && !choice.usesTensorCores())
+    gemm.emitWarning() << "runs on CUDA cores, not tensor cores: "
+                       << choice.whyNot;
 }
 
 //===- Shared-memory swizzles of tensor-core operands ---------------------===//
@@ -214,8 +193,7 @@ bool onlySwizzleAwareUses(AllocSharedOp alloc) {
 void inferTensorCoreSwizzles(KernelOp kernel) {
   kernel.walk([&](GemmOp gemm) {
     auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
-    if (!c || !isa_and_nonnull<MmaLayoutAttr>(c.getLayoutAttr()) ||
-        !isTensorCoreGemm(gemm))
+    if (!c || !chooseTensorCores(gemm, c.getLayoutAttr()).usesTensorCores())
       return;
     for (Value operand : {gemm.getA(), gemm.getB()}) {
       auto alloc = operand.getDefiningOp<AllocSharedOp>();
@@ -315,23 +293,13 @@ struct TileInferLayoutsPass
       auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
       if (!c || layoutOf.count(groups.getLeaderValue(c)))
         return;
-      if (!isTensorCoreGemm(gemm)) {
-        warnIfSimt(gemm);
+      TensorCoreChoice choice = chooseTensorCores(gemm, threads);
+      if (!choice.usesTensorCores()) {
+        warnIfSimt(gemm, choice);
         return;
       }
-      MemRefType cType = gemm.getC().getType();
-      if (MmaLayoutAttr mma = getDefaultMmaLayout(
-              ctx, cType.getDimSize(0), cType.getDimSize(1), threads)) {
-        layoutOf[groups.getLeaderValue(c)] = mma;
-        decidedBy[groups.getLeaderValue(c)] = gemm;
-      } else {
-        gemm.emitWarning()
-            << "runs on CUDA cores, not tensor cores: no split of the "
-            << threads / 32 << " warps tiles the " << cType.getDimSize(0)
-            << "x" << cType.getDimSize(1)
-            << " accumulator into 16x8 mma.sync tiles per warp (M must be a "
-               "multiple of 16 * warps along M, N of 8 * warps along N)";
-      }
+      layoutOf[groups.getLeaderValue(c)] = choice.layout;
+      decidedBy[groups.getLeaderValue(c)] = gemm;
     });
 
     // Derived groups take slices of their parents; the remaining roots get

@@ -1,0 +1,61 @@
+//===- TileTensorCores.h - which tile.gemm runs on tensor cores -*- C++ -*-===//
+//
+// The one rule that decides whether a tile.gemm runs on tensor cores
+// (ldmatrix + mma.sync m16n8k16) or on CUDA cores (SIMT). The gemm verifier,
+// tile-infer-layouts and the two gemm lowerings all ask it, so an accumulator
+// that inference lays out for mma.sync is also lowered to mma.sync, and the
+// SIMT lowering takes exactly the gemms the rule turns down.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILETENSORCORES_H
+#define TILEMEGA_DIALECT_TILE_IR_TILETENSORCORES_H
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include <string>
+
+namespace mlir::tilemega::tile {
+
+/// mma.sync m16n8k16 tile extents.
+inline constexpr int64_t kMmaTileM = 16, kMmaTileN = 8, kMmaTileK = 16;
+
+/// Why tile.gemm cannot multiply `in` inputs into an `acc` accumulator on any
+/// path, or the empty string when it can: f16 -> f32 / f16, bf16 -> f32,
+/// f32 -> f32, i8 -> i32. bf16 into f16 is rejected rather than run on CUDA
+/// cores: mma.sync has no bf16-input, f16-accumulator form, and a 16-bit
+/// gemm that silently misses tensor cores is a performance bug.
+std::string getUnsupportedAccumulationReason(Type in, Type acc);
+
+/// The tensor-core decision for one tile.gemm.
+struct TensorCoreChoice {
+  /// The accumulator layout the mma.sync lowering uses; null when the gemm
+  /// runs on CUDA cores.
+  MmaLayoutAttr layout;
+  /// When `layout` is null: why, phrased to follow "runs on CUDA cores, not
+  /// tensor cores: ".
+  std::string whyNot;
+  /// True when the inputs are 16-bit, i.e. tensor cores were expected and a
+  /// CUDA-core gemm deserves a warning (f32 and i8 gemms are SIMT by design).
+  bool tensorCoreInputs = false;
+
+  bool usesTensorCores() const { return layout != nullptr; }
+};
+
+/// Layout inference's question: can `gemm` run on tensor cores, and with
+/// which mma layout of its accumulator over the kernel's `numThreads`?
+TensorCoreChoice chooseTensorCores(GemmOp gemm, int64_t numThreads);
+
+/// The lowering's question (and inference's, for an accumulator the user laid
+/// out): can `gemm` run on tensor cores with `accLayout`, the layout its
+/// accumulator already has? Only an mma layout that tiles the accumulator
+/// can.
+TensorCoreChoice chooseTensorCores(GemmOp gemm, Attribute accLayout);
+
+/// The swizzle that applies to the shared tile `value` (an alloc_shared or a
+/// stage of a multi-buffered one), or null when it is not swizzled.
+SwizzleAttr getSharedSwizzle(Value value);
+
+} // namespace mlir::tilemega::tile
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILETENSORCORES_H
