@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs TileMega from a fresh clone.
 #
-#   scripts/tilemega.sh main    set up, build, compile the example kernels and
-#                               the mega-kernels (MLP chain, 16-layer decode
-#                               step) to PTX/cubin artifacts in out/, run them
-#                               on a GPU when one is present
-#   scripts/tilemega.sh test    set up, build, run every test (lit + pytest)
-#   scripts/tilemega.sh setup   only the virtual environment (.venv)
-#   scripts/tilemega.sh build   setup + incremental build (build/)
-#   scripts/tilemega.sh docs    regenerate docs/reference/ from ODS
+#   scripts/tilemega.sh main       set up, build, compile every shipped artifact
+#                                  (examples/shipped.py: example kernels,
+#                                  benchmark GEMMs, mega-kernels) to PTX/cubin
+#                                  in out/, check them against float64 on a
+#                                  GPU when one is present
+#   scripts/tilemega.sh test       set up, build, run every test (lit + pytest)
+#   scripts/tilemega.sh setup      only the virtual environment (.venv)
+#   scripts/tilemega.sh build      setup + incremental build (build/)
+#   scripts/tilemega.sh docs       regenerate docs/reference/ from ODS
+#   scripts/tilemega.sh gpu-check  GPU machine, runtime only: every artifact in
+#                                  out/ against float64; verdicts + PTX hashes
+#                                  into test/gpu/results.json
+#   scripts/tilemega.sh sanitize   GPU machine: compute-sanitizer memcheck,
+#                                  racecheck, synccheck, initcheck over the
+#                                  examples and mega workloads, into the same file
 #
 # The pinned toolchain is read from pyproject.toml. Environment:
-# TILEMEGA_VENV (.venv), TILEMEGA_BUILD (build), TILEMEGA_JOBS (2).
+# TILEMEGA_VENV (.venv), TILEMEGA_BUILD (build), TILEMEGA_JOBS (2),
+# TILEMEGA_ARTIFACTS (out; gpu-check and sanitize), PYTHON (python3; the
+# GPU machine's interpreter with torch and cuda-python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -72,8 +81,20 @@ case "${1:-}" in
   main)
     build
     env_for_python
-    "$PY" examples/run_examples.py --out "$ROOT/out"
-    "$PY" examples/run_mega.py --out "$ROOT/out"
+    "$PY" examples/shipped.py "$ROOT/out"
+    if "$PY" -c 'import torch, sys; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+      "$PY" examples/gpu_check.py --artifacts "$ROOT/out" --no-write
+    else
+      echo "not running the kernels: no torch with a CUDA GPU here"
+    fi
+    ;;
+  gpu-check)
+    PYTHONPATH="$ROOT/python" "${PYTHON:-python3}" examples/gpu_check.py \
+      --artifacts "${TILEMEGA_ARTIFACTS:-$ROOT/out}"
+    ;;
+  sanitize)
+    PYTHONPATH="$ROOT/python" "${PYTHON:-python3}" examples/gpu_sanitize.py \
+      --artifacts "${TILEMEGA_ARTIFACTS:-$ROOT/out}"
     ;;
   test)
     build
@@ -89,7 +110,7 @@ case "${1:-}" in
     ls "$ROOT/docs/reference"
     ;;
   *)
-    sed -n '2,15p' "$0"
+    sed -n '2,26p' "$0"
     exit 2
     ;;
 esac

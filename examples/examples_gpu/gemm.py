@@ -25,7 +25,12 @@ def tolerance(artifact):
 
 
 def check(artifact, torch):
-    cfg = _config(artifact)
+    return check_config(artifact, torch, _config(artifact))
+
+
+def check_config(artifact, torch, cfg):
+    """The relative error of `artifact`, a gemm built from `cfg`
+    (gemm.config(...)), on fresh inputs."""
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     ta, tb = cfg["transpose_a"], cfg["transpose_b"]
     dt = torch.float16 if cfg["dtype"] == "f16" else torch.bfloat16

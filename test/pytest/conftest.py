@@ -107,3 +107,18 @@ def gpu_skip_reason():
     if not torch.cuda.is_available():
         return "no CUDA GPU / cuda-python here (torch.cuda.is_available() is False)"
     return None
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Lists the current PTX with no GPU verdict (stale) and the verdicts of
+    artifacts no longer shipped, found by test_gpu_results.py."""
+    module = sys.modules.get("test_gpu_results")
+    if module is None:
+        return
+    report = module.REPORT
+    terminalreporter.section("GPU verdicts (test/gpu/results.json)")
+    terminalreporter.write_line(f"stale: {len(report['stale'])} current PTX with no verdict"
+                                + (": " + ", ".join(report["stale"]) if report["stale"] else ""))
+    if report["orphaned"]:
+        terminalreporter.write_line("verdicts of artifacts no longer shipped: "
+                                    + ", ".join(report["orphaned"]))

@@ -1,0 +1,103 @@
+"""The catalogue of every artifact we ship: the example kernels
+(run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.GEMMS)
+and the mega graphs (mega_decode.build_all). One list, read by the main job
+that builds them, by `gpu_check.py` that judges them on the GPU and by the
+CI test that binds those verdicts to the PTX they judged
+(test/pytest/test_gpu_results.py).
+
+    python examples/shipped.py OUT_DIR     # compile everything into OUT_DIR
+
+Compiling needs the built compiler package; listing needs nothing.
+"""
+
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _path in (HERE, os.path.join(ROOT, "bench")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+# Kinds of artifact, each with its own GPU check in gpu_check.py.
+EXAMPLE, BENCH, MEGA, OPS, EMPTY = "example", "bench", "mega", "ops", "empty"
+
+
+def example_names():
+    import run_examples
+    return [name for name, _, _ in run_examples.EXAMPLES]
+
+
+def bench_names():
+    import build_artifacts
+    return list(build_artifacts.GEMMS)
+
+
+def compile_examples(out):
+    """{artifact name: json path} of the example kernels."""
+    import run_examples
+    return run_examples.compile_all(out)
+
+
+def compile_bench(out):
+    import build_artifacts
+    import gemm
+    import tilemega
+    from tilemega.ir import Context, Location
+
+    paths = {}
+    for name, config in build_artifacts.GEMMS.items():
+        with Context(), Location.unknown():
+            art = tilemega.compile(gemm.build(name=name, **config), chip="sm_90a", name=name)
+        paths[name] = art.save(out)
+    return paths
+
+
+def compile_mega(out):
+    """{artifact name: json path} of every mega artifact build_all writes
+    (persistent kernels, per-operator artifacts, empty graphs, test graphs)."""
+    import mega_decode
+
+    paths = {}
+    for path in mega_decode.build_all(out):
+        if path.endswith(".launches.json"):   # the per-operator artifact's launch list
+            name = os.path.basename(path)[:-len(".launches.json")]
+            paths[name] = os.path.join(out, name + ".json")
+        else:
+            paths[os.path.basename(path)[:-len(".json")]] = path
+    return paths
+
+
+def kind_of(name, meta):
+    """The kind of artifact `name` from its metadata (a parsed JSON dict)."""
+    if name in example_names():
+        return EXAMPLE
+    if name in bench_names():
+        return BENCH
+    if name.startswith("ops_"):
+        return OPS
+    if name.startswith("mega_empty_") or name == "test_mega_too_wide":
+        return EMPTY
+    if any("mega" in k for k in meta.get("kernels", [])):
+        return MEGA
+    raise ValueError(f"{name}: not a shipped artifact (examples/shipped.py)")
+
+
+def compile_all(out):
+    """Compile every shipped artifact into `out`; {name: json path}."""
+    paths = {}
+    for part in (compile_examples, compile_bench, compile_mega):
+        start = time.time()
+        got = part(out)
+        clash = set(got) & set(paths)
+        if clash:
+            raise ValueError(f"artifact names used twice: {sorted(clash)}")
+        paths.update(got)
+        print(f"{part.__name__}: {len(got)} artifacts in {time.time() - start:.1f} s")
+    return paths
+
+
+if __name__ == "__main__":
+    for name, path in sorted(compile_all(sys.argv[1] if len(sys.argv) > 1 else "out").items()):
+        print(f"{name}: {path}")
