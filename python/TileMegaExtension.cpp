@@ -3,6 +3,8 @@
 // Imported by the embedded MLIR core as `_site_initialize_0`: every Context
 // gets our dialects, and our passes and pipelines are registered once, so
 // that PassManager.parse("builtin.module(tilemega-...-pipeline)") works.
+// Also exposes the target descriptions (target_info), so that Python reads
+// the same limits as the C++ passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +12,8 @@
 
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
+
+#include <string>
 
 namespace nb = nanobind;
 
@@ -21,4 +25,34 @@ NB_MODULE(_site_initialize_0, m) {
         tilemegaRegisterAllDialects(registry);
       },
       nb::arg("registry"));
+
+  MlirStringRef defaultChip = tilemegaGetDefaultChip();
+  m.attr("DEFAULT_CHIP") = std::string(defaultChip.data, defaultChip.length);
+  m.def(
+      "target_info",
+      [](const std::string &chip) {
+        TilemegaTargetInfo info;
+        if (!tilemegaGetTargetInfo(
+                mlirStringRefCreate(chip.data(), chip.size()), &info)) {
+          MlirStringRef known = tilemegaGetKnownChips();
+          throw nb::value_error(
+              ("chip: no target description of '" + chip + "' (known: " +
+               std::string(known.data, known.length) + ")")
+                  .c_str());
+        }
+        nb::dict d;
+        d["chip"] = chip;
+        d["sm_count"] = info.smCount;
+        d["max_shared_bytes_per_block"] = info.maxSharedBytesPerBlock;
+        d["shared_bytes_per_sm"] = info.sharedBytesPerSm;
+        d["max_registers_per_thread"] = info.maxRegistersPerThread;
+        d["registers_per_sm"] = info.registersPerSm;
+        d["max_threads_per_block"] = info.maxThreadsPerBlock;
+        d["max_threads_per_sm"] = info.maxThreadsPerSm;
+        d["max_ctas_per_sm"] = info.maxCtasPerSm;
+        return d;
+      },
+      nb::arg("chip"),
+      "The hardware limits of `chip` (tilemega/Target/TargetInfo.h) as a "
+      "dict; ValueError for a chip without a description.");
 }

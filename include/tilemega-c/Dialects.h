@@ -20,6 +20,29 @@ MLIR_CAPI_EXPORTED void tilemegaRegisterAllDialects(MlirDialectRegistry registry
 /// GPU lowering) with the global pass registry; safe to call more than once.
 MLIR_CAPI_EXPORTED void tilemegaRegisterAllPassesAndPipelines(void);
 
+/// The hardware limits of one chip (tilemega/Target/TargetInfo.h).
+typedef struct {
+  int64_t smCount;
+  int64_t maxSharedBytesPerBlock;
+  int64_t sharedBytesPerSm;
+  int64_t maxRegistersPerThread;
+  int64_t registersPerSm;
+  int64_t maxThreadsPerBlock;
+  int64_t maxThreadsPerSm;
+  int64_t maxCtasPerSm;
+} TilemegaTargetInfo;
+
+/// Fills `info` with the limits of `chip`; returns false (leaving `info`
+/// alone) for a chip TileMega has no description of.
+MLIR_CAPI_EXPORTED bool tilemegaGetTargetInfo(MlirStringRef chip,
+                                              TilemegaTargetInfo *info);
+
+/// The chip TileMega compiles for unless told otherwise ("sm_90a").
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetDefaultChip(void);
+
+/// The chips tilemegaGetTargetInfo knows, comma-separated ("sm_90, sm_90a").
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKnownChips(void);
+
 #ifdef __cplusplus
 }
 #endif

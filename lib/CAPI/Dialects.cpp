@@ -5,9 +5,11 @@
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/InitAll.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Registration.h"
+#include "mlir/CAPI/Support.h"
 
 MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(Tile, tile,
                                       mlir::tilemega::tile::TileDialect)
@@ -25,4 +27,25 @@ void tilemegaRegisterAllPassesAndPipelines(void) {
     return true;
   }();
   (void)registered;
+}
+
+bool tilemegaGetTargetInfo(MlirStringRef chip, TilemegaTargetInfo *info) {
+  llvm::FailureOr<mlir::tilemega::TargetInfo> target =
+      mlir::tilemega::getTargetInfo(unwrap(chip));
+  if (llvm::failed(target))
+    return false;
+  *info = {target->smCount,           target->maxSharedBytesPerBlock,
+           target->sharedBytesPerSm,  target->maxRegistersPerThread,
+           target->registersPerSm,    target->maxThreadsPerBlock,
+           target->maxThreadsPerSm,   target->maxCtasPerSm};
+  return true;
+}
+
+MlirStringRef tilemegaGetDefaultChip(void) {
+  return wrap(llvm::StringRef(mlir::tilemega::kDefaultChip));
+}
+
+MlirStringRef tilemegaGetKnownChips(void) {
+  static const std::string chips = mlir::tilemega::getKnownChips();
+  return wrap(llvm::StringRef(chips));
 }

@@ -32,6 +32,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   schedule.policy = options.megaPolicy;
   pm.addPass(mega::createMegaSchedule(schedule));
   ConvertMegaToGPUOptions persistent;
+  persistent.chip = options.chip;
   persistent.timeline = options.megaTimeline;
   persistent.watchdogMs = options.megaWatchdogMs;
   persistent.maxCtas = options.megaMaxCtas;
@@ -42,7 +43,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,
   // then lower to per-thread gpu.func code.
   pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts());
-  pm.addNestedPass<func::FuncOp>(tile::createTilePipeline());
+  tile::TilePipelineOptions pipelining;
+  pipelining.chip = options.chip;
+  pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   pm.addPass(createConvertTileToGPU());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

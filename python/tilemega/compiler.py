@@ -175,11 +175,30 @@ def _assemble(ptx: str, chip: str, ptxas: str):
             return f.read(), proc.stderr
 
 
+def target_info(chip: str) -> Dict[str, Any]:
+    """The hardware limits of `chip` as the C++ verifiers and passes see them
+    (include/tilemega/Target/TargetInfo.h): sm_count,
+    max_shared_bytes_per_block, shared_bytes_per_sm, max_registers_per_thread,
+    registers_per_sm, max_threads_per_block, max_threads_per_sm,
+    max_ctas_per_sm. ValueError for a chip without a description."""
+    from ._mlir_libs import _site_initialize_0 as extension
+    if not isinstance(chip, str):
+        raise ValueError(f"chip must be a string like 'sm_90a', got {chip!r}")
+    return extension.target_info(chip)
+
+
+def default_target_info() -> Dict[str, Any]:
+    """`target_info` of the chip TileMega compiles for unless told otherwise
+    (the C++ kDefaultChip, also `compile`'s default `chip`)."""
+    from ._mlir_libs import _site_initialize_0 as extension
+    return extension.target_info(extension.DEFAULT_CHIP)
+
+
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
-            mega_max_ctas: int = 132, mega_prefetch_bytes: int = 0,
+            mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
@@ -187,7 +206,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     name: artifact name; defaults to the kernel's name (or "module").
     assemble: also run ptxas (when found) to produce a cubin.
     mega_*: options of mega graphs (docs/mega.md): the queue policy (auto,
-        aot or jit), per-task timestamps, the watchdog, the resident CTAs.
+        aot or jit), per-task timestamps, the watchdog, the resident CTAs
+        (None: the chip's SM count, `target_info(chip)["sm_count"]`).
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -195,6 +215,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
 
     if not isinstance(chip, str) or not re.fullmatch(r"sm_\d+a?", chip):
         raise ValueError(f"chip must look like 'sm_90a', got {chip!r}")
+    target = target_info(chip)
     if opt_level not in (0, 1, 2, 3):
         raise ValueError(f"opt_level must be 0-3, got {opt_level!r}")
 
@@ -210,12 +231,15 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         raise ValueError(f"mega_policy must be auto, aot or jit, got {mega_policy!r}")
     if int(mega_watchdog_ms) < 1:
         raise ValueError(f"mega_watchdog_ms must be >= 1, got {mega_watchdog_ms!r}")
+    max_ctas = target["sm_count"] if mega_max_ctas is None else int(mega_max_ctas)
+    if max_ctas < 1:
+        raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
     options = f"chip={chip} features={features} opt-level={opt_level}"
-    mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), int(mega_max_ctas),
+    mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth))
-    if mega != ("auto", False, 2000, 132, 0, 1):
+    if mega != ("auto", False, 2000, target["sm_count"], 0, 1):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
-                    f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={int(mega_max_ctas)}"
+                    f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={max_ctas}"
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"
                     f" mega-prefetch-depth={int(mega_prefetch_depth)}")
     ctx = context or Context()

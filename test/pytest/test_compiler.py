@@ -91,11 +91,34 @@ def test_module_without_kernel():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"chip": "hopper"}, "chip"),
+    ({"chip": "sm_80"}, r"chip: no target description of 'sm_80' \(known: sm_90, sm_90a\)"),
     ({"opt_level": 7}, "opt_level"),
+    ({"mega_max_ctas": 0}, "mega_max_ctas"),
 ])
 def test_bad_options_name_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tm_compile(BAD_REDUCE, **kwargs)
+
+
+def test_target_info_is_the_one_the_verifiers_use():
+    # Python reads the C++ target description; the verifier's limit is the
+    # same number.
+    from tilemega.compiler import default_target_info, target_info
+    hopper = target_info("sm_90a")
+    assert hopper == dict(target_info("sm_90"), chip="sm_90a")
+    assert default_target_info() == hopper
+    assert (hopper["sm_count"], hopper["max_shared_bytes_per_block"],
+            hopper["max_registers_per_thread"], hopper["max_threads_per_block"],
+            hopper["registers_per_sm"]) == (132, 232448, 255, 1024, 65536)
+    too_big = BAD_REDUCE.replace("threads 32", f"threads {hopper['max_threads_per_block'] + 32}")
+    with pytest.raises(CompileError, match=f"at most {hopper['max_threads_per_block']}, got"):
+        tm_compile(too_big)
+
+
+def test_compile_defaults_to_the_default_chip():
+    import inspect
+    from tilemega._mlir_libs import _site_initialize_0 as extension
+    assert inspect.signature(tm_compile).parameters["chip"].default == extension.DEFAULT_CHIP
 
 
 def test_bad_module_type():

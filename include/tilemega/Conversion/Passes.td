@@ -98,15 +98,17 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
     `convert-tile-to-gpu` passes on to the artifact.
 
     A graph needs all its CTAs resident at once: more than `max-ctas` CTAs
-    (the SM count) is an error.
+    (by default the SM count of `chip`, 132 on sm_90a) is an error.
   }];
   let options = [
     Option<"timeline", "timeline", "bool", "false",
            "Record per-entry %globaltimer timestamps">,
     Option<"watchdogMs", "watchdog-ms", "int64_t", "2000",
            "Longest wait on one event before the kernel gives up (ms)">,
-    Option<"maxCtas", "max-ctas", "int64_t", "132",
-           "CTAs that can be resident at once (SMs of the target GPU)">,
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "Target GPU (its SM count bounds the resident CTAs)">,
+    Option<"maxCtas", "max-ctas", "int64_t", "0",
+           "CTAs that can be resident at once (0: the SM count of chip)">,
     Option<"prefetchBytes", "prefetch-bytes", "int64_t", "0",
            "Bytes of an entry's read-only inputs prefetched into L2 while "
            "it waits (0: none)">,

@@ -3,6 +3,8 @@
 #ifndef TILEMEGA_PIPELINES_PIPELINES_H
 #define TILEMEGA_PIPELINES_PIPELINES_H
 
+#include "tilemega/Target/TargetInfo.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -13,8 +15,10 @@ namespace tilemega {
 struct TileToPTXPipelineOptions
     : public PassPipelineOptions<TileToPTXPipelineOptions> {
   PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("Target GPU architecture (sm_90a: Hopper)"),
-      llvm::cl::init("sm_90a")};
+      *this, "chip",
+      llvm::cl::desc("Target GPU architecture (sm_90a: Hopper); its limits "
+                     "(tilemega/Target/TargetInfo.h) bound the kernels"),
+      llvm::cl::init(std::string(kDefaultChip))};
   PassOptions::Option<std::string> features{
       *this, "features", llvm::cl::desc("NVPTX target features (PTX ISA)"),
       llvm::cl::init("+ptx80")};
@@ -49,9 +53,9 @@ struct TileToPTXPipelineOptions
       llvm::cl::init(1)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
-      llvm::cl::desc("CTAs resident at once on the target (its SM count)"),
-      llvm::cl::init(132)};
-
+      llvm::cl::desc("CTAs resident at once on the target (0: the SM count "
+                     "of chip)"),
+      llvm::cl::init(0)};
 };
 
 /// tile IR -> gpu.binary with PTX (or cubin) for the chosen chip.

@@ -16,6 +16,7 @@
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -41,8 +42,25 @@ struct ConvertMegaToGPUPass
     : public tilemega::impl::ConvertMegaToGPUBase<ConvertMegaToGPUPass> {
   using ConvertMegaToGPUBase::ConvertMegaToGPUBase;
 
+  /// CTAs resident at once: max-ctas, or the SM count of chip.
+  int64_t residentCtas = 0;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    FailureOr<TargetInfo> target = getTargetInfo(chip);
+    if (failed(target)) {
+      module.emitError() << "convert-mega-to-gpu: unknown chip '" << chip
+                         << "' (known: " << getKnownChips() << ")";
+      return signalPassFailure();
+    }
+    if (maxCtas < 0) {
+      module.emitError() << "convert-mega-to-gpu: max-ctas must be >= 0 (0: "
+                            "the SM count of the chip), got "
+                         << static_cast<int64_t>(maxCtas);
+      return signalPassFailure();
+    }
+    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas)
+                               : target->smCount;
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     DenseSet<Operation *> bodies;
     for (GraphOp graph : graphs) {
@@ -64,15 +82,14 @@ struct ConvertMegaToGPUPass
       return failure();
     tables->schedulers = graph.getNumSchedulers();
     int64_t ctas = tables->workers + (tables->numJit > 0 ? 1 : 0);
-    if (ctas > maxCtas)
+    if (ctas > residentCtas)
       return graph.emitOpError()
              << "needs " << ctas << " CTAs (" << tables->workers
              << " workers" << (tables->numJit > 0 ? " + 1 scheduler CTA" : "")
-             << ") but only " << static_cast<int64_t>(maxCtas)
+             << ") but only " << residentCtas
              << " can be resident at once (max-ctas, the GPU's SM count), and "
                 "a persistent kernel needs all of them resident: use at most "
-             << static_cast<int64_t>(maxCtas) - (tables->numJit > 0 ? 1 : 0)
-             << " workers";
+             << residentCtas - (tables->numJit > 0 ? 1 : 0) << " workers";
     if (tables->numEntries == 0)
       return graph.emitOpError() << "has no tasks to run";
     for (const TaskCase &c : tables->cases)

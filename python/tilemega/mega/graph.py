@@ -1,6 +1,6 @@
 """The Python graph builder: operators in program order -> mega IR.
 
-    g = Graph("mlp", workers=132, threads=256)
+    g = Graph("mlp", threads=256)   # workers: one per SM of the default chip
     x = g.input("x", [2048]); w = g.weight("norm_w", [2048])
     h = g.scratch("h", [2048]); ...
     g.rmsnorm(x, w, h); g.linear(W, h, y)    # or fused: g.linear(W, x, y, norm=w)
@@ -96,14 +96,28 @@ def elementwise_chunk(n, threads):
     return chunk
 
 
+def default_workers(scheduler_ctas=0):
+    """Worker CTAs that, with `scheduler_ctas` more, fill every SM of the
+    default chip (its target description, tilemega.compiler.target_info)."""
+    from ..compiler import default_target_info
+    return default_target_info()["sm_count"] - scheduler_ctas
+
+
 class Graph:
-    def __init__(self, name, workers=132, threads=256, schedulers=1):
+    def __init__(self, name, workers=None, threads=256, schedulers=1):
+        """workers: worker CTAs, one per SM; None: every SM of the default
+        chip (default_workers())."""
         if not _NAME.match(name) or "." in name:
             raise ValueError(f"graph name {name!r} must be an identifier")
+        if workers is None:
+            workers = default_workers()
         if workers < 1 or schedulers < 0:
             raise ValueError("workers must be >= 1 and schedulers >= 0")
-        if threads % 32 or not 32 <= threads <= 1024:
-            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads}")
+        from ..compiler import default_target_info
+        max_threads = default_target_info()["max_threads_per_block"]
+        if threads % 32 or not 32 <= threads <= max_threads:
+            raise ValueError(f"threads must be a multiple of 32 in [32, {max_threads}], "
+                             f"got {threads}")
         self.name, self.workers, self.threads, self.schedulers = name, workers, threads, schedulers
         self.tensors: List[Tensor] = []
         self.tasks: List[Task] = []

@@ -9,7 +9,7 @@ earlier task still reads, so the only hazards are true dependencies.
 
 from dataclasses import dataclass
 
-from .graph import Graph
+from .graph import Graph, default_workers
 
 
 @dataclass
@@ -26,18 +26,21 @@ class LlamaConfig:
     dtype: str = "bfloat16"
 
 
-def decode_graph(cfg: LlamaConfig, workers=131, threads=256, attention_splits=8,
+def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
                  fuse=True) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
     `out` is the hidden state after the last layer (no final norm, no LM
     head); rope_cos / rope_sin [head_dim / 2] (float32) are the step's
-    rotation, computed by the host. 131 workers: with the scheduler CTA that
-    the attention's JIT queue needs, 132 = the SMs of an H100/H200.
+    rotation, computed by the host. workers=None: one per SM of the default
+    chip but one, left to the scheduler CTA that the attention's JIT queue
+    needs (131 on the 132 SMs of an H100/H200).
 
     fuse=True: 7 tasks a layer (_fused_layer); fuse=False: every operator its
     own task, 11 a layer (_layer), each boundary a cross-SM synchronisation."""
     H, D, dt = cfg.hidden, cfg.head_dim, cfg.dtype
+    if workers is None:
+        workers = default_workers(scheduler_ctas=1)
     g = Graph("decode", workers=workers, threads=threads)
     x = g.input("x", [H], dt)
     rot = (g.input("rope_cos", [D // 2], "float32"), g.input("rope_sin", [D // 2], "float32"))
@@ -108,7 +111,7 @@ def _fused_layer(g, cfg, p, x, rot, w, last, splits):
     return x2
 
 
-def mlp_graph(hidden=2048, intermediate=8192, workers=132, threads=256, eps=1e-5,
+def mlp_graph(hidden=2048, intermediate=8192, workers=None, threads=256, eps=1e-5,
               fuse=True) -> Graph:
     """out = wd @ (silu(gate) * up), [gate; up] = wgu @ rmsnorm(x, norm_w)
     (no residual), as reference.MlpChain: 2 tasks with fuse=True

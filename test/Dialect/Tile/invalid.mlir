@@ -228,7 +228,7 @@ func.func @block_index_type() {
 // -----
 
 func.func @shared_memory_limit() {
-  // expected-error @+1 {{allocates 262144 bytes of shared memory, over the 232448-byte (227 KiB) limit of sm_90 by 29696 bytes}}
+  // expected-error @+1 {{allocates 262144 bytes of shared memory, over the 232448-byte (227 KiB) limit of sm_90a by 29696 bytes}}
   tile.kernel blocks(%a) in [1] threads 128 {
     %s0 = tile.alloc_shared : memref<128x256xf32, #gpu.address_space<workgroup>>
     %s1 = tile.alloc_shared : memref<128x256xf32, #gpu.address_space<workgroup>>

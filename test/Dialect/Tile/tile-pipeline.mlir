@@ -382,7 +382,7 @@ func.func @too_much_shared_memory(%A: memref<256x1024xf32>) {
     %c128 = arith.constant 128 : index
     %s = tile.alloc_shared : memref<128x128xf32, #gpu.address_space<workgroup>>
     %f = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
-    // expected-error @+1 {{'tile.pipelined' op with num_stages 4 needs 262144 bytes of multi-buffered shared tiles; the kernel would then allocate 262144 bytes of shared memory, over the 232448-byte (227 KiB) limit of sm_90: use fewer stages or smaller tiles}}
+    // expected-error @+1 {{'tile.pipelined' op with num_stages 4 needs 262144 bytes of multi-buffered shared tiles; the kernel would then allocate 262144 bytes of shared memory, over the 232448-byte (227 KiB) limit of sm_90a by 29696 bytes: use fewer stages or smaller tiles}}
     tile.pipelined %k = %c0 to %c8 step %c1 num_stages 4 {
       %col = arith.muli %k, %c128 : index
       tile.copy %A[0, %col] to %s[0, 0] sizes [128, 128]

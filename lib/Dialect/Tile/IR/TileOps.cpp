@@ -4,19 +4,27 @@
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
+using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile;
 
-/// Shared memory one block may use on sm_90 (227 KiB).
-static constexpr int64_t kMaxSharedBytes = 227 * 1024;
-/// Registers one thread may use, and the share of them a fragment may take:
-/// the rest is needed for addresses, loop counters and temporaries.
-static constexpr int64_t kMaxRegistersPerThread = 255;
+/// The hardware limits the verifiers check. An op cannot see the chip the
+/// pipeline compiles for (it is a pipeline option, not IR), so they are those
+/// of the default chip; the passes that know the chip (tile-pipeline,
+/// convert-mega-to-gpu) check against its own description.
+static const TargetInfo &getVerifierTarget() { return getDefaultTargetInfo(); }
+
+/// "232448-byte (227 KiB)": how shared-memory limits are printed.
+static std::string formatSharedLimit(int64_t bytes) {
+  return std::to_string(bytes) + "-byte (" + std::to_string(bytes / 1024) +
+         " KiB)";
+}
 
 static int64_t getNumElements(MemRefType type) {
   int64_t n = 1;
@@ -175,10 +183,11 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "grid dimension " << d << " has " << g
                            << " blocks, over CUDA's limit of " << kMaxGrid[d];
   int64_t threads = getThreads();
-  if (threads < 32 || threads % 32 != 0 || threads > 1024)
+  int64_t maxThreads = getVerifierTarget().maxThreadsPerBlock;
+  if (threads < 32 || threads % 32 != 0 || threads > maxThreads)
     return emitOpError() << "thread count must be a positive multiple of 32 "
-                            "and at most 1024, got "
-                         << threads;
+                            "and at most "
+                         << maxThreads << ", got " << threads;
   return success();
 }
 
@@ -195,11 +204,13 @@ LogicalResult KernelOp::verifyRegions() {
   for (auto alloc : body.getOps<AllocSharedOp>())
     tally.add(alloc, getByteSize(alloc.getType()));
   int64_t sharedBytes = tally.total();
-  if (sharedBytes > kMaxSharedBytes)
+  const TargetInfo &target = getVerifierTarget();
+  if (sharedBytes > target.maxSharedBytesPerBlock)
     return emitOpError() << "allocates " << sharedBytes
                          << " bytes of shared memory, over the "
-                         << kMaxSharedBytes << "-byte (227 KiB) limit of "
-                         << "sm_90 by " << sharedBytes - kMaxSharedBytes
+                         << formatSharedLimit(target.maxSharedBytesPerBlock)
+                         << " limit of " << target.chip << " by "
+                         << sharedBytes - target.maxSharedBytesPerBlock
                          << " bytes";
   return success();
 }
@@ -223,12 +234,12 @@ LogicalResult AllocFragmentOp::verify() {
   int64_t bytesPerElement =
       std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   int64_t registers = (perThread * bytesPerElement + 3) / 4;
-  if (registers > kMaxRegistersPerThread)
+  int64_t maxRegisters = getVerifierTarget().maxRegistersPerThread;
+  if (registers > maxRegisters)
     return emitOpError() << "fragment of " << numElements << " elements over "
                          << threads << " threads needs " << registers
-                         << " registers per thread, over the "
-                         << kMaxRegistersPerThread << "-register limit by "
-                         << registers - kMaxRegistersPerThread;
+                         << " registers per thread, over the " << maxRegisters
+                         << "-register limit by " << registers - maxRegisters;
   Attribute layout = getLayoutAttr();
   if (!layout)
     return success();

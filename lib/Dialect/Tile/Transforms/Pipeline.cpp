@@ -9,6 +9,7 @@
 
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -27,11 +28,8 @@ namespace mlir::tilemega::tile {
 } // namespace mlir::tilemega::tile
 
 using namespace mlir;
+using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile;
-
-/// Shared memory one block may use on sm_90 (227 KiB), as the kernel
-/// verifier counts it.
-static constexpr int64_t kMaxSharedBytes = 227 * 1024;
 
 static int64_t getByteSize(MemRefType type) {
   return type.getNumElements() *
@@ -130,7 +128,20 @@ static std::optional<Producer> matchProducer(CopyOp copy, PipelinedOp loop) {
 
 struct TilePipelinePass
     : public mlir::tilemega::tile::impl::TilePipelineBase<TilePipelinePass> {
+  using TilePipelineBase::TilePipelineBase;
+
+  /// The chip's limits, as the kernel verifier counts shared memory.
+  TargetInfo target{};
+
   void runOnOperation() override {
+    FailureOr<TargetInfo> info = getTargetInfo(chip);
+    if (failed(info)) {
+      getOperation().emitError()
+          << "tile-pipeline: unknown chip '" << chip
+          << "' (known: " << getKnownChips() << ")";
+      return signalPassFailure();
+    }
+    target = *info;
     getOperation().walk([&](KernelOp kernel) {
       if (failed(pipelineKernel(kernel)))
         signalPassFailure();
@@ -225,16 +236,18 @@ struct TilePipelinePass
       }
     }
     int64_t bytes = tally.total();
-    if (bytes <= kMaxSharedBytes)
+    int64_t limit = target.maxSharedBytesPerBlock;
+    if (bytes <= limit)
       return success();
     return largest.emitOpError()
-           << "with num_stages " << largest.getNumStages()
-           << " needs " << largestBytes
+           << "with num_stages " << largest.getNumStages() << " needs "
+           << largestBytes
            << " bytes of multi-buffered shared tiles; the kernel would then "
               "allocate "
-           << bytes << " bytes of shared memory, over the " << kMaxSharedBytes
-           << "-byte (227 KiB) limit of sm_90: use fewer stages or smaller "
-              "tiles";
+           << bytes << " bytes of shared memory, over the " << limit
+           << "-byte (" << limit / 1024 << " KiB) limit of " << target.chip
+           << " by " << bytes - limit
+           << " bytes: use fewer stages or smaller tiles";
   }
 
   void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {

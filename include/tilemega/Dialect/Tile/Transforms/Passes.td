@@ -64,8 +64,9 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     **Buffers.** Each producer's tile becomes `tile.alloc_shared :
     memref<N x shape>` with the tile's swizzle; stage `s` is the rank-reducing
     `memref.subview %buf[s, 0, ...]`, swizzled as a tile of its own. Shared
-    memory grows N-fold for these tiles; a kernel that then exceeds 227 KiB is
-    an error that names the loop.
+    memory grows N-fold for these tiles; a kernel that then exceeds the
+    shared memory of one block on `chip` (227 KiB on sm_90a) is an error that
+    names the loop.
 
     **Schedule.** With T = ceildiv(ub - lb, s) iterations:
 
@@ -119,6 +120,10 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "Target GPU whose shared memory per block bounds the buffers">,
+  ];
   let dependentDialects = [
     "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
