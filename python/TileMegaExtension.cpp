@@ -26,6 +26,16 @@ NB_MODULE(_site_initialize_0, m) {
       },
       nb::arg("registry"));
 
+  // The discardable attribute names Python reads or writes, from the
+  // dialects that declare them.
+  auto str = [](MlirStringRef s) { return std::string(s.data, s.length); };
+  nb::dict attrNames;
+  attrNames["kernels_metadata"] = str(tilemegaGetKernelsMetadataAttrName());
+  attrNames["arg_name"] = str(tilemegaGetArgNameAttrName());
+  attrNames["graph_arg_names"] = str(tilemegaGetGraphArgNamesAttrName());
+  attrNames["graph_arg_roles"] = str(tilemegaGetGraphArgRolesAttrName());
+  m.attr("ATTR_NAMES") = attrNames;
+
   MlirStringRef defaultChip = tilemegaGetDefaultChip();
   m.attr("DEFAULT_CHIP") = std::string(defaultChip.data, defaultChip.length);
   m.def(

@@ -43,6 +43,15 @@ MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetDefaultChip(void);
 /// The chips tilemegaGetTargetInfo knows, comma-separated ("sm_90, sm_90a").
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKnownChips(void);
 
+/// Names of the discardable attributes Python reads or writes, as the
+/// dialects declare them: `tilemega.kernels` (launch metadata on the module),
+/// `tile.name` (a kernel argument's name), `mega.arg_names` /
+/// `mega.arg_roles` (a graph's argument names and roles).
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKernelsMetadataAttrName(void);
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetArgNameAttrName(void);
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetGraphArgNamesAttrName(void);
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetGraphArgRolesAttrName(void);
+
 #ifdef __cplusplus
 }
 #endif

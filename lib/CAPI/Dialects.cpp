@@ -49,3 +49,19 @@ MlirStringRef tilemegaGetKnownChips(void) {
   static const std::string chips = mlir::tilemega::getKnownChips();
   return wrap(llvm::StringRef(chips));
 }
+
+MlirStringRef tilemegaGetKernelsMetadataAttrName(void) {
+  return wrap(mlir::tilemega::tile::TileDialect::getKernelsMetadataAttrName());
+}
+
+MlirStringRef tilemegaGetArgNameAttrName(void) {
+  return wrap(mlir::tilemega::tile::TileDialect::getArgNameAttrName());
+}
+
+MlirStringRef tilemegaGetGraphArgNamesAttrName(void) {
+  return wrap(mlir::tilemega::mega::MegaDialect::getArgNamesAttrName());
+}
+
+MlirStringRef tilemegaGetGraphArgRolesAttrName(void) {
+  return wrap(mlir::tilemega::mega::MegaDialect::getArgRolesAttrName());
+}

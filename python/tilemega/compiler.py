@@ -187,6 +187,15 @@ def target_info(chip: str) -> Dict[str, Any]:
     return extension.target_info(chip)
 
 
+def attr_names() -> Dict[str, str]:
+    """The discardable attribute names Python exchanges with the passes, as
+    the tile and mega dialects declare them: kernels_metadata
+    (tilemega.kernels), arg_name (tile.name), graph_arg_names
+    (mega.arg_names), graph_arg_roles (mega.arg_roles)."""
+    from ._mlir_libs import _site_initialize_0 as extension
+    return dict(extension.ATTR_NAMES)
+
+
 def default_target_info() -> Dict[str, Any]:
     """`target_info` of the chip TileMega compiles for unless told otherwise
     (the C++ kDefaultChip, also `compile`'s default `chip`)."""
@@ -276,9 +285,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         for message in compiler_warnings:
             warnings.warn(message, CompileWarning, stacklevel=2)
 
-        if "tilemega.kernels" not in work.operation.attributes:
+        kernels_attr = attr_names()["kernels_metadata"]
+        if kernels_attr not in work.operation.attributes:
             raise CompileError("the module holds no tile.kernel to compile")
-        kernels = _attr_to_python(work.operation.attributes["tilemega.kernels"])
+        kernels = _attr_to_python(work.operation.attributes[kernels_attr])
         for kernel in kernels:
             if "mega" in kernel:
                 _expand_mega_tables(kernel["mega"])

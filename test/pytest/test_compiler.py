@@ -115,6 +115,16 @@ def test_target_info_is_the_one_the_verifiers_use():
         tm_compile(too_big)
 
 
+def test_attribute_names_come_from_the_dialects():
+    # The names Python exchanges with the passes are read from the dialects
+    # (TileDialect / MegaDialect getters), not spelled out in Python; IR that
+    # other tools already hold uses these spellings, so they must not drift.
+    from tilemega.compiler import attr_names
+    assert attr_names() == {"kernels_metadata": "tilemega.kernels", "arg_name": "tile.name",
+                            "graph_arg_names": "mega.arg_names",
+                            "graph_arg_roles": "mega.arg_roles"}
+
+
 def test_compile_defaults_to_the_default_chip():
     import inspect
     from tilemega._mlir_libs import _site_initialize_0 as extension

@@ -109,23 +109,25 @@ struct ConvertMegaToGPUPass
                                      b.getFunctionType(argTypes, {}));
 
     // Parameter names and roles for the artifact.
-    auto names = graph->getAttrOfType<ArrayAttr>("mega.arg_names");
-    auto roles = graph->getAttrOfType<ArrayAttr>("mega.arg_roles");
+    auto names = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgNamesAttrName());
+    auto roles = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgRolesAttrName());
     unsigned numGlobals = graph.getGlobals().size();
     for (unsigned i = 0; i < numGlobals; ++i) {
       if (names && i < names.size())
-        func.setArgAttr(i, "tile.name", names[i]);
+        func.setArgAttr(i, tile::TileDialect::getArgNameAttrName(), names[i]);
       if (roles && i < roles.size())
-        func.setArgAttr(i, "mega.role", roles[i]);
+        func.setArgAttr(i, MegaDialect::getRoleAttrName(), roles[i]);
     }
     const char *runtimeNames[] = {"mega_tables", "mega_events", "mega_state",
                                   "mega_timeline"};
     for (unsigned i = 0; i < 4; ++i) {
-      func.setArgAttr(numGlobals + i, "tile.name", b.getStringAttr(runtimeNames[i]));
-      func.setArgAttr(numGlobals + i, "mega.role", b.getStringAttr("runtime"));
+      func.setArgAttr(numGlobals + i, tile::TileDialect::getArgNameAttrName(),
+                      b.getStringAttr(runtimeNames[i]));
+      func.setArgAttr(numGlobals + i, MegaDialect::getRoleAttrName(),
+                      b.getStringAttr("runtime"));
     }
     int64_t watchdogNs = watchdogMs * 1000000;
-    func->setAttr("tilemega.mega",
+    func->setAttr(MegaDialect::getMegaMetadataAttrName(),
                   buildMegaMetadata(graph, *tables, timeline, watchdogNs));
 
     Block *entry = func.addEntryBlock();

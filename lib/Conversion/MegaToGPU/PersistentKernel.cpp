@@ -249,7 +249,7 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
       // in the tile.kernel); the group lets cases share shared memory.
       if (isa<tile::AllocSharedOp, tile::AllocFragmentOp>(clone)) {
         clone->moveBefore(hoistPoint);
-        clone->setAttr(tile::kExclusiveGroupAttr, b.getI64IntegerAttr(group));
+        clone->setAttr(tile::TileDialect::getExclusiveGroupAttrName(), b.getI64IntegerAttr(group));
       }
     }
   };
@@ -379,7 +379,7 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
     cases.push_back(c);
   auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, toIndex(caseId),
                                        cases, cases.size());
-  sw->setAttr("tile.exclusive_cases", b.getUnitAttr());
+  sw->setAttr(tile::TileDialect::getExclusiveCasesAttrName(), b.getUnitAttr());
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());

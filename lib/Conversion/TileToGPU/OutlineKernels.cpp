@@ -8,6 +8,7 @@
 
 #include "TileToGPUInternal.h"
 
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -53,11 +54,13 @@ static DictionaryAttr buildParamMetadata(Builder &b, func::FuncOp func,
                                          unsigned i) {
   Type type = func.getArgumentTypes()[i];
   std::string name = "arg" + std::to_string(i);
-  if (auto attr = func.getArgAttrOfType<StringAttr>(i, "tile.name"))
+  if (auto attr = func.getArgAttrOfType<StringAttr>(
+          i, tile::TileDialect::getArgNameAttrName()))
     name = attr.str();
   SmallVector<NamedAttribute> entries;
   entries.push_back(b.getNamedAttr("name", b.getStringAttr(name)));
-  if (auto role = func.getArgAttrOfType<StringAttr>(i, "mega.role"))
+  if (auto role = func.getArgAttrOfType<StringAttr>(
+          i, mega::MegaDialect::getRoleAttrName()))
     entries.push_back(b.getNamedAttr("role", role));
   if (auto memref = dyn_cast<MemRefType>(type)) {
     entries.push_back(b.getNamedAttr("kind", b.getStringAttr("tensor")));
@@ -122,7 +125,7 @@ static std::optional<int64_t> getExclusiveGroup(Operation *op) {
   for (Operation *child = op, *parent = op->getParentOp(); parent;
        child = parent, parent = parent->getParentOp())
     if (isa<scf::IndexSwitchOp>(parent) &&
-        parent->hasAttr("tile.exclusive_cases"))
+        parent->hasAttr(tile::TileDialect::getExclusiveCasesAttrName()))
       return child->getParentRegion()->getRegionNumber();
   return std::nullopt;
 }
@@ -132,7 +135,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   SmallVector<Attribute> kernelsMetadata;
-  if (auto existing = module->getAttrOfType<ArrayAttr>("tilemega.kernels"))
+  if (auto existing = module->getAttrOfType<ArrayAttr>(
+          tile::TileDialect::getKernelsMetadataAttrName()))
     kernelsMetadata.append(existing.begin(), existing.end());
 
   gpu::GPUModuleOp gpuModule;
@@ -244,7 +248,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
         b.getNamedAttr("params", b.getArrayAttr(params)),
     };
     // A persistent kernel (convert-mega-to-gpu) brings its task tables.
-    if (auto mega = func->getAttrOfType<DictionaryAttr>("tilemega.mega"))
+    if (auto mega = func->getAttrOfType<DictionaryAttr>(
+            mega::MegaDialect::getMegaMetadataAttrName()))
       entries.push_back(b.getNamedAttr("mega", mega));
     kernelsMetadata.push_back(b.getDictionaryAttr(entries));
     func.erase();
@@ -252,7 +257,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
   if (!funcs.empty()) {
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
-    module->setAttr("tilemega.kernels", b.getArrayAttr(kernelsMetadata));
+    module->setAttr(tile::TileDialect::getKernelsMetadataAttrName(),
+                    b.getArrayAttr(kernelsMetadata));
   }
   return success();
 }

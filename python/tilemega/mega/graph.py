@@ -336,8 +336,10 @@ class Graph:
         def strings(xs):
             return "[" + ", ".join(f'"{x}"' for x in xs) + "]"
         params = ", ".join(f"%arg{t.index}: {t.type}" for t in self.tensors)
-        attrs = (f"mega.arg_names = {strings(t.name for t in self.tensors)}, "
-                 f"mega.arg_roles = {strings(t.role for t in self.tensors)}")
+        from ..compiler import attr_names
+        names = attr_names()
+        attrs = (f"{names['graph_arg_names']} = {strings(t.name for t in self.tensors)}, "
+                 f"{names['graph_arg_roles']} = {strings(t.role for t in self.tensors)}")
         lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
                  f"schedulers {self.schedulers} attributes {{{attrs}}} {{"]
         lines += ["  " + task.mlir() for task in self.tasks]

@@ -242,7 +242,7 @@ struct MegaSchedulePass
       llvm::stable_sort(jitEntries, [](auto a, auto b) { return a.first < b.first; });
       setEntries(jit, llvm::to_vector(llvm::make_second_range(jitEntries)));
     }
-    graph->setAttr("mega.estimated_makespan_ns", b.getF64FloatAttr(makespan));
+    graph->setAttr(MegaDialect::getEstimatedMakespanAttrName(), b.getF64FloatAttr(makespan));
     return success();
   }
 

@@ -66,6 +66,29 @@ def Mega_Dialect : Dialect {
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    // Discardable attributes the mega passes and the tile lowering exchange;
+    // declared once here, never spelled out elsewhere.
+
+    /// On a mega.graph: the names of its region arguments (an array of
+    /// strings), set by the Python graph builder, read by convert-mega-to-gpu.
+    static ::llvm::StringRef getArgNamesAttrName() { return "mega.arg_names"; }
+    /// On a mega.graph: the role of each region argument (input, weight,
+    /// cache, output, scratch).
+    static ::llvm::StringRef getArgRolesAttrName() { return "mega.arg_roles"; }
+    /// On an argument of a persistent kernel's function: its role, which
+    /// convert-tile-to-gpu copies into the launch metadata.
+    static ::llvm::StringRef getRoleAttrName() { return "mega.role"; }
+    /// On a mega.graph: the makespan mega-schedule's list schedule predicts
+    /// (ns, from the cost model).
+    static ::llvm::StringRef getEstimatedMakespanAttrName() {
+      return "mega.estimated_makespan_ns";
+    }
+    /// On a persistent kernel's function: the launch metadata of the graph
+    /// (tables, events, tasks), which convert-tile-to-gpu passes on to the
+    /// artifact.
+    static ::llvm::StringRef getMegaMetadataAttrName() { return "tilemega.mega"; }
+  }];
 }
 
 #endif // TILEMEGA_DIALECT_MEGA_IR_MEGADIALECT_TD

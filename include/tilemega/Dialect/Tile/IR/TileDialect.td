@@ -55,6 +55,28 @@ def Tile_Dialect : Dialect {
     /// Registers the attributes (defined in TileAttrs.cpp, next to their
     /// storage classes).
     void registerAttributes();
+
+    // Discardable attributes the passes exchange; declared once here, never
+    // spelled out elsewhere.
+
+    /// On a shared tile: the exclusive group (an integer) whose tiles are
+    /// live only while that group runs, so groups share one region of shared
+    /// memory (TileSharedMemory.h).
+    static ::llvm::StringRef getExclusiveGroupAttrName() {
+      return "tile.exclusive_group";
+    }
+    /// On an scf.index_switch: its cases are the exclusive groups (unit).
+    static ::llvm::StringRef getExclusiveCasesAttrName() {
+      return "tile.exclusive_cases";
+    }
+    /// On a kernel function's argument: the parameter name the artifact
+    /// records (a string).
+    static ::llvm::StringRef getArgNameAttrName() { return "tile.name"; }
+    /// On the module after convert-tile-to-gpu: the launch metadata of every
+    /// kernel (an array of dictionaries), which tilemega.compile reads.
+    static ::llvm::StringRef getKernelsMetadataAttrName() {
+      return "tilemega.kernels";
+    }
   }];
 }
 

@@ -11,6 +11,8 @@
 #ifndef TILEMEGA_DIALECT_TILE_IR_TILESHAREDMEMORY_H
 #define TILEMEGA_DIALECT_TILE_IR_TILESHAREDMEMORY_H
 
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
 #include "mlir/IR/Operation.h"
 
 #include <map>
@@ -18,11 +20,9 @@
 
 namespace mlir::tilemega::tile {
 
-/// The attribute naming a shared tile's exclusive group.
-inline constexpr llvm::StringLiteral kExclusiveGroupAttr = "tile.exclusive_group";
-
 inline std::optional<int64_t> getExclusiveGroupAttr(Operation *op) {
-  if (auto group = op->getAttrOfType<IntegerAttr>(kExclusiveGroupAttr))
+  if (auto group = op->getAttrOfType<IntegerAttr>(
+          TileDialect::getExclusiveGroupAttrName()))
     return group.getInt();
   return std::nullopt;
 }
