@@ -3,7 +3,8 @@
 // RUN: %extract-ptx %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOLOCAL < %t.ptx
-// RUN: %if ptxas %{ %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS %}
+// RUN: %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// REQUIRES: ptxas
 
 // A tensor-core gemm end to end: 128x128x32 block tiles of a 512x512x512 f16
 // product with f32 accumulation, 4 warps (warp tiles of 64x64), the K loop

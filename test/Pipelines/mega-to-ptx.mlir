@@ -4,7 +4,8 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
 // RUN: FileCheck %s --check-prefix=ENTRIES < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOLOCAL < %t.ptx
-// RUN: %if ptxas %{ %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS %}
+// RUN: %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// REQUIRES: ptxas
 
 // A two-operator mega graph end to end: the pipeline decomposes, plans the
 // events, schedules and builds one persistent kernel, which lowers to PTX

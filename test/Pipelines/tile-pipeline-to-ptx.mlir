@@ -2,7 +2,8 @@
 // RUN: FileCheck %s < %t.mlir
 // RUN: %extract-ptx %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
-// RUN: %if ptxas %{ %ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
+// RUN: %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// REQUIRES: ptxas
 
 // Software-pipelined kernels end to end: tile-pipeline turns the K loops into
 // cp.async copies into multi-buffered shared tiles with group waits, and the

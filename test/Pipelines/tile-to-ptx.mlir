@@ -1,6 +1,7 @@
 // RUN: tilemega-opt %s --tilemega-tile-to-ptx-pipeline="chip=sm_90a" | FileCheck %s
 // RUN: tilemega-opt %s --tilemega-tile-to-ptx-pipeline="chip=sm_90a" > %t.mlir
-// RUN: %if ptxas %{ %extract-ptx %t.mlir %t.ptx && %ptxas -arch=sm_90a %t.ptx -o %t.cubin %}
+// RUN: %extract-ptx %t.mlir %t.ptx && %ptxas -arch=sm_90a %t.ptx -o %t.cubin
+// REQUIRES: ptxas
 
 // The first end-to-end kernel: global -> shared -> fragment, an elementwise
 // body, and back to global, lowered to PTX that ptxas assembles.

@@ -11,7 +11,7 @@ tilemega = pytest.importorskip(
     "(run scripts/tilemega.sh build and put build/python_packages on PYTHONPATH)")
 
 from tilemega import CompileError, compile as tm_compile  # noqa: E402
-from tilemega.compiler import find_ptxas  # noqa: E402
+from ptxas_policy import ptxas_checks_enabled  # noqa: E402
 from tilemega.dialects import tile  # noqa: E402
 from tilemega.ir import (Context, F32Type, IndexType, InsertionPoint,  # noqa: E402
                          Location, MemRefType, Module)
@@ -49,7 +49,7 @@ def test_compile_returns_ptx_cubin_and_metadata(tmp_path):
     assert kernel["dynamic_shared_bytes"] == 64 * 128 * 4
     assert [p["name"] for p in kernel["params"]] == ["A", "B", "alpha"]
     assert kernel["params"][2] == {"name": "alpha", "kind": "scalar", "dtype": "float32"}
-    assert (result.cubin is not None) == (find_ptxas() is not None)
+    assert (result.cubin is not None) == ptxas_checks_enabled()
     path = result.save(str(tmp_path))
     meta = json.load(open(path))
     assert meta["format"] == "tilemega.artifact" and meta["version"] == 1
