@@ -22,6 +22,9 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(
     ("%extract-ptx", f"{config.python_executable} "
      f"{os.path.join(config.tilemega_src_root, 'test', 'Utils', 'extract_ptx.py')}"))
+config.substitutions.append(
+    ("%check-mega-tables", f"{config.python_executable} "
+     f"{os.path.join(config.tilemega_src_root, 'test', 'Utils', 'check_mega_tables.py')}"))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
