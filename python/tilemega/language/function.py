@@ -20,6 +20,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..compiler import attr_names
 from .trace import TileLangError, TileLangTypeError, TraceState, _abspath, tracing
 from .types import SymExpr, Tensor, as_dtype
 
@@ -201,7 +202,8 @@ def trace(sig: KernelSignature, bindings: Dict[str, int], config: Dict[str, Any]
                 else:
                     types.append(p.annotation.mlir_type())
             fop = func.FuncOp(name, (types, []))
-            fop.arg_attrs = [DictAttr.get({"tile.name": StringAttr.get(p.name)})
+            arg_name = attr_names()["arg_name"]   # the name the passes read (tile.name)
+            fop.arg_attrs = [DictAttr.get({arg_name: StringAttr.get(p.name)})
                              for p in sig.params]
             entry = fop.add_entry_block()
         state = TraceState(None, module, fop, entry, bindings, config, name)

@@ -136,7 +136,9 @@ def _kernel(body: Body):
     ir, _, func, _, _, tile = _ir()
     types = [ir.MemRefType.get(list(shape), _elem(dtype)) for _, shape, dtype in body.args]
     fn = func.FuncOp(body.name, (types, []))
-    fn.arg_attrs = [ir.DictAttr.get({"tile.name": ir.StringAttr.get(n)})
+    from ..compiler import attr_names
+    arg_name = attr_names()["arg_name"]   # the name the passes read (tile.name)
+    fn.arg_attrs = [ir.DictAttr.get({arg_name: ir.StringAttr.get(n)})
                     for n, _, _ in body.args]
     with ir.InsertionPoint(fn.add_entry_block()):
         k = tile.kernel(grid=[body.units], threads=body.threads)
