@@ -684,6 +684,10 @@ def fake_driver(monkeypatch):
     monkeypatch.setattr(driver, "_cuda", drv)
     monkeypatch.setattr(driver, "_device_count", 2)
     monkeypatch.setattr(driver, "_primary", {})
+    # The fake driver loads no code, and these artifacts hold a one-line dummy
+    # PTX; the PTX checks have their own tests (test_hostile_code_files).
+    from tilemega.runtime import artifact
+    monkeypatch.setattr(artifact, "check_ptx", lambda ptx, spec, where: None)
     return drv
 
 

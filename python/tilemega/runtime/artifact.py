@@ -11,6 +11,7 @@ from typing import Dict, Optional, Tuple
 from . import driver
 from .kernel import DEFAULT_DYNAMIC_SHARED_LIMIT, Kernel
 from .metadata import ArtifactSpec, parse
+from .ptx_check import check_ptx
 
 
 def load_artifact(path, name: Optional[str] = None) -> "Artifact":
@@ -70,13 +71,15 @@ class Artifact:
         self.name = spec.name
         self.chip = spec.chip
         folder = os.path.dirname(self.path)
-        self.ptx_path = os.path.join(folder, spec.ptx)
+        self.ptx_path = _inside(folder, spec.ptx, "ptx", self.path)
         if not os.path.isfile(self.ptx_path):
             raise ValueError(f"{self.path}: field 'ptx': file {spec.ptx!r} not found "
                              f"next to the JSON ({self.ptx_path})")
+        if os.path.getsize(self.ptx_path) == 0:
+            raise ValueError(f"{self.path}: field 'ptx': file {spec.ptx!r} is empty")
         self.cubin_path = None
         if spec.cubin is not None:
-            cubin = os.path.join(folder, spec.cubin)
+            cubin = _inside(folder, spec.cubin, "cubin", self.path)
             if os.path.isfile(cubin):
                 self.cubin_path = cubin
             else:   # the PTX is always enough; do not refuse the artifact
@@ -87,6 +90,7 @@ class Artifact:
         self._modules: Dict[int, Tuple[object, str]] = {}      # device -> (CUmodule, source)
         self._functions: Dict[Tuple[int, str], object] = {}    # (device, kernel) -> CUfunction
         self._smem_limit: Dict[Tuple[int, str], int] = {}
+        self._code: Optional[Tuple[Optional[bytes], bytes]] = None   # checked (cubin, PTX)
 
     def __repr__(self):
         return f"<Artifact {self.name} ({self.chip}) kernels={list(self.kernels)}>"
@@ -125,19 +129,39 @@ class Artifact:
         Returns "cubin" or "ptx", whichever the driver accepted. Useful to pay
         the PTX JIT cost before timing.
         """
+        self.code()
         if device is None:
             device = driver.current_device() or 0
         with driver.device_context(device):
             return self._module(device)[1]
 
+    def code(self) -> Tuple[Optional[bytes], bytes]:
+        """(cubin or None, PTX) as read from disk and checked (ptx_check.py):
+        ValueError naming the file and the field for a truncated PTX, a PTX
+        without one of the kernels or with another block size, or a cubin that
+        is not an ELF file. Read once; nothing reaches the driver before."""
+        with self._lock:
+            if self._code is None:
+                ptx = _read(self.ptx_path)
+                check_ptx(ptx, self.spec, f"{self.path}: field 'ptx' ({self.ptx_path})")
+                cubin = _read(self.cubin_path) if self.cubin_path else None
+                if cubin is not None and not cubin.startswith(b"\x7fELF"):
+                    raise ValueError(f"{self.path}: field 'cubin': {self.cubin_path} is not an "
+                                     f"ELF file ({len(cubin)} bytes): truncated or not a cubin")
+                self._code = (cubin, ptx)
+            return self._code
+
     # -- called by Kernel.launch with the device's primary context current --
 
     def _module(self, device: int):
+        entry = self._modules.get(device)
+        if entry is not None:
+            return entry
+        cubin, ptx = self.code()
         with self._lock:
             entry = self._modules.get(device)
             if entry is None:
-                cubin = _read(self.cubin_path) if self.cubin_path else None
-                entry = driver.load_module(cubin, _read(self.ptx_path), self.name)
+                entry = driver.load_module(cubin, ptx, self.name)
                 self._modules[device] = entry
             return entry
 
@@ -157,6 +181,17 @@ class Artifact:
                 driver.set_max_dynamic_shared(fn, dynamic_shared_bytes, kernel)
                 self._smem_limit[key] = dynamic_shared_bytes
             return fn
+
+
+def _inside(folder: str, name: str, field: str, json_path: str) -> str:
+    """`folder/name`, refused (ValueError) when it resolves outside `folder`,
+    e.g. through a symlink; metadata.py already refused absolute names and `..`."""
+    path = os.path.join(folder, name)
+    real, root = os.path.realpath(path), os.path.realpath(folder)
+    if os.path.commonpath([real, root]) != root:
+        raise ValueError(f"{json_path}: field '{field}': file {name!r} resolves to {real}, "
+                         f"outside the artifact's folder {root}")
+    return path
 
 
 def _read(path: str) -> bytes:

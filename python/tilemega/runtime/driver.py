@@ -252,3 +252,40 @@ def resident_blocks(device: int, function, threads: int, dynamic_shared_bytes: i
 def stream_synchronize(stream: int):
     drv = cuda()
     call(drv.cuStreamSynchronize(drv.CUstream(stream)), "cuStreamSynchronize")
+
+
+def device_attribute(device: int, name: str) -> int:
+    """CU_DEVICE_ATTRIBUTE_<name> of `device`, e.g. "COOPERATIVE_LAUNCH"."""
+    drv = cuda()
+    dev = call(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    attr = getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}")
+    return int(call(drv.cuDeviceGetAttribute(attr, dev), f"cuDeviceGetAttribute({name})"))
+
+
+def event_create():
+    """A CUevent without timing (the cheapest kind), in the current context."""
+    drv = cuda()
+    return call(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+
+
+def event_destroy(event):
+    """Destroy `event`, ignoring a driver that is already shut down (at exit)."""
+    if _cuda is not None:
+        _cuda.cuEventDestroy(event)
+
+
+def event_record(event, stream: int):
+    drv = cuda()
+    call(drv.cuEventRecord(event, drv.CUstream(stream)), "cuEventRecord")
+
+
+def stream_wait_event(stream: int, event):
+    drv = cuda()
+    call(drv.cuStreamWaitEvent(drv.CUstream(stream), event, 0), "cuStreamWaitEvent")
+
+
+def stream_is_capturing(stream: int) -> bool:
+    """Whether `stream` is being captured into a CUDA graph right now."""
+    drv = cuda()
+    status = call(drv.cuStreamIsCapturing(drv.CUstream(stream)), "cuStreamIsCapturing")
+    return _code(status) != _code(drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)

@@ -38,7 +38,7 @@ from typing import Optional
 from . import driver
 from .args import _strides_match
 from .dtypes import DTYPES, _bfloat16_bits
-from .launch import stream_handle
+from .launch import check_result, describe, stream_handle
 
 # Kinds of parameter checks, the first field of each entry of FastLauncher.checks.
 _TENSOR, _INT, _FLOAT, _BF16 = 0, 1, 2, 3
@@ -112,8 +112,9 @@ class FastLauncher:
         self.grid = spec.grid
         self.block = spec.block
         self.smem = spec.dynamic_shared_bytes
-        self.what = (f"cuLaunchKernel({spec.name!r}, grid={tuple(spec.grid)}, "
-                     f"block={tuple(spec.block)}, dynamic_shared_bytes={spec.dynamic_shared_bytes})")
+        self.cooperative = kernel.cooperative
+        self.what = describe(spec.name, spec.grid, spec.block, spec.dynamic_shared_bytes,
+                             self.cooperative)
         self.raw_stream = _raw_stream_getter(torch)
         self.lock = threading.Lock()
         self.devices = {}      # CUDA ordinal -> (primary context as int, CUfunction)
@@ -203,13 +204,19 @@ class FastLauncher:
             except (OverflowError, struct.error):
                 return False             # e.g. a float beyond float32: the general path says so
             grid, block = self.grid, self.block
-            result = drv.cuLaunchKernel(entry[1], grid[0], grid[1], grid[2], block[0], block[1],
-                                        block[2], self.smem, cu_stream, self.params_address, 0)
+            if self.cooperative:
+                result = drv.cuLaunchCooperativeKernel(entry[1], grid[0], grid[1], grid[2],
+                                                       block[0], block[1], block[2], self.smem,
+                                                       cu_stream, self.params_address)
+            else:
+                result = drv.cuLaunchKernel(entry[1], grid[0], grid[1], grid[2], block[0],
+                                            block[1], block[2], self.smem, cu_stream,
+                                            self.params_address, 0)
         finally:
             lock.release()
         err = result[0]
         if err and driver._code(err) != 0:
-            driver.call(result, self.what)
+            check_result(result, self.what, self.kernel.name, self.grid)
         return True
 
     def _prepare(self, device: int):

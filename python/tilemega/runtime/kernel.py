@@ -53,6 +53,9 @@ class Kernel:
         self.name = spec.name
         self._fast_torch = _UNSET      # the torch module self._fast was built for
         self._fast: Optional[FastLauncher] = None
+        # A persistent kernel's CTAs wait for each other: launch it cooperatively,
+        # so that the driver refuses a grid that cannot be resident at once.
+        self.cooperative = spec.mega is not None
 
     def __repr__(self):
         params = ", ".join(
@@ -75,32 +78,70 @@ class Kernel:
 
     def launch(self, *args, grid=None, block=None, stream=None,
                dynamic_shared_bytes: Optional[int] = None, sync: bool = False):
-        """Launch with optional overrides of the metadata's launch shape.
+        """Launch through the general path, with checked launch-shape overrides.
 
         This is the general path, for every kind of argument (and the path
         that `kernel(...)` falls back to); it costs tens of microseconds of
         host time, `kernel(...)` a few in the common case.
 
-        grid/block: an int or 1-3 ints (missing ones are 1). sync=True waits
-        for the stream and reports asynchronous faults (e.g. an illegal address)
+        grid/block (an int or 1-3 ints, missing ones are 1) may only restate
+        the compiled shape: a kernel is compiled for exactly its grid and
+        block (the PTX's .maxntid, block indices assumed below the grid, every
+        block owning fixed tiles of fixed-shape tensors), so another shape
+        would skip tiles or touch memory past the tensors; ArgumentError
+        otherwise. dynamic_shared_bytes may grow the compiled amount up to
+        the device's per-block limit (not for a persistent kernel, whose
+        residency was checked for the compiled amount). sync=True waits for
+        the stream and reports asynchronous faults (e.g. an illegal address)
         as LaunchError here instead of at some later CUDA call.
         """
         handle = launch.stream_handle(stream)
         bound = bind(self.spec, args, handle)
-        grid = launch.normalize_dims(self.spec.grid if grid is None else grid, "grid")
-        block = launch.normalize_dims(self.spec.block if block is None else block, "block")
-        smem = self.spec.dynamic_shared_bytes if dynamic_shared_bytes is None else int(dynamic_shared_bytes)
-        if smem < 0:
-            raise ArgumentError(f"{self.name}: dynamic_shared_bytes must be >= 0, got {smem}")
+        smem = self._check_overrides(grid, block, dynamic_shared_bytes)
         device = self._device(bound)
         if handle is None:
             handle = launch.default_stream(device, bound.first_tensor_is_torch)
         with driver.device_context(device):
+            if smem > self.spec.dynamic_shared_bytes:
+                limit = driver.device_attribute(device, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+                if smem > limit:
+                    raise ArgumentError(f"{self.name}: dynamic_shared_bytes={smem} exceeds "
+                                        f"device {device}'s limit of {limit} bytes per block")
             function = self.artifact._function(device, self.name, smem)
-            launch.launch_kernel(function, grid, block, smem, handle, bound.values, self.name)
+            launch.launch_kernel(function, self.spec.grid, self.spec.block, smem, handle,
+                                 bound.values, self.name, self.cooperative)
             if sync:
                 driver.stream_synchronize(handle)
         del bound  # tensors and DLPack capsules stay alive until the launch is enqueued
+
+    def _check_overrides(self, grid, block, dynamic_shared_bytes) -> int:
+        """The dynamic shared memory to launch with; ArgumentError for an
+        override the compiled kernel cannot run with (before the GPU is touched)."""
+        spec = self.spec
+        for what, given, compiled in (("grid", grid, spec.grid), ("block", block, spec.block)):
+            if given is None:
+                continue
+            dims = launch.normalize_dims(given, what)
+            if dims != tuple(compiled):
+                kind = "persistent kernel" if self.cooperative else "kernel"
+                raise ArgumentError(
+                    f"{self.name}: {what}={list(dims)} differs from the compiled {what} "
+                    f"{list(compiled)}; the {kind} is compiled for exactly its grid and block "
+                    f"(another shape would skip tiles or access memory past its tensors)")
+        if dynamic_shared_bytes is None:
+            return spec.dynamic_shared_bytes
+        if isinstance(dynamic_shared_bytes, bool) or not isinstance(dynamic_shared_bytes, int):
+            raise ArgumentError(f"{self.name}: dynamic_shared_bytes must be an int, got "
+                                f"{dynamic_shared_bytes!r}")
+        smem = dynamic_shared_bytes
+        if smem < spec.dynamic_shared_bytes:
+            raise ArgumentError(f"{self.name}: dynamic_shared_bytes={smem} is less than the "
+                                f"{spec.dynamic_shared_bytes} bytes the kernel is compiled for")
+        if self.cooperative and smem != spec.dynamic_shared_bytes:
+            raise ArgumentError(f"{self.name}: dynamic_shared_bytes={smem} differs from the "
+                                f"compiled {spec.dynamic_shared_bytes}; a persistent kernel's "
+                                f"residency is checked for the compiled amount")
+        return smem
 
     def _device(self, bound: BoundArgs) -> int:
         """The CUDA ordinal to launch on: from the tensors, else the driver."""

@@ -1,4 +1,4 @@
-"""Kernel-parameter packing, stream resolution and cuLaunchKernel.
+"""Kernel-parameter packing, stream resolution and the launch call.
 
 cuLaunchKernel takes `void** kernelParams`: an array with one pointer per
 parameter, each pointing at that parameter's bytes. We build it with ctypes
@@ -14,7 +14,7 @@ import sys
 from typing import Optional, Sequence, Tuple
 
 from . import driver
-from .errors import ArgumentError
+from .errors import ArgumentError, LaunchError
 
 
 def param_array(values: Sequence[ctypes._SimpleCData]):
@@ -68,12 +68,47 @@ def normalize_dims(dims, what: str) -> Tuple[int, int, int]:
     return dims + (1,) * (3 - len(dims))
 
 
-def launch_kernel(function, grid, block, shared_bytes: int, stream: int, values, name: str):
-    """cuLaunchKernel with checked result; LaunchError names the kernel."""
+# CUresult of a cooperative launch whose grid cannot be resident at once.
+COOPERATIVE_LAUNCH_TOO_LARGE = 720
+
+
+def launch_kernel(function, grid, block, shared_bytes: int, stream: int, values, name: str,
+                  cooperative: bool = False):
+    """cuLaunchKernel (cuLaunchCooperativeKernel if `cooperative`) with checked
+    result; LaunchError names the kernel."""
     drv = driver.cuda()
     arr, addr = param_array(values)
-    result = drv.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
-                                block[2], int(shared_bytes), drv.CUstream(stream), addr, 0)
+    if cooperative:
+        result = drv.cuLaunchCooperativeKernel(function, grid[0], grid[1], grid[2], block[0],
+                                               block[1], block[2], int(shared_bytes),
+                                               drv.CUstream(stream), addr)
+    else:
+        result = drv.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
+                                    block[2], int(shared_bytes), drv.CUstream(stream), addr, 0)
     del arr  # kept alive until here on purpose: the driver read it during the call
-    driver.call(result, f"cuLaunchKernel({name!r}, grid={tuple(grid)}, block={tuple(block)}, "
-                        f"dynamic_shared_bytes={shared_bytes})")
+    check_result(result, describe(name, grid, block, shared_bytes, cooperative), name, grid)
+
+
+def describe(name: str, grid, block, shared_bytes: int, cooperative: bool) -> str:
+    api = "cuLaunchCooperativeKernel" if cooperative else "cuLaunchKernel"
+    return (f"{api}({name!r}, grid={tuple(grid)}, block={tuple(block)}, "
+            f"dynamic_shared_bytes={shared_bytes})")
+
+
+def check_result(result, what: str, name: str, grid):
+    """Raise LaunchError for a failed launch; the driver's refusal of a
+    cooperative grid gets words a user can act on."""
+    err = result[0] if isinstance(result, tuple) else result
+    code = driver._code(err)
+    if code == 0:
+        return
+    if code == COOPERATIVE_LAUNCH_TOO_LARGE:
+        ctas = grid[0] * grid[1] * grid[2]
+        raise LaunchError(f"{what} failed: CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE ({code}): "
+                          f"the driver refuses to start persistent kernel {name!r}, whose "
+                          f"{ctas} CTAs cannot all be resident on this device at once (other "
+                          f"work or a smaller shared-memory carveout leaves less room than "
+                          f"the occupancy check saw); recompile with fewer workers "
+                          f"(mega_max_ctas)", code=code,
+                          error_name="CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE")
+    driver.call(result, what)

@@ -17,6 +17,14 @@ from typing import Any, Dict, List
 RUNTIME_PARAMS = ("mega_tables", "mega_events", "mega_state", "mega_timeline")
 # Number of mega_state words (docs/mega.md).
 STATE_WORDS = 16
+# The sections of `tables`, in the order the compiler packs them (TaskTables.cpp).
+TABLE_SECTIONS = ("records", "aot_records", "entry_case", "entry_task", "entry_instance",
+                  "wait_offsets", "waits", "signal_offsets", "signals", "triggers",
+                  "aot_offsets", "aot", "jit")
+# Words of one entry record: case | task << 16, instance, #waits, first wait,
+# its trigger, #signals, first signal, the entry.
+RECORD_WORDS = 8
+INT32_MAX = 2**31 - 1
 
 
 def _fail(where: str, field: str, message: str):
@@ -68,7 +76,8 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         f = f"{field}.events[{i}]"
         if not isinstance(ev, dict) or not isinstance(ev.get("name"), str):
             _fail(where, f, f"expected an object with a string 'name', got {ev!r}")
-        _int(ev.get("trigger"), where, f"{f}.trigger")
+        if _int(ev.get("trigger"), where, f"{f}.trigger") > INT32_MAX:
+            _fail(where, f"{f}.trigger", f"{ev['trigger']} does not fit the kernel's int32")
     entries = mega["entries"]
     if not isinstance(entries, dict):
         _fail(where, f"{field}.entries", f"expected an object, got {type(entries).__name__}")
@@ -92,11 +101,97 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         for i, v in enumerate(_list(mega["tables"], where, f"{field}.tables")):
             if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
                 _fail(where, f"{field}.tables[{i}]", f"expected an int32, got {v!r}")
-    if "watchdog_ns" in mega:
-        _int(mega["watchdog_ns"], where, f"{field}.watchdog_ns")
+    if "table_sections" in mega:
+        if "tables" not in mega:
+            _fail(where, f"{field}.tables", "missing (table_sections names its sections)")
+        _check_tables(mega, where, field)
+    for key, minimum in (("watchdog_ns", 0), ("threads", 1), ("schedulers", 0)):
+        if key in mega and _int(mega[key], where, f"{field}.{key}", minimum) >= 2**63:
+            _fail(where, f"{field}.{key}", f"{mega[key]} does not fit an int64")
     if "timeline" in mega and not isinstance(mega["timeline"], bool):
         _fail(where, f"{field}.timeline", f"expected true or false, got {mega['timeline']!r}")
     return mega
+
+
+def _check_tables(mega, where: str, field: str) -> None:
+    """`tables` is what the kernel reads (its indices are not range-checked on
+    the GPU), so it must hold exactly the lists checked above: every section
+    where `table_sections` says, of the length the lists give, with the same
+    contents, and nothing after the last one."""
+    tables, at = mega["tables"], mega["table_sections"]
+    sections_field = f"{field}.table_sections"
+    if not isinstance(at, dict):
+        _fail(where, sections_field, f"expected an object, got {type(at).__name__}")
+    unknown = sorted(set(at) - set(TABLE_SECTIONS))
+    if unknown:
+        _fail(where, sections_field, f"unknown sections {unknown}; expected {list(TABLE_SECTIONS)}")
+    entries = mega["entries"]
+    n, aot = len(entries["task"]), mega["aot"]
+    waits, signals = mega["waits"], mega["signals"]
+    aot_order = [e for lst in aot for e in lst]
+    wait_offsets, signal_offsets, aot_offsets = [0], [0], [0]
+    for lst, offsets in ((waits, wait_offsets), (signals, signal_offsets), (aot, aot_offsets)):
+        for item in lst:
+            offsets.append(offsets[-1] + len(item))
+    lengths = {"records": RECORD_WORDS * n, "aot_records": RECORD_WORDS * len(aot_order),
+               "entry_case": n, "entry_task": n, "entry_instance": n,
+               "wait_offsets": n + 1, "waits": wait_offsets[-1],
+               "signal_offsets": n + 1, "signals": signal_offsets[-1],
+               "triggers": len(mega["events"]), "aot_offsets": len(aot) + 1,
+               "aot": len(aot_order), "jit": len(mega["jit"])}
+    start = 0
+    for name in TABLE_SECTIONS:
+        f = f"{sections_field}.{name}"
+        if name not in at:
+            _fail(where, f, "missing")
+        if _int(at[name], where, f) != start:
+            _fail(where, f, f"section starts at {at[name]}, but the sections before it end "
+                            f"at {start}")
+        start += lengths[name]
+        if start > len(tables):
+            _fail(where, f, f"section [{at[name]}, {start}) ends past the end of "
+                            f"{field}.tables ({len(tables)} words)")
+    # An artifact without entries still uploads one word (a zero-size buffer).
+    if len(tables) != max(start, 1):
+        _fail(where, f"{field}.tables", f"holds {len(tables)} words but its sections end at "
+                                        f"{start}")
+
+    def section(name):
+        return tables[at[name]: at[name] + lengths[name]]
+
+    triggers = [ev["trigger"] for ev in mega["events"]]
+    expected = {"entry_task": entries["task"], "entry_instance": entries["instance"],
+                "wait_offsets": wait_offsets, "waits": [v for w in waits for v in w],
+                "signal_offsets": signal_offsets, "signals": [v for s in signals for v in s],
+                "triggers": triggers, "aot_offsets": aot_offsets, "aot": aot_order,
+                "jit": mega["jit"]}
+    for name, want in expected.items():
+        got = section(name)
+        if got != list(want):
+            i = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), len(got))
+            _fail(where, f"{field}.tables", f"section '{name}' word {i} is "
+                  f"{got[i] if i < len(got) else 'missing'}, but the lists say "
+                  f"{want[i] if i < len(want) else 'nothing'}")
+    cases = section("entry_case")
+    for e, case in enumerate(cases):
+        if not 0 <= case <= 0xFFFF or entries["task"][e] > 0x7FFF:
+            _fail(where, f"{field}.tables", f"section 'entry_case' word {e}: case {case} of "
+                  f"task {entries['task'][e]} does not fit a record (case < 65536, "
+                  "task < 32768)")
+
+    def record(e):
+        w = waits[e][0] if waits[e] else -1
+        return [cases[e] | (entries["task"][e] << 16), entries["instance"][e], len(waits[e]), w,
+                triggers[w] if w >= 0 else 0, len(signals[e]),
+                signals[e][0] if signals[e] else -1, e]
+
+    for name, order in (("records", range(n)), ("aot_records", aot_order)):
+        words = section(name)
+        for r, e in enumerate(order):
+            got = words[RECORD_WORDS * r: RECORD_WORDS * (r + 1)]
+            if got != record(e):
+                _fail(where, f"{field}.tables", f"section '{name}' record {r} (entry {e}) is "
+                      f"{got}, but the lists say {record(e)}")
 
 
 def graph_name(mega) -> str:

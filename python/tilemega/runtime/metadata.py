@@ -21,6 +21,9 @@ VERSIONS = (1,)
 MAX_GRID = (2**31 - 1, 65535, 65535)
 MAX_BLOCK = (1024, 1024, 64)
 MAX_THREADS_PER_BLOCK = 1024
+# More shared memory per block than any CUDA GPU offers (sm_90: 227 KiB); the
+# launch checks the device's own limit, this only refuses absurd metadata.
+MAX_DYNAMIC_SHARED_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,22 @@ class _Checker:
             self.fail(field, f"expected a non-empty string, got {value!r}")
         return value
 
+    def file_name(self, value, field: str) -> str:
+        """A path relative to the JSON's folder that cannot leave it: no
+        absolute path, drive or `..` component (symlinks are checked when the
+        file is opened, artifact.py)."""
+        self.string(value, field)
+        if "\0" in value:
+            self.fail(field, f"file name {value!r} contains a NUL character")
+        parts = value.replace("\\", "/").split("/")
+        if value.startswith(("/", "\\")) or ":" in parts[0]:
+            self.fail(field, f"file name {value!r} is absolute; it must be relative to the "
+                             "artifact's folder")
+        if ".." in parts or "" in parts:
+            self.fail(field, f"file name {value!r} has a '..' or empty component; it must "
+                             "stay inside the artifact's folder")
+        return value
+
     def integer(self, value, field: str, minimum: int = 0) -> int:
         # bool is an int subclass in Python but never a valid count here.
         if isinstance(value, bool) or not isinstance(value, int):
@@ -117,10 +136,10 @@ def parse(meta: Any, source: str) -> ArtifactSpec:
     chip = meta.get("chip")
     if chip is not None:
         c.string(chip, "chip")
-    ptx = c.string(c.get(meta, "ptx", "ptx"), "ptx")
+    ptx = c.file_name(c.get(meta, "ptx", "ptx"), "ptx")
     cubin = meta.get("cubin")
     if cubin is not None:
-        c.string(cubin, "cubin")
+        c.file_name(cubin, "cubin")
     toolchain = meta.get("toolchain")
     toolchain = {} if toolchain is None else toolchain
     if not isinstance(toolchain, dict):
@@ -153,6 +172,9 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
         c.fail(f"{field}.block", f"{list(block)} has more than {MAX_THREADS_PER_BLOCK} threads")
     smem = k.get("dynamic_shared_bytes", 0)
     smem = c.integer(smem, f"{field}.dynamic_shared_bytes", 0)
+    if smem > MAX_DYNAMIC_SHARED_BYTES:
+        c.fail(f"{field}.dynamic_shared_bytes", f"{smem} bytes exceeds the shared memory of any "
+                                                f"CUDA GPU ({MAX_DYNAMIC_SHARED_BYTES})")
     params = c.get(k, "params", f"{field}.params")
     if not isinstance(params, list):
         c.fail(f"{field}.params", f"expected a list, got {params!r}")
