@@ -3,7 +3,9 @@ carry out/ to the GPU machine):
 
     PYTHONPATH=build/python_packages python bench/build_artifacts.py --out out
 
-The example kernels themselves come from examples/run_examples.py.
+The example kernels themselves come from examples/run_examples.py;
+`scripts/tilemega.sh main` builds these, the examples and the mega-kernels
+(examples/shipped.py) in one go.
 """
 
 import argparse
@@ -37,13 +39,13 @@ GEMMS = {
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", default="out")
+    args = parser.parse_args()
     import gemm
     import tilemega
     from tilemega.ir import Context, Location
 
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", default="out")
-    args = parser.parse_args()
     for name, config in GEMMS.items():
         with Context(), Location.unknown():
             result = tilemega.compile(gemm.build(name=name, **config), chip="sm_90a", name=name)

@@ -1,11 +1,16 @@
 """GEMM benchmark: TileMega artifacts vs cuBLAS (torch) vs Triton, one run.
 
-    PYTHONPATH=python python bench/gemm.py --artifacts out --out $OUT
+    PYTHONPATH=python python3 bench/gemm.py --artifacts out --out docs/results
 
 Benchmarks every artifact whose name starts with `bench_gemm_` (built by
 bench/build_artifacts.py): A is M x K, B is K x N (N x K for `_nt_`
-artifacts), C is M x N in the input dtype. Times are
-CUDA-graph replays (median of do_bench); inputs are random (never zeros).
+artifacts), C is M x N in the input dtype. Every implementation writes its
+own NaN-poisoned C, which is checked against the float64 product of the same
+inputs before it is timed; a row over tolerance is FAILED, not timed, and
+the script exits 1. Times are CUDA-graph replays (median of do_bench);
+inputs are random (never zeros). Writes gemm.json and gemm.png (each time
+beside the floor: FLOPs at the H200's dense tensor peak, or bytes at the
+copy rate of the same run, whichever is larger).
 """
 
 import argparse
@@ -13,61 +18,75 @@ import glob
 import os
 import sys
 
-import torch
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import bench_ms, device_info, graphed, write_report  # noqa: E402
-import triton_matmul  # noqa: E402
-
-from tilemega.runtime import load_artifact  # noqa: E402
-
-DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16}
+HERE = os.path.dirname(os.path.abspath(__file__))
+DTYPES = ("float16", "bfloat16")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--artifacts", default="out")
-    parser.add_argument("--out", default="bench_out")
-    args = parser.parse_args()
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--artifacts", default="out", help="folder of bench_gemm_*.json")
+    parser.add_argument("--out", default="docs/results", help="folder for gemm.json/.png")
+    return parser.parse_args(argv)
 
-    results = {"device": device_info(), "results": [],
-               "timing": "CUDA-graph replay (GPU time only), median of do_bench"}
-    print(f"{'workload':36} {'ours ms':>8} {'TFLOP/s':>8} {'cuBLAS':>8} {'Triton':>8} "
-          f"{'vs cuBLAS':>9} {'vs Triton':>9}")
-    for path in sorted(glob.glob(os.path.join(args.artifacts, "bench_gemm_*.json"))):
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.path.insert(0, HERE)
+    import torch
+
+    import common
+    import triton_matmul
+    from tilemega.runtime import load_artifact
+
+    paths = sorted(glob.glob(os.path.join(args.artifacts, "bench_gemm_*.json")))
+    if not paths:
+        print(f"no bench_gemm_*.json in {args.artifacts}: build them with "
+              f"bench/build_artifacts.py", file=sys.stderr)
+        return 2
+    report = common.Report("gemm", args.out, copy_gbs=common.copy_bandwidth_gbs(),
+                           timing="CUDA-graph replay (GPU time only), median of do_bench")
+    for path in paths:
         art = load_artifact(path)
         (kernel,) = art.kernels.values()
-        pa, pb, pc = kernel.spec.params[:3]
-        dtype = DTYPES[pa.dtype]
+        pa, pb, _ = kernel.spec.params[:3]
+        if pa.dtype not in DTYPES:
+            raise ValueError(f"{path}: A is {pa.dtype}, expected one of {DTYPES}")
+        dtype = getattr(torch, pa.dtype)
         m, k = pa.shape
         # NT artifacts are named so (B is N x K); square shapes cannot tell.
         trans_b = "_nt_" in kernel.name
         n = pb.shape[0] if trans_b else pb.shape[1]
         a = torch.randn(m, k, device="cuda", dtype=dtype)
         b = torch.randn(*pb.shape, device="cuda", dtype=dtype)
-        c = torch.empty(m, n, device="cuda", dtype=dtype)
-        flops = 2 * m * n * k
-        # Correctness of the exact launch being timed.
-        art(a, b, c)
-        ref = (a.double() @ (b.double().t() if trans_b else b.double()))
-        err = ((c.double() - ref).norm() / ref.norm()).item()
         bt = b.t() if trans_b else b
-        ours = bench_ms(graphed(lambda: art(a, b, c)))
-        cublas = bench_ms(graphed(lambda: torch.matmul(a, bt, out=c)))
-        triton_matmul.matmul(a, b, trans_b)  # autotune outside the graph
-        trit = bench_ms(graphed(lambda: triton_matmul.matmul(a, b, trans_b, out=c)))
+        ref = a.double() @ bt.double()
         workload = f"{pa.dtype} {'NT' if trans_b else 'NN'} {m}x{n}x{k} [{kernel.name[11:]}]"
-        tflops = flops / (ours * 1e-3) / 1e12
-        for peer, t in (("cuBLAS", cublas), ("Triton", trit)):
-            results["results"].append({
-                "workload": workload, "artifact": kernel.name, "peer": peer,
-                "ours_ms": ours, "peer_ms": t, "ratio": t / ours,
-                "ours_tflops": tflops, "peer_tflops": flops / (t * 1e-3) / 1e12,
-                "rel_error": err})
-        print(f"{workload:36} {ours:8.4f} {tflops:8.1f} {cublas:8.4f} {trit:8.4f} "
-              f"{cublas / ours:9.2f} {trit / ours:9.2f}   err {err:.1e}")
-    write_report(results, args.out, "gemm")
+        report.workload(workload, flops=2 * m * n * k,
+                        bytes=(m * k + b.numel() + m * n) * a.element_size(),
+                        artifact=kernel.name)
+        tolerance = common.TOLERANCE[pa.dtype]
+        c_ours = torch.empty(m, n, device="cuda", dtype=dtype)
+        c_cublas = torch.empty_like(c_ours)
+        c_triton = torch.empty_like(c_ours)
+        triton_matmul.matmul(a, b, trans_b, out=c_triton)   # autotune outside any graph
+        impls = [("TileMega", "ours", lambda: art(a, b, c_ours), c_ours),
+                 ("cuBLAS (torch.matmul)", "peer",
+                  lambda: torch.matmul(a, bt, out=c_cublas), c_cublas),
+                 ("Triton", "peer", lambda: triton_matmul.matmul(a, b, trans_b, out=c_triton),
+                  c_triton)]
+        for name, role, launch, c in impls:
+            def check(launch=launch, c=c):
+                c.fill_(float("nan"))
+                launch()
+                torch.cuda.synchronize()
+                return {"C": common.rel_l2(c, ref)}
+            ms = report.row(workload, name, check, role=role, tolerance=tolerance,
+                            time=lambda launch=launch: common.bench_ms(common.graphed(launch)))
+            print(f"{workload:44} {name:24} "
+                  + (f"{ms:9.4f} ms" if ms is not None else "   (not timed)"))
+        del ref
+    return report.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,41 +1,37 @@
 """Single-kernel benchmark: TileMega artifacts vs PyTorch (cuBLAS) and Triton.
 
-    PYTHONPATH=python python bench/kernels.py --artifacts out --out $OUT
+    PYTHONPATH=python python3 bench/kernels.py --artifacts out --out docs/results
 
-Memory-bound kernels (softmax, RMSNorm, GEMV) are also reported as a fraction
-of the measured device-to-device copy bandwidth. Prints a table and writes
-kernels.json + kernels.png.
+Softmax, RMSNorm, the two GEMVs and GQA decode attention, each ours and its
+PyTorch peers. Every implementation's output is checked against a float64
+torch reference of the same inputs before it is timed (ours writes a
+NaN-poisoned output); a row over tolerance is FAILED, not timed, and the
+script exits 1. Times are CUDA-graph replays (median of do_bench). These
+kernels are memory-bound: the floor is bytes / the device-to-device copy
+rate measured in the same run. Writes kernels.json and kernels.png.
 """
 
 import argparse
 import os
 import sys
 
-import torch
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (bench_ms, copy_bandwidth_gbs, device_info, graphed,  # noqa: E402
-                    launch_overhead_us, write_report)
-
-from tilemega.runtime import load_artifact  # noqa: E402
-
-EPS = 1e-6
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+EPS = 1e-6   # examples/rmsnorm.py CONFIG["EPS"]
 
 
-def softmax_case(art):
-    m, n = art.kernels["softmax"].spec.params[0].shape
+def softmax_case(torch, art, name):
+    m, n = art.kernels[name].spec.params[0].shape
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
     y = torch.empty_like(x)
-    return {
-        "workload": f"softmax {m}x{n} bf16",
-        "bytes": 2 * x.numel() * 2,
-        "ours": lambda: art(x, y),
-        "peers": {"torch": lambda: torch.softmax(x, dim=1)},
-    }
+    return {"workload": f"softmax {m}x{n} bf16", "bytes": 2 * x.numel() * 2,
+            "ours": (lambda: art(x, y), y),
+            "peers": {"torch.softmax": lambda: torch.softmax(x, dim=1)},
+            "reference": torch.softmax(x.double(), dim=1)}
 
 
-def rmsnorm_case(art):
-    m, h = art.kernels["rmsnorm"].spec.params[0].shape
+def rmsnorm_case(torch, art, name):
+    m, h = art.kernels[name].spec.params[0].shape
     x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(h, device="cuda", dtype=torch.bfloat16)
     y = torch.empty_like(x)
@@ -44,34 +40,29 @@ def rmsnorm_case(art):
         xf = x.float()
         return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
 
-    peers = {"torch eager": torch_rmsnorm}
+    peers = {"torch eager (5 ops)": torch_rmsnorm}
     if hasattr(torch.nn.functional, "rms_norm"):
         peers["torch F.rms_norm"] = lambda: torch.nn.functional.rms_norm(x, (h,), w, EPS)
-    return {
-        "workload": f"rmsnorm {m}x{h} bf16",
-        "bytes": 2 * x.numel() * 2 + h * 2,
-        "ours": lambda: art(x, w, y),
-        "peers": peers,
-    }
+    xd = x.double()
+    return {"workload": f"rmsnorm {m}x{h} bf16", "bytes": 2 * x.numel() * 2 + h * 2,
+            "ours": (lambda: art(x, w, y), y), "peers": peers,
+            "reference": xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + EPS) * w.double()}
 
 
-def gemv_case(art, name):
+def gemv_case(torch, art, name):
     n, k = art.kernels[name].spec.params[0].shape
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(k, device="cuda", dtype=torch.bfloat16)
     y = torch.empty(n, device="cuda", dtype=torch.bfloat16)
-    return {
-        "workload": f"gemv {k}->{n} bf16",
-        "bytes": w.numel() * 2 + k * 2 + n * 2,
-        "ours": lambda: art(w, x, y),
-        "peers": {"torch (cuBLAS)": lambda: torch.mv(w, x)},
-    }
+    return {"workload": f"gemv {k}->{n} bf16", "bytes": w.numel() * 2 + k * 2 + n * 2,
+            "ours": (lambda: art(w, x, y), y),
+            "peers": {"torch.mv (cuBLAS)": lambda: torch.mv(w, x)},
+            "reference": w.double() @ x.double()}
 
 
-def decode_attention_case(art, name):
+def decode_attention_case(torch, art, name):
     """GQA decode attention: one token, q [32, 64] over k, v [8, 1024, 64]."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "examples"))
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
     import decode_attention
 
     kernels = list(art.kernels.values())
@@ -90,63 +81,84 @@ def decode_attention_case(art, name):
     sdpa = torch.nn.functional.scaled_dot_product_attention
     try:
         sdpa(q4, k4, v4, enable_gqa=True)
-        peer = lambda: sdpa(q4, k4, v4, enable_gqa=True)  # noqa: E731
+        peer = lambda: sdpa(q4, k4, v4, enable_gqa=True)[0, :, 0]  # noqa: E731
     except TypeError:  # torch < 2.5: no enable_gqa, expand the KV heads
         group = heads // kv_heads
         peer = lambda: sdpa(q4, k4.repeat_interleave(group, dim=1),  # noqa: E731
-                            v4.repeat_interleave(group, dim=1))
-    form = "split" if len(kernels) > 1 else "1 kernel"
-    return {
-        # heads/kv_heads x seq x head_dim; "split": split + combine kernels.
-        "workload": f"decode attn {heads}/{kv_heads}x{seq}x{d} {form}",
-        "bytes": (q.numel() + k.numel() + v.numel() + o.numel()) * 2,
-        "ours": lambda: decode_attention.run(art, q, k, v, o, workspace),
-        "peers": {"torch SDPA (GQA)": peer},
-    }
+                            v4.repeat_interleave(group, dim=1))[0, :, 0]
+    form = "split + combine" if len(kernels) > 1 else "1 kernel"
+    return {"workload": f"decode attention {heads}/{kv_heads} heads x {seq} x {d}, {form}",
+            "bytes": (q.numel() + k.numel() + v.numel() + o.numel()) * 2,
+            "ours": (lambda: decode_attention.run(art, q, k, v, o, workspace), o),
+            "peers": {"torch SDPA (GQA)": peer},
+            "reference": decode_attention.reference(q, k, v, torch)}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--artifacts", default="out")
-    parser.add_argument("--out", default="bench_out")
-    args = parser.parse_args()
+CASES = [("softmax", softmax_case), ("rmsnorm", rmsnorm_case),
+         ("gemv_2048x8192", gemv_case), ("gemv_8192x2048", gemv_case),
+         ("decode_attention", decode_attention_case),
+         ("decode_attention_single_kernel", decode_attention_case)]
 
-    def artifact(name):
-        return load_artifact(os.path.join(args.artifacts, f"{name}.json"))
 
-    cases = []
-    for name, make in [("softmax", softmax_case), ("rmsnorm", rmsnorm_case)]:
-        if os.path.exists(os.path.join(args.artifacts, f"{name}.json")):
-            cases.append(make(artifact(name)))
-    for name in ("gemv_2048x8192", "gemv_8192x2048"):
-        if os.path.exists(os.path.join(args.artifacts, f"{name}.json")):
-            cases.append(gemv_case(artifact(name), name))
-    for name in ("decode_attention", "decode_attention_single_kernel"):
-        if os.path.exists(os.path.join(args.artifacts, f"{name}.json")):
-            cases.append(decode_attention_case(artifact(name), name))
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--artifacts", default="out", help="folder of the example artifacts")
+    parser.add_argument("--out", default="docs/results", help="folder for kernels.json/.png")
+    return parser.parse_args(argv)
 
-    copy_gbs = copy_bandwidth_gbs()
-    results = {"device": device_info(), "copy_bandwidth_gbs": copy_gbs,
-               "timing": "CUDA-graph replay (GPU time only), median of do_bench",
-               "results": [], "launch_overhead_us": {}}
-    print(f"copy bandwidth: {copy_gbs:.0f} GB/s; times are CUDA-graph replays")
-    print(f"{'workload':32} {'peer':18} {'ours ms':>9} {'peer ms':>9} {'ratio':>6} {'ours GB/s':>10} {'of copy':>8}")
-    for case in cases:
-        ours = bench_ms(graphed(case["ours"]))
-        gbs = case["bytes"] / (ours * 1e-3) / 1e9
-        results["launch_overhead_us"][case["workload"]] = launch_overhead_us(case["ours"])
+
+def main(argv=None):
+    args = parse_args(argv)
+    sys.path.insert(0, HERE)
+    import torch
+
+    import common
+    from tilemega.runtime import load_artifact
+
+    report = common.Report("kernels", args.out, copy_gbs=common.copy_bandwidth_gbs(),
+                           timing="CUDA-graph replay (GPU time only), median of do_bench")
+    print(f"copy bandwidth: {report.copy_gbs:.0f} GB/s; times are CUDA-graph replays")
+    overhead = report.data["extra"]["launch_overhead_us"] = {}
+    for name, make in CASES:
+        path = os.path.join(args.artifacts, f"{name}.json")
+        if not os.path.exists(path):
+            report.workload(name)
+            report.skip(name, "TileMega", f"no artifact {path}")
+            continue
+        art = load_artifact(path)
+        case = make(torch, art, name)
+        workload, ref = case["workload"], case["reference"]
+        report.workload(workload, bytes=case["bytes"], artifact=name)
+        launch, out = case["ours"]
+
+        def check_ours(launch=launch, out=out):
+            out.fill_(float("nan"))
+            launch()
+            torch.cuda.synchronize()
+            return {"out": common.rel_l2(out, ref)}
+
+        def time_ours(launch=launch, workload=workload):
+            ms = common.bench_ms(common.graphed(launch))
+            overhead[workload] = common.launch_overhead_us(launch)
+            return ms
+
+        rows = [("TileMega", "ours", check_ours, time_ours)]
         for peer, fn in case["peers"].items():
-            theirs = bench_ms(graphed(fn))
-            row = {"workload": case["workload"], "peer": peer, "ours_ms": ours,
-                   "peer_ms": theirs, "ratio": theirs / ours, "ours_gbs": gbs,
-                   "fraction_of_copy": gbs / copy_gbs}
-            results["results"].append(row)
-            print(f"{case['workload']:32} {peer:18} {ours:9.4f} {theirs:9.4f} "
-                  f"{theirs / ours:6.2f} {gbs:10.0f} {gbs / copy_gbs:8.2f}")
-    for name, us in results["launch_overhead_us"].items():
+            def check_peer(fn=fn):
+                got = fn()
+                torch.cuda.synchronize()
+                return {"out": common.rel_l2(got, ref)}
+            rows.append((peer, "peer", check_peer,
+                         lambda fn=fn: common.bench_ms(common.graphed(fn))))
+        for impl, role, check, timer in rows:
+            ms = report.row(workload, impl, check, timer, role=role,
+                            tolerance=common.TOLERANCE["bfloat16"])
+            print(f"{workload:52} {impl:22} "
+                  + (f"{ms * 1e3:9.2f} us" if ms is not None else "  (not timed)"))
+    for name, us in overhead.items():
         print(f"host launch path, tilemega.runtime: {name}: {us:.1f} us/call")
-    write_report(results, args.out, "kernels")
+    return report.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """Host cost of one kernel launch through tilemega.runtime (needs a GPU).
 
-    PYTHONPATH=python python3 bench/launch_overhead.py [--json PATH]
+    PYTHONPATH=python python3 bench/launch_overhead.py --out docs/results
 
 Loads the hand-written scale2 PTX of test/pytest/test_runtime_gpu.py (y = 2x
 on 1000 floats; no compiler needed) from a temporary folder and prints host
@@ -20,7 +20,11 @@ loop of asynchronous launches, for:
                        cuCtxGetCurrent, torch._C._cuda_getCurrentRawStream
 
 The kernel runs for ~2 us on the GPU, less than any host path here, so the
-loops measure the host and never wait on a full launch queue.
+loops measure the host and never wait on a full launch queue. Every path is
+first checked exactly (y zeroed, one call, y == 2x, or a * i + b for
+fill_affine); a wrong path is FAILED, not timed, and the script exits 1.
+Writes launch_overhead.json and .png (each path beside the floor: the bare
+cuLaunchKernel call of the same run).
 """
 
 import argparse
@@ -32,14 +36,9 @@ import sys
 import tempfile
 import time
 
-import numpy as np
-import torch
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "python"))
-
-from tilemega.runtime import driver, load_artifact  # noqa: E402
+WORKLOAD = "host launch cost of one kernel (scale2, 1000 floats)"
 
 
 def _gpu_test_module():
@@ -53,6 +52,8 @@ def _gpu_test_module():
 
 def per_call_us(fn, n=1000, reps=15):
     """(median, min) host microseconds per call of `fn`, over `reps` loops of `n`."""
+    import torch
+
     for _ in range(50):
         fn()
     torch.cuda.synchronize()
@@ -69,6 +70,8 @@ def per_call_us(fn, n=1000, reps=15):
 
 def graph_of(fn):
     """`fn` captured once in a CUDA graph (after warm-up on a side stream)."""
+    import torch
+
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -82,12 +85,24 @@ def graph_of(fn):
     return graph
 
 
-def main():
+def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--json", help="also write the figures to this JSON file")
+    parser.add_argument("--out", default="docs/results",
+                        help="folder for launch_overhead.json/.png")
     parser.add_argument("--n", type=int, default=1000, help="calls per timed loop")
     parser.add_argument("--reps", type=int, default=15, help="timed loops per figure")
-    opts = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    opts = parse_args(argv)
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import numpy as np
+    import torch
+
+    import common
+    from tilemega.runtime import driver, load_artifact
 
     gpu = _gpu_test_module()
     folder = tempfile.mkdtemp(prefix="tilemega_launch_")
@@ -105,62 +120,65 @@ def main():
     n = gpu.N
     x = torch.arange(n, dtype=torch.float32, device="cuda")
     y = torch.zeros(n, dtype=torch.float32, device="cuda")
+    doubled = 2 * x
+    affine = torch.arange(n, dtype=torch.float32, device="cuda") * 0.5 + 3.0
     stream = torch.cuda.Stream()
     art.load(0)                                      # PTX JIT outside the timings
     single.load(0)
-    problems = []
 
-    def check(what):
-        torch.cuda.synchronize()
-        if not torch.equal(y, 2 * x):
-            problems.append(f"{what}: wrong result")
+    report = common.Report("launch_overhead", opts.out,
+                           timing=f"host microseconds per call: median (and min) of "
+                                  f"{opts.reps} loops of {opts.n} asynchronous calls")
+    report.workload(WORKLOAD)
+    report.data["extra"]["us_per_call"] = figures = {}
 
-    # Correctness of each path before timing it.
-    for what, launch in (("launch", lambda: k.launch(x, y, n)), ("__call__", lambda: k(x, y, n))):
-        y.zero_()
-        launch()
-        check(what)
-    assert k._fast is not None and 0 in k._fast.devices, "the fast path was not set up"
+    def row(name, fn, expected=doubled, role="ours", check_with=None):
+        def check():
+            y.zero_()
+            (check_with or fn)()
+            torch.cuda.synchronize()
+            return {"y": 0.0 if torch.equal(y, expected) else 1.0}
+
+        def time():
+            median, low = per_call_us(fn, opts.n, opts.reps)
+            figures[name] = {"median": median, "min": low}
+            return median * 1e-3
+        ms = report.row(WORKLOAD, name, check, time, tolerance=0.0, role=role,
+                        metric="exact (0 equal, 1 differs)")
+        if ms is not None:
+            print(f"  {name:<52} {figures[name]['median']:7.2f}  {figures[name]['min']:7.2f}")
+
+    print(f"host launch cost, us/call (median / min of {opts.reps} loops of {opts.n} calls)")
+    n_np = np.int32(n)
+    row("Kernel.launch (general path = __call__ before)", lambda: k.launch(x, y, n))
+    row("Kernel.__call__ (fast path)", lambda: k(x, y, n))
     fallbacks = []
     k.launch = lambda *a, **kw: (fallbacks.append(a), type(k).launch(k, *a, **kw))
     k(x, y, n)                                       # must not reach the general path
     del k.launch
-    if fallbacks:
-        problems.append("Kernel.__call__ fell back to the general path on torch tensors")
-
-    ref = torch.empty_like(x)
-    n_np = np.int32(n)
-    cases = {
-        "Kernel.launch (general path = __call__ before)": lambda: k.launch(x, y, n),
-        "Kernel.__call__ (fast path)": lambda: k(x, y, n),
-        "Artifact.__call__": lambda: single(x, y, n),
-        "Kernel.__call__, stream=torch stream": lambda: k(x, y, n, stream=stream),
-        "Kernel.__call__, fill_affine (1 tensor, 3 scalars)":
-            lambda: art.fill_affine(y, 0.5, 3.0, n),
-        "Kernel.__call__, numpy int (general path)": lambda: k(x, y, n_np),
-        "torch y.copy_(x)": lambda: ref.copy_(x),
-    }
-    results = {}
-
-    def measure(name, fn):
-        try:
-            results[name] = per_call_us(fn, opts.n, opts.reps)
-        except Exception as exc:              # report the rest all the same
-            problems.append(f"{name}: {type(exc).__name__}: {exc}")
-
-    for name, fn in cases.items():
-        measure(name, fn)
-
+    report.data["extra"]["fast_path_used"] = not fallbacks and k._fast is not None
+    if fallbacks or k._fast is None:
+        report.data["rows"][-1].update(verdict=common.FAILED, ms=None,
+                                       reason="Kernel.__call__ fell back to the general path "
+                                              "on torch tensors")
+    row("Artifact.__call__", lambda: single(x, y, n))
+    row("Kernel.__call__, stream=torch stream", lambda: k(x, y, n, stream=stream),
+        check_with=lambda: (k(x, y, n, stream=stream), stream.synchronize()))
+    row("Kernel.__call__, fill_affine (1 tensor, 3 scalars)",
+        lambda: art.fill_affine(y, 0.5, 3.0, n), expected=affine)
+    row("Kernel.__call__, numpy int (general path)", lambda: k(x, y, n_np))
+    row("torch y.copy_(x)", lambda: y.copy_(doubled), role="peer")
     try:
         graph = graph_of(lambda: k(x, y, n))
-        y.zero_()
-        graph.replay()
-        check("graph replay")
-        measure("CUDA graph replay of Kernel.__call__", graph.replay)
+        row("CUDA graph replay of Kernel.__call__", graph.replay)
     except Exception as exc:
-        problems.append(f"graph capture: {type(exc).__name__}: {exc}")
+        report.data["rows"].append({"workload": WORKLOAD, "role": "ours", "ms": None,
+                                    "implementation": "CUDA graph replay of Kernel.__call__",
+                                    "verdict": common.FAILED, "error": None, "tolerance": 0.0,
+                                    "reason": f"graph capture: {type(exc).__name__}: {exc}"})
 
-    # The floor: what the fast path cannot avoid.
+    # The floor: what the fast path cannot avoid (it launches the same kernel,
+    # so it is checked like the others).
     drv = driver.cuda()
     fast = k._fast
     k(x, y, n)                                       # leaves x, y, n packed in fast.buffer
@@ -168,42 +186,33 @@ def main():
     cu_stream = drv.CUstream(torch.cuda.current_stream().cuda_stream)
     grid, block = fast.grid, fast.block
     addr = fast.params_address
-    measure("floor: cuda.bindings cuLaunchKernel alone",
-            lambda: drv.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0], block[1],
-                                       block[2], 0, cu_stream, addr, 0))
-    measure("floor: cuCtxGetCurrent", drv.cuCtxGetCurrent)
+    floor = "floor: cuda.bindings cuLaunchKernel alone (parameters prebuilt)"
+    row(floor, lambda: drv.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0],
+                                          block[1], block[2], 0, cu_stream, addr, 0),
+        role="floor")
+    if floor in figures:
+        report.data["workloads"][WORKLOAD].update(floor_ms=figures[floor]["median"] * 1e-3,
+                                                  floor_basis="bare cuLaunchKernel")
+    # Pieces of the floor: host calls with nothing on the GPU to check.
+    pieces = {"cuCtxGetCurrent": drv.cuCtxGetCurrent,
+              "torch.cuda.current_stream()": torch.cuda.current_stream}
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
-        measure("floor: torch._C._cuda_getCurrentRawStream", lambda: raw(0))
-    measure("floor: torch.cuda.current_stream()", torch.cuda.current_stream)
-    check("after the floor loops")
-
+        pieces["torch._C._cuda_getCurrentRawStream"] = lambda: raw(0)
+    report.data["extra"]["floor_pieces_us"] = {
+        name: dict(zip(("median", "min"), per_call_us(fn, opts.n, opts.reps)))
+        for name, fn in pieces.items()}
     try:
         from cuda import bindings
-        bindings_version = getattr(bindings, "__version__", "?")
+        report.data["run"]["cuda.bindings"] = getattr(bindings, "__version__", "?")
     except ImportError:
-        bindings_version = "?"
-    info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
-            "cuda.bindings": bindings_version, "python": sys.version.split()[0],
-            "calls_per_loop": opts.n, "loops": opts.reps}
-    print("host launch cost, us/call (median / min of %d loops of %d calls)" % (opts.reps, opts.n))
-    print("  " + ", ".join(f"{k_}: {v}" for k_, v in info.items()))
-    width = max((len(name) for name in results), default=10)
-    for name, (median, low) in results.items():
-        print(f"  {name:<{width}}  {median:7.2f}  {low:7.2f}")
-    before = results.get("Kernel.launch (general path = __call__ before)", (None,))[0]
-    after = results.get("Kernel.__call__ (fast path)", (None,))[0]
+        report.data["run"]["cuda.bindings"] = "?"
+    before = figures.get("Kernel.launch (general path = __call__ before)", {}).get("median")
+    after = figures.get("Kernel.__call__ (fast path)", {}).get("median")
     if before and after:
         print(f"  speed-up of Kernel.__call__: {before / after:.1f}x "
               f"({before:.1f} -> {after:.1f} us)")
-    for problem in problems:
-        print("PROBLEM: " + problem)
-    if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump({"info": info, "problems": problems,
-                       "us_per_call": {name: {"median": m, "min": lo}
-                                       for name, (m, lo) in results.items()}}, f, indent=2)
-    return 1 if problems else 0
+    return report.finish()
 
 
 if __name__ == "__main__":
