@@ -1,24 +1,28 @@
 """Decode-step benchmark: our mega-kernel vs PyTorch eager and CUDA graph.
 
-    PYTHONPATH=python python bench/decode.py --artifacts out --out $OUT
+    PYTHONPATH=python python3 bench/decode.py --artifacts out --out docs/results
 
 One run on the Llama-3.2-1B shape (16 layers, hidden 2048, MLP 8192, 32 q /
 8 kv heads of 64, KV length 1024, bf16, batch 1, no LM head) measures:
 
   decode step  torch eager `LlamaDecodeStep`, the same replayed from a CUDA
                graph, our mega-kernel (launched, and replayed from a CUDA
-               graph) and the same tile kernels launched one per operator
-  MLP chain    rmsnorm -> gate/up -> silu * up -> down: the same four
+               graph), its variants (mega_decode_<variant>.json) and the same
+               tile kernels launched one per operator (and from a CUDA graph)
+  MLP chain    rmsnorm -> gate/up -> silu * up -> down: the same rows
   dispatch     graphs of N empty tasks: ns per task = slope of time over N
-               (= (t(N) - t(0)) / N with the two points 0 and N)
 
-Times are medians of do_bench (bench/common.py: CUDA events, L2 flushed
-between calls); eager rows include the host launch cost, which is what eager
-pays. Bandwidth = bytes read per call (weights + KV cache) / time, also as a
-fraction of the device copy rate measured in the same run. Correctness: rel
-L2 against the float64 reference, for torch eager too (the bf16 yardstick).
-Writes decode.json and decode.png; a missing artifact or runtime skips its
-rows with the reason printed.
+Every row is checked before it is timed, from a pristine state: the caches
+(whose last position the step writes) and x are fresh copies of the ones
+made before any row ran, so no row can pass on what another row wrote. The
+check compares the output with the float64 reference and, for the decode
+step, every layer's written k/v cache row with the float64 one, and that the
+other cache positions are untouched. A row over tolerance is FAILED, not
+timed, and the script exits 1. Times are medians of do_bench (CUDA events,
+L2 flushed); eager rows include the host launch cost, which is what eager
+pays. The floor is bytes read per call (weights + KV cache) / the device
+copy rate measured in the same run. Writes decode.json and decode.png; a
+missing artifact skips its rows with the reason printed.
 
 Artifacts read from --artifacts (built on the compiler machine):
   mega_decode.json, mega_mlp.json, mega_empty_<N>.json
@@ -39,10 +43,22 @@ import json
 import os
 import re
 import sys
-import traceback
 from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _load_common():
+    """bench/common.py by file: tests import this module, and importing it
+    must not change sys.path."""
+    spec = importlib.util.spec_from_file_location("tilemega_bench_common",
+                                                  os.path.join(HERE, "common.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+common = _load_common()
 
 STEP, MLP = "mega_decode.json", "mega_mlp.json"
 STEP_OPS, MLP_OPS = "ops_decode.launches.json", "ops_mlp.launches.json"
@@ -53,10 +69,11 @@ LLAMA_1B = dict(layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8,
 EAGER, GRAPH = "torch eager", "torch CUDA graph"
 
 
-class Skip(Exception):
-    """A row that cannot run here; the message says why."""
-
-
+Skip = common.Skip   # a row that cannot run here; the message says why
+# Relative L2 tolerances against float64, as examples/run_mega.py and
+# test_mega_gpu.py use: bf16 through 16 layers (torch eager in bf16 itself
+# is at 1.7e-2). A missing cache write leaves a row of zeros: error 1.
+STEP_TOLERANCE, MLP_TOLERANCE = 3e-2, 2e-2
 def _positive(text):
     value = int(text)
     if value < 1:
@@ -67,7 +84,7 @@ def _positive(text):
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--artifacts", default="out", help="folder of prebuilt artifacts")
-    p.add_argument("--out", default="bench_out", help="folder for decode.json/.png")
+    p.add_argument("--out", default="docs/results", help="folder for decode.json/.png")
     p.add_argument("--layers", type=_positive, default=LLAMA_1B["layers"],
                    help="layers of the decode step (the artifact must match)")
     p.add_argument("--rep-ms", type=float, default=1000.0, help="do_bench time per figure")
@@ -210,14 +227,6 @@ def summarize(times, nbytes, copy_gbs):
     return rows
 
 
-def chart_rows(workload, times):
-    """Rows for common.write_report: each of ours against each torch peer."""
-    return [{"workload": f"{workload}: {impl}", "peer": peer, "ours_ms": ms,
-             "peer_ms": times[peer], "ratio": times[peer] / ms}
-            for impl, ms in times.items() if impl not in (EAGER, GRAPH)
-            for peer in (EAGER, GRAPH) if peer in times]
-
-
 # ------------------------------------------------ ours (GPU)
 
 
@@ -289,160 +298,288 @@ def load_per_operator(artifacts_dir, tensors, name):
 # ------------------------------------------------ the run
 
 
+def expected_step(ref, cfg, weights):
+    """float64 (final x, {"l<i>.k_cache": row, "l<i>.v_cache": row}): the rows
+    a step writes at position kv_len - 1, numpy [kv_heads, head_dim].
+
+    The same layer loop as ref.reference_float64, which keeps the rows it
+    writes to itself; main() checks that both give the same x, so the two
+    cannot drift apart unnoticed."""
+    import math
+
+    import numpy as np
+
+    hq, hkv, d = cfg.heads, cfg.kv_heads, cfg.head_dim
+    pos = cfg.kv_len - 1
+    x = ref._f64(weights["x"])
+    cos, sin = ref._f64(weights["rope_cos"]), ref._f64(weights["rope_sin"])
+    rows = {}
+    for layer in range(cfg.layers):
+        def w(name, prefix=f"l{layer}."):
+            return ref._f64(weights[prefix + name])
+
+        qkv = w("wqkv") @ ref._rmsnorm64(x, w("attn_norm"), cfg.eps)
+        q, k, v = np.split(qkv, [hq * d, (hq + hkv) * d])
+        q = ref._rope64(q.reshape(hq, d), cos, sin)
+        kc, vc = w("k_cache"), w("v_cache")
+        kc[:, pos] = rows[f"l{layer}.k_cache"] = ref._rope64(k.reshape(hkv, d), cos, sin)
+        vc[:, pos] = rows[f"l{layer}.v_cache"] = v.reshape(hkv, d)
+        scores = np.einsum("kgd,kld->kgl", q.reshape(hkv, hq // hkv, d), kc) / math.sqrt(d)
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        x = x + w("wo") @ np.einsum("kgl,kld->kgd", p, vc).reshape(hq * d)
+        x = x + w("wd") @ ref._silu_mul64(w("wgu") @ ref._rmsnorm64(x, w("mlp_norm"), cfg.eps))
+    return x, rows
+
+
+class State:
+    """The tensors of one workload and the pristine copies of those a step
+    writes (`written`), taken before any row runs."""
+
+    def __init__(self, tensors, written):
+        self.tensors, self.written = tensors, written
+        self.pristine = {n: tensors[n].clone() for n in written}
+
+    def fresh(self):
+        """The tensors, with new copies of the pristine written ones."""
+        return {n: self.pristine[n].clone() if n in self.pristine else t
+                for n, t in self.tensors.items()}
+
+    def reset(self, tensors):
+        """Restores the written tensors of `tensors` in place (a captured
+        CUDA graph keeps reading the same storage)."""
+        for n in self.written:
+            tensors[n].copy_(self.pristine[n])
+
+
+def decode_judge(ref, cfg, state, expected_out, expected_rows):
+    """judge(tensors, out) -> {check: rel L2}: the output, the worst layer's
+    written k and v rows, and the worst change to the positions not written."""
+    pos = cfg.kv_len - 1
+
+    def judge(tensors, out):
+        errors = {"out": ref.compare(out, expected_out)["rel_l2"]}
+        for kind in ("k_cache", "v_cache"):
+            written, kept = 0.0, 0.0
+            for layer in range(cfg.layers):
+                name = f"l{layer}.{kind}"
+                written = max(written, ref.compare(tensors[name][:, pos],
+                                                   expected_rows[name])["rel_l2"],
+                              key=_nan_high)
+                kept = max(kept, ref.compare(tensors[name][:, :pos],
+                                             state.pristine[name][:, :pos])["rel_l2"],
+                           key=_nan_high)
+            errors[f"{kind}[{pos}] written (worst layer)"] = written
+            errors[f"{kind}[:{pos}] untouched (worst layer)"] = kept
+        return errors
+
+    return judge
+
+
+def _nan_high(value):
+    return float("inf") if value != value else value
+
+
 def main(argv=None):
     args = parse_args(argv)
-    sys.path.insert(0, HERE)   # bench/common.py; not at import, which tests do
     import torch
-    from common import (bench_ms, copy_bandwidth_gbs, device_info, graphed,
-                        launch_overhead_us, write_report)
 
     ref = reference_module()
     cfg = config(args)
-    copy_gbs = copy_bandwidth_gbs()
-    results = {"device": device_info(), "config": vars(cfg), "copy_bandwidth_gbs": copy_gbs,
-               "timing": "median of do_bench (CUDA events, L2 flushed); eager includes host "
-                         "launch cost", "workloads": {}, "skipped": [], "results": [],
-                         "launch_overhead_us": {}}
+    report = common.Report("decode", args.out, copy_gbs=common.copy_bandwidth_gbs(),
+                           timing="median of do_bench (CUDA events, L2 flushed); eager rows "
+                                  "include the host launch cost")
+    extra = report.data["extra"]
+    extra.update(config=vars(cfg), launch_overhead_us={})
 
     def bench(fn):
-        return bench_ms(fn, warmup=100, rep=args.rep_ms)
+        return common.bench_ms(fn, warmup=100, rep=args.rep_ms)
 
-    def skip(what, reason):
-        print(f"skipped {what}: {reason}")
-        results["skipped"].append({"what": what, "reason": reason})
+    def checked(make, graph):
+        """(check, time) of one row. make() -> (run, tensors, after): run()
+        launches once from `tensors` (fresh) and returns the output; after()
+        raises if the launch recorded an error (the mega watchdog)."""
+        state = {}
 
-    def attempt(what, fn):
-        """fn(), or None with the reason recorded (missing artifact, failure)."""
-        try:
-            return fn()
-        except Skip as exc:
-            skip(what, str(exc))
-        except Exception as exc:   # a failing row must not lose the others
-            traceback.print_exc()
-            skip(what, f"{type(exc).__name__}: {exc}")
-        return None
-
-    def measure_ours(label, load, ref_out, times, errors):
-        launch, out, check = load()
-        launch()
-        torch.cuda.synchronize()
-        check()
-        errors[label] = ref.compare(out, ref_out)
-        times[label] = bench(launch)
-        results["launch_overhead_us"][label] = launch_overhead_us(launch)
-        torch.cuda.synchronize()
-        check()
-        # Optional: needs launches on torch's current stream (capturable).
-        ms = attempt(f"{label} CUDA graph", lambda: bench(graphed(launch)))
-        if ms is not None:
-            times[f"{label} CUDA graph"] = ms
+        def check():
+            run, tensors, after = make()
+            if graph:
+                replay, out = common.graphed(run, with_output=True)
+                after()
+                state["reset"](tensors)   # the warm-up runs wrote the caches
+                replay()
+                state["fn"] = replay
+            else:
+                out, state["fn"] = run(), run
             torch.cuda.synchronize()
-            check()
+            after()
+            state["after"] = after
+            return state["judge"](tensors, out)
 
-    def mega(tensors, name):
-        mk, out = load_ours(args.artifacts, tensors, name)
-        return mk.launch, out, mk.check
+        def time():
+            ms = bench(state["fn"])
+            torch.cuda.synchronize()
+            state["after"]()
+            return ms
 
-    def per_op(tensors, name):
-        run, out = load_per_operator(args.artifacts, tensors, name)
-        return run, out, lambda: None
+        return check, time, state
 
-    def workload(key, nbytes, peer_fn, ref_out, fresh, mega_name, ops_name):
-        """fresh() -> the tensors for one of ours, with its own copies of those
-        that a kernel writes (caches, out), so each is checked from the same state."""
-        times, errors = {}, {EAGER: ref.compare(peer_fn(), ref_out)}
-        times[EAGER] = bench(peer_fn)
-        times[GRAPH] = bench(graphed(peer_fn))
-        attempt(f"{key} mega", lambda: measure_ours(
-            "mega", lambda: mega(fresh(), mega_name), ref_out, times, errors))
+    def workload(key, nbytes, state, judge, tolerance, eager, mega_name, ops_name):
+        """All rows of one workload. eager(tensors) -> run; the others come
+        from the artifacts."""
+        report.workload(key, bytes=nbytes)
+
+        def row(impl, make, graph=False, role="ours", overhead=False):
+            check, timer, box = checked(make, graph)
+            box.update(judge=judge, reset=state.reset)
+            if overhead:
+                def timed():
+                    ms = timer()
+                    extra["launch_overhead_us"][f"{key}: {impl}"] = \
+                        common.launch_overhead_us(box["fn"])
+                    box["after"]()
+                    return ms
+            else:
+                timed = timer
+            ms = report.row(key, impl, check, timed, tolerance=tolerance, role=role)
+            print(f"{key}: {impl:32} " + (f"{ms:9.4f} ms" if ms is not None
+                                          else "(not timed)"))
+
+        def torch_make():
+            tensors = state.fresh()
+            return eager(tensors), tensors, lambda: None
+
+        def mega_make(name):
+            def make():
+                tensors = state.fresh()
+                mk, out = load_ours(args.artifacts, tensors, name)
+
+                def run():
+                    mk.launch()
+                    return out
+                return run, tensors, mk.check
+            return make
+
+        def ops_make():
+            tensors = state.fresh()
+            run, out = load_per_operator(args.artifacts, tensors, ops_name)
+
+            def launch():
+                run()
+                return out
+            return launch, tensors, lambda: None
+
+        row(EAGER, torch_make, role="peer")
+        row(GRAPH, torch_make, graph=True, role="peer")
+        row("mega", mega_make(mega_name), overhead=True)
+        row("mega CUDA graph", mega_make(mega_name), graph=True)
         # Variants of the same graph (mega_decode_<variant>.json: the JIT
         # queue for attention, other splits, ...), timeline builds excepted.
         stem = mega_name[:-len(".json")]
-        for variant in sorted(os.listdir(args.artifacts)):
+        for variant in sorted(os.listdir(args.artifacts)) if os.path.isdir(args.artifacts) else []:
             m = re.fullmatch(re.escape(stem) + r"_(\w+)\.json", variant)
-            if not m or m.group(1) == "timeline":
-                continue
-            attempt(f"{key} mega {m.group(1)}", lambda variant=variant, label=m.group(1):
-                    measure_ours(f"mega ({label})", lambda: mega(fresh(), variant),
-                                 ref_out, times, errors))
-        attempt(f"{key} per-operator", lambda: measure_ours(
-            "per-operator", lambda: per_op(fresh(), ops_name), ref_out, times, errors))
-        rows = summarize(times, nbytes, copy_gbs)
-        for row in rows:   # graph replays of a checked launch are not re-checked
-            row.update(errors.get(row["impl"], {}))
-        results["workloads"][key] = {"bytes": nbytes, "rows": rows}
-        results["results"] += chart_rows(key, times)
-        print(f"\n{key}: {nbytes / 1e9:.3f} GB read per call; copy rate {copy_gbs:.0f} GB/s")
-        print(f"{'impl':26} {'ms':>9} {'vs eager':>9} {'vs graph':>9} {'GB/s':>7} "
-              f"{'of copy':>8} {'rel L2':>9}")
-        for r in rows:
-            err = f"{r['rel_l2']:9.2e}" if "rel_l2" in r else f"{'-':>9}"
-            print(f"{r['impl']:26} {r['ms']:9.4f} {r['vs_eager']:9.2f} {r['vs_graph']:9.2f} "
-                  f"{r['gbs']:7.0f} {r['fraction_of_copy']:8.2f} {err}")
+            if m and m.group(1) != "timeline":
+                row(f"mega ({m.group(1)})", mega_make(variant))
+        row("per-operator launches", ops_make, overhead=True)
+        row("per-operator CUDA graph", ops_make, graph=True)
+        times = {r["implementation"]: r["ms"] for r in report.data["rows"]
+                 if r["workload"] == key and r["verdict"] == common.PASS}
+        if EAGER in times and GRAPH in times:
+            for r in summarize(times, nbytes, report.copy_gbs):
+                print(f"  {r['impl']:32} {r['ms']:9.4f} ms  {r['vs_eager']:6.2f}x eager  "
+                      f"{r['vs_graph']:6.2f}x graph  {r['gbs']:6.0f} GB/s  "
+                      f"{r['fraction_of_copy']:5.2f} of copy")
 
     def decode():
         w = ref.make_weights(cfg, seed=args.seed)
-        step = ref.LlamaDecodeStep(cfg, w)
-        workload(f"decode step {cfg.layers} layers", ref.bytes_per_step(cfg),
-                 lambda: step(w["x"], w["rope_cos"], w["rope_sin"]),
-                 ref.reference_float64(cfg, w),
-                 lambda: {n: t.clone() if n == "x" or n.endswith("_cache") else t
-                          for n, t in w.items()}, STEP, STEP_OPS)
+        written = ["x"] + [n for n in w if n.endswith("_cache")]
+        state = State(w, written)   # before anything runs on w
+        expected = ref.reference_float64(cfg, w)
+        x, rows = expected_step(ref, cfg, w)
+        drift = ref.compare(x, expected)["rel_l2"]
+        if drift > 1e-12:
+            raise RuntimeError(f"bench/decode.py expected_step disagrees with "
+                               f"reference_float64 by {drift:.3g}: update it")
 
-    def layer_kernels():
-        """Each per-operator kernel of layer 0 timed alone (median of CUDA
-        events), against which the mega-kernel's timeline can be read."""
-        w = ref.make_weights(cfg, seed=args.seed)
-        run, _ = load_per_operator(args.artifacts, dict(w), STEP_OPS)
-        per_layer = len(run.calls) // cfg.layers
-        rows = []
-        for kernel, kargs in run.calls[:per_layer]:
-            ms = bench(lambda: kernel(*kargs))
-            rows.append({"kernel": kernel.name, "us": ms * 1e3})
-            print(f"layer-0 kernel {kernel.name:40} {ms * 1e3:8.2f} us")
-        results["layer_kernels"] = rows
+        def eager(t):   # the module writes t's caches in place
+            step = ref.LlamaDecodeStep(cfg, t)
+            return lambda: step(t["x"], t["rope_cos"], t["rope_sin"])
+
+        workload(f"decode step {cfg.layers} layers", ref.bytes_per_step(cfg), state,
+                 decode_judge(ref, cfg, state, expected, rows), STEP_TOLERANCE, eager,
+                 STEP, STEP_OPS)
 
     def mlp():   # at the shape of mega_mlp.json, else the 1B model's
         hidden, inter = mlp_shape(args.artifacts, (cfg.hidden, cfg.intermediate))
         mw = ref.make_mlp_weights(hidden, inter, seed=args.seed)
-        chain = ref.MlpChain(mw, cfg.eps)
-        workload(f"MLP chain {hidden}x{inter}", ref.mlp_bytes(hidden, inter),
-                 lambda: chain(mw["x"]), ref.mlp_reference_float64(mw, cfg.eps),
-                 lambda: {n: t.clone() if n in ("x", "out") else t for n, t in mw.items()},
-                 MLP, MLP_OPS)
+        state = State(mw, ["x", "out"])
+        expected = ref.mlp_reference_float64(mw, cfg.eps)
+
+        def eager(t):
+            chain = ref.MlpChain(t, cfg.eps)
+            return lambda: chain(t["x"])
+
+        workload(f"MLP chain {hidden}x{inter}", ref.mlp_bytes(hidden, inter), state,
+                 lambda tensors, out: {"out": ref.compare(out, expected)["rel_l2"]},
+                 MLP_TOLERANCE, eager, MLP, MLP_OPS)
 
     def dispatch():   # cost per task, from graphs of N empty tasks
+        empties = empty_artifacts(args.artifacts)
+        if not empties:
+            report.workload("dispatch")
+            report.skip("dispatch", "mega", f"no mega_empty_<N>.json in {args.artifacts}")
+            return
         points = []
-        for n, name in empty_artifacts(args.artifacts):
-            def empty(name=name):
+        for n, name in empties:
+            key = f"dispatch: {n} empty tasks"
+            report.workload(key, tasks=n)
+            box = {}
+
+            def check(name=name):
+                # No output to compare: the check is that every task ran to
+                # the end without the watchdog firing.
                 mk, _ = load_ours(args.artifacts, {}, name, strict=False)
-                ms = bench(mk.launch)
-                torch.cuda.synchronize()
+                mk.launch()
                 mk.check()
+                box["mk"] = mk
+                return {"watchdog errors": 0.0}
+
+            def time():
+                ms = bench(box["mk"].launch)
+                torch.cuda.synchronize()
+                box["mk"].check()
                 return ms
-            ms = attempt(f"dispatch {name}", empty)
+
+            ms = report.row(key, "mega", check, time, tolerance=0.0, metric="completion")
             if ms is not None:
                 points.append((n, ms))
                 print(f"dispatch: {n:6d} empty tasks {ms * 1e3:9.1f} us")
-        if not points:
-            skip("dispatch", f"no usable mega_empty_<N>.json in {args.artifacts}")
         ns = per_task_ns(points)
-        results["dispatch"] = {"points_tasks_ms": points, "ns_per_task": ns}
-        if ns is not None:
-            # Tasks spread over all workers: one worker pays `workers` times
-            # the slope per task it runs.
-            workers = empty_workers(args.artifacts)
-            results["dispatch"]["workers"] = workers
-            results["dispatch"]["ns_per_task_per_worker"] = ns * workers if workers else None
+        workers = empty_workers(args.artifacts)
+        extra["dispatch"] = {"points_tasks_ms": points, "ns_per_task": ns, "workers": workers,
+                             "us_per_task_per_worker": ns * workers / 1e3
+                             if ns is not None and workers else None}
+        if ns is not None and workers:
             print(f"dispatch: {ns:.1f} ns per task (slope); "
                   f"{ns * workers / 1e3:.2f} us per task on one of {workers} workers")
 
     try:   # whatever was measured is written, even if a later part fails
-        for part in (decode, layer_kernels, mlp, dispatch):
-            attempt(part.__name__, part)
+        for part in (decode, mlp, dispatch):
+            try:
+                part()
+            except Exception as exc:   # recorded as a failed part: exit 1
+                import traceback
+
+                traceback.print_exc()
+                report.workload(part.__name__)
+                report.data["rows"].append({
+                    "workload": part.__name__, "implementation": "(setup)", "role": "ours",
+                    "verdict": common.FAILED, "ms": None, "error": None, "tolerance": None,
+                    "reason": f"{type(exc).__name__}: {exc}"})
     finally:
-        write_report(results, args.out, "decode")
+        status = report.finish()
+    return status
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

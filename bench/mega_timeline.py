@@ -1,20 +1,25 @@
 """Timeline of a mega-kernel run on the GPU: where the time of a decode step
 goes, task by task.
 
-    PYTHONPATH=python python bench/mega_timeline.py --artifacts out --out $OUT
+    PYTHONPATH=python python3 bench/mega_timeline.py --artifacts out --out docs/results
 
 Loads ARTIFACTS/mega_decode_timeline.json (the decode step compiled with
-per-task %globaltimer stamps), binds the reference weights, runs a few
-steps and writes, for the last one: timeline.png (CTA x time), a text
-summary, and per task (graph order) its first start, last end and mean
-instance duration, so that bubbles between stages show.
+per-task %globaltimer stamps) and binds the reference weights. The first
+step runs from the pristine caches and its output is checked against the
+float64 reference (a step over tolerance is FAILED, its timeline is not
+recorded, and the script exits 1); then a few steps run and, for the last
+one, it writes mega_timeline.json (the run's provenance, the step's span
+and per task in graph order its first start, last end and mean instance
+duration, so that bubbles between stages show), mega_timeline.png (the span
+beside the bytes / copy-rate floor), mega_timeline-tasks.png (CTA x time)
+and mega_timeline.txt (a text summary).
 """
 
 import argparse
 import importlib.util
-import json
 import os
 import sys
+from types import SimpleNamespace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -45,16 +50,18 @@ def stage_table(rows, meta):
     return table
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", default="out")
-    parser.add_argument("--out", default=".")
+    parser.add_argument("--out", default="docs/results")
     parser.add_argument("--name", default="mega_decode_timeline.json")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    sys.path.insert(0, HERE)
     import torch
-    from types import SimpleNamespace
-    from tilemega.runtime.mega import load_mega
+
+    import common
     from tilemega.runtime import mega_timeline
+    from tilemega.runtime.mega import load_mega
 
     path = os.path.join(args.artifacts, args.name)
     ref = _reference()
@@ -62,33 +69,59 @@ def main():
                           head_dim=64, kv_len=1024, eps=1e-5, rope_theta=500000.0,
                           dtype="bfloat16")
     weights = ref.make_weights(cfg, seed=0)
-    mk = load_mega(path)
-    bound = {p.name: weights[p.name] for p in mk.user_params if p.name in weights}
-    for p in mk.user_params:
-        if p.name not in bound:
-            bound[p.name] = torch.zeros(p.shape, dtype=torch.bfloat16, device="cuda")
-    mk.bind(bound)
-    for _ in range(3):
+    expected = ref.reference_float64(cfg, weights)   # before any step writes the caches
+    report = common.Report("mega_timeline", args.out, copy_gbs=common.copy_bandwidth_gbs(),
+                           timing="span of one step from its %globaltimer stamps (first task "
+                                  "start to last task end; launch not included)")
+    workload = f"decode step {cfg.layers} layers, timeline build"
+    report.workload(workload, bytes=ref.bytes_per_step(cfg), artifact=args.name)
+    box = {}
+
+    def check():
+        if not os.path.isfile(path):
+            raise common.Skip(f"no artifact {path}")
+        mk = load_mega(path)
+        bound = {p.name: weights[p.name] for p in mk.user_params if p.name in weights}
+        for p in mk.user_params:
+            if p.name not in bound:
+                bound[p.name] = torch.zeros(p.shape, dtype=torch.bfloat16, device="cuda")
+        mk.bind(bound)
         mk.launch()
         mk.check()
-    rows = mk.timeline()
-    meta = mk.meta
-    os.makedirs(args.out, exist_ok=True)
-    summary = mega_timeline.format_summary(mega_timeline.summarize(rows, meta), meta)
-    table = stage_table(rows, meta)
-    lines = [summary, "", f"{'task':<28}{'n':>5}{'start us':>10}{'end us':>10}{'mean us':>9}"]
-    lines += [f"{n:<28}{c:>5}{s:>10.1f}{e:>10.1f}{m:>9.2f}" for n, c, s, e, m in table]
-    text = "\n".join(lines)
-    print(text)
-    with open(os.path.join(args.out, "timeline.txt"), "w") as f:
-        f.write(text + "\n")
-    with open(os.path.join(args.out, "timeline.json"), "w") as f:
-        json.dump({"rows": rows.tolist(), "stages": table}, f)
-    try:
-        mega_timeline.render(rows, meta, os.path.join(args.out, "timeline.png"))
-    except ImportError as exc:
-        print(f"no PNG: {exc}", file=sys.stderr)
+        output = next(p.name for p in mk.user_params if p.role == "output")
+        box["mk"] = mk
+        return {"out": ref.compare(bound[output], expected)["rel_l2"]}
+
+    def time():
+        mk = box["mk"]
+        for _ in range(3):
+            mk.launch()
+            mk.check()
+        box["rows"] = rows = mk.timeline()
+        box["summary"] = mega_timeline.summarize(rows, mk.meta)
+        return box["summary"].span_ns * 1e-6
+
+    report.row(workload, "mega (timeline)", check, time, tolerance=3e-2)
+    if "rows" in box:
+        rows, meta = box["rows"], box["mk"].meta
+        table = stage_table(rows, meta)
+        report.data["extra"]["stages"] = [
+            {"task": n, "instances": c, "start_us": s, "end_us": e, "mean_us": m}
+            for n, c, s, e, m in table]
+        lines = [mega_timeline.format_summary(box["summary"], meta), "",
+                 f"{'task':<28}{'n':>5}{'start us':>10}{'end us':>10}{'mean us':>9}"]
+        lines += [f"{n:<28}{c:>5}{s:>10.1f}{e:>10.1f}{m:>9.2f}" for n, c, s, e, m in table]
+        text = "\n".join(lines)
+        print(text)
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "mega_timeline.txt"), "w") as f:
+            f.write(text + "\n")
+        try:
+            mega_timeline.render(rows, meta, os.path.join(args.out, "mega_timeline-tasks.png"))
+        except ImportError as exc:
+            print(f"no task PNG: {exc}")
+    return report.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
