@@ -138,3 +138,31 @@ def test_docs_tables_are_what_their_json_gives(doc):
                          f"benchmarks (docs/benchmarks.md, Reproduce) and commit their JSON")
     assert render.render_text(text, ROOT, doc) == text, (
         f"{doc} differs from its results files: run python3 bench/render_docs.py")
+
+
+def test_decode_bench_check_catches_a_missing_or_stray_cache_write():
+    import numpy as np
+    from types import SimpleNamespace
+
+    decode = _load("decode")
+    ref = decode.reference_module()
+    cfg = SimpleNamespace(layers=2, hidden=64, intermediate=96, heads=4, kv_heads=2,
+                          head_dim=16, kv_len=9, eps=1e-5, rope_theta=1e4, dtype="bfloat16")
+    rng = np.random.default_rng(0)
+    w = {n: rng.standard_normal(s) / 8 for n, s in ref.weight_shapes(cfg).items()}
+    for n in w:
+        if n.endswith("_cache"):
+            w[n][:, -1] = 0.0
+    x, rows = decode.expected_step(ref, cfg, w)
+    assert ref.compare(x, ref.reference_float64(cfg, w))["rel_l2"] == 0.0
+    state = SimpleNamespace(pristine={n: t.copy() for n, t in w.items()})
+    judge = decode.decode_judge(ref, cfg, state, x, rows)
+    written = {n: t.copy() for n, t in w.items()}
+    for n, row in rows.items():
+        written[n][:, -1] = row
+    assert max(judge(written, x).values()) == 0.0
+    written["l1.v_cache"][:, -1] = 0.0                  # the step forgot one write
+    assert judge(written, x)["v_cache[8] written (worst layer)"] == 1.0
+    written["l1.v_cache"][:, -1] = rows["l1.v_cache"]
+    written["l0.k_cache"][:, 3] += 1.0                  # ... or wrote a wrong position
+    assert judge(written, x)["k_cache[:8] untouched (worst layer)"] > decode.STEP_TOLERANCE
