@@ -27,7 +27,10 @@ rejects tensors of other shapes; grid sizes computed from symbols (e.g.
 the process; artifacts are cached on disk (see `tilemega.cache`:
 `$TILEMEGA_CACHE_DIR` or `~/.cache/tilemega`) keyed by the IR text, the
 compile options and the toolchain versions, so a new process that traces
-the same kernel loads its artifact without running the MLIR pipeline.
+the same kernel loads its artifact without running the MLIR pipeline. Every
+entry's files are checked against their SHA-256 when it is read and again
+just before the runtime loads it; a damaged entry is rebuilt with a
+`tilemega.cache.CacheWarning`, never launched.
 
 **Launching** needs `tilemega.runtime` (cuda-python) and, for `out_idx`,
 torch; both are imported only on a call, so tracing and compiling work on a
@@ -250,10 +253,15 @@ class JitFunction:
         with self._lock:
             art = self._artifacts.get(key)
             if art is None:
+                from . import cache
+
                 entry = self._compile(bindings, config)
-                if entry.path is not None:
+                # Checked again here: the entry may come from the memo and
+                # the disk may have changed since its hashes were checked.
+                path = cache.verified_path(entry)
+                if path is not None:
                     from .runtime import load_artifact
-                    art = load_artifact(entry.path)
+                    art = load_artifact(path)
                 else:
                     art = entry.compiled.load()
                 self._artifacts[key] = art

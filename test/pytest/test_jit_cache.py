@@ -1,5 +1,6 @@
 """@tilemega.jit: specialisation per shape, the artifact cache, launching."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -20,6 +21,9 @@ from tilemega.runtime import ArgumentError, RuntimeUnavailable  # noqa: E402
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(ROOT, "examples")
 sys.path.insert(0, EXAMPLES)
+
+# A CacheWarning that a test does not expect is a failure.
+pytestmark = pytest.mark.filterwarnings("error::tilemega.cache.CacheWarning")
 
 M, N = T.symbolic("M"), T.symbolic("N")
 
@@ -164,12 +168,140 @@ def test_components_of_the_key():
     assert cache.make_key(parts) != cache.make_key(dict(parts, ptxas="other"))
 
 
-def test_broken_cache_entry_is_recompiled():
+def _sha256_of(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_entry_carries_the_hash_of_every_file():
+    assert compiler.find_ptxas(), "ptxas is on every machine here: the entry must hold a cubin"
     entry = make_add().compile_entry(M=32, N=128, block_M=32)
-    os.remove(entry.path)                          # damage the entry
+    folder = os.path.dirname(entry.path)
+    content = json.load(open(os.path.join(folder, "content.json")))
+    assert set(content["sha256"]) == {"key.json", "add_one.json", "add_one.ptx", "add_one.cubin"}
+    for name, digest in content["sha256"].items():
+        assert _sha256_of(os.path.join(folder, name)) == digest, name
+    assert set(os.listdir(folder)) == set(content["sha256"]) | {"content.json"}
+    assert entry.content == content["sha256"]
+
+
+def _flip_byte(path, offset=100):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0x01]))
+
+
+def _truncate(path):
+    size = os.path.getsize(path)
+    with open(path, "r+b") as f:
+        f.truncate(size // 2)
+
+
+def _edit_hash(path):
+    content = json.load(open(path))
+    digest = content["sha256"]["add_one.ptx"]
+    content["sha256"]["add_one.ptx"] = digest[:-1] + ("0" if digest[-1] != "0" else "1")
+    json.dump(content, open(path, "w"))
+
+
+def _truncate_and_rehash(path):
+    """Damage that content.json agrees with: the JSON parser must catch it."""
+    _truncate(path)
+    manifest = os.path.join(os.path.dirname(path), "content.json")
+    content = json.load(open(manifest))
+    content["sha256"][os.path.basename(path)] = _sha256_of(path)
+    json.dump(content, open(manifest, "w"))
+
+
+def _escape_the_folder(path):
+    content = json.load(open(path))
+    content["sha256"]["../add_one.ptx"] = content["sha256"].pop("add_one.ptx")
+    json.dump(content, open(path, "w"))
+
+
+# (file damaged, how, what the warning says)
+DAMAGE = [
+    ("add_one.ptx", _flip_byte, r"add_one\.ptx: SHA-256 is [0-9a-f]{64}, content\.json says"),
+    ("add_one.ptx", os.remove, r"add_one\.ptx is missing"),
+    ("add_one.json", _truncate, r"add_one\.json: SHA-256 is"),
+    ("key.json", _truncate, r"key\.json: SHA-256 is"),
+    ("add_one.json", _truncate_and_rehash, r"add_one\.json is not valid JSON"),
+    ("add_one.cubin", os.remove, r"add_one\.cubin is missing"),
+    ("add_one.cubin", _flip_byte, r"add_one\.cubin: SHA-256 is"),
+    ("content.json", _edit_hash, r"add_one\.ptx: SHA-256 is [0-9a-f]{64}, content\.json says"),
+    ("content.json", _truncate, r"content\.json is unreadable"),
+    ("content.json", os.remove, r"content\.json is missing \(no content hash\)"),
+    ("content.json", _escape_the_folder, r"content\.json: bad entry '\.\./add_one\.ptx'"),
+]
+
+
+@pytest.mark.parametrize("victim,damage,problem", DAMAGE,
+                         ids=[f"{v}-{d.__name__.strip('_')}" for v, d, _ in DAMAGE])
+def test_damaged_entry_is_recompiled_with_a_warning_never_loaded(victim, damage, problem):
+    assert compiler.find_ptxas(), "ptxas is on every machine here: the entry must hold a cubin"
+    fresh = make_add().compile_entry(M=32, N=128, block_M=32)
+    folder = os.path.dirname(fresh.path)
+    damage(os.path.join(folder, victim))
     cache.clear_memory()
-    again = make_add().compile_entry(M=32, N=128, block_M=32)
-    assert again.source == "compiled" and os.path.isfile(again.path)
+
+    with pytest.warns(cache.CacheWarning) as caught:
+        again = make_add().compile_entry(M=32, N=128, block_M=32)
+    (warning,) = caught
+    message = str(warning.message)
+    assert message.startswith(f"tilemega cache: corrupt entry {folder}: ")
+    assert message.endswith("; recompiling and replacing it")
+    assert __import__("re").search(problem, message), message
+    assert again.source == "compiled" and cache.stats["corrupt"] == 1
+    assert again.compiled.ptx == fresh.compiled.ptx
+    assert again.compiled.cubin == fresh.compiled.cubin
+
+    # The entry was replaced by a whole, checked one: a new process hits it.
+    assert again.path == fresh.path
+    with open(again.path.replace(".json", ".ptx")) as f:
+        assert f.read() == fresh.compiled.ptx
+    assert not [n for n in os.listdir(os.path.dirname(folder)) if n != os.path.basename(folder)]
+    cache.clear_memory()
+    third = make_add().compile_entry(M=32, N=128, block_M=32)
+    assert third.source == "disk" and third.compiled.ptx == fresh.compiled.ptx
+
+
+def test_damage_after_the_memo_is_caught_before_the_runtime_reads_it(monkeypatch):
+    add = make_add()
+    entry = add.compile_entry(M=32, N=128, block_M=32)
+    ptx_path = entry.path.replace(".json", ".ptx")
+    _flip_byte(ptx_path)
+    # The process memo answers without reading the disk ...
+    assert make_add().compile_entry(M=32, N=128, block_M=32).source == "memory"
+    # ... but the files are checked again before the runtime gets the path:
+    # the entry is rewritten from the verified module in memory, no compile.
+    monkeypatch.setattr(compiler, "compile", _failing_compile)
+    with pytest.warns(cache.CacheWarning, match=r"add_one\.ptx: SHA-256 is .*rewriting it from "
+                                                r"the verified copy in memory"):
+        art = add.get_kernel({"M": 32, "N": 128}, {"block_M": 32})
+    with open(art.ptx_path) as f:
+        assert f.read() == entry.compiled.ptx
+    assert cache.verified_path(entry) == art.path          # checked clean now: no warning
+    cache.clear_memory()
+    assert make_add().compile_entry(M=32, N=128, block_M=32).source == "disk"
+
+
+def test_an_entry_replaced_by_another_process_is_not_damage():
+    entry = make_add().compile_entry(M=32, N=128, block_M=32)
+    # Another process's whole entry for the same key (here: another
+    # creation time, so other key.json bytes, and its own hashes).
+    folder = os.path.dirname(entry.path)
+    info = json.load(open(os.path.join(folder, "key.json")))
+    info["created"] += 1
+    json.dump(info, open(os.path.join(folder, "key.json"), "w"))
+    content = json.load(open(os.path.join(folder, "content.json")))
+    content["sha256"]["key.json"] = _sha256_of(os.path.join(folder, "key.json"))
+    json.dump(content, open(os.path.join(folder, "content.json"), "w"))
+    assert cache.verified_path(entry) == entry.path        # no warning (they are errors here)
+    assert entry.content == content["sha256"]
+    cache.clear_memory()
+    assert make_add().compile_entry(M=32, N=128, block_M=32).source == "disk"
 
 
 def test_compile_errors_are_not_cached():
