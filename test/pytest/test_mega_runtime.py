@@ -4,9 +4,11 @@ the timeline summary, MegaKernel's binding checks and the watchdog record.
 Schedules are written by hand as `mega` dicts (docs/mega.md)."""
 
 import json
+import os
 import random
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -650,3 +652,265 @@ def test_megakernel_launch_check_reset_on_gpu(tmp_path):
     mk.reset()
     assert mk.state() == [0] * 16
     mk.check()
+
+
+# ---------------------------------------------------------------- hostile artifacts
+
+
+def _pack_tables(meta):
+    """`tables` and `table_sections` of `meta` as convert-mega-to-gpu packs them
+    (TaskTables.cpp; case = task index here)."""
+    entries, waits, signals = meta["entries"], meta["waits"], meta["signals"]
+    n, triggers = len(entries["task"]), [ev["trigger"] for ev in meta["events"]]
+
+    def offsets(lists):
+        out = [0]
+        for item in lists:
+            out.append(out[-1] + len(item))
+        return out
+
+    def record(e):
+        w = waits[e][0] if waits[e] else -1
+        return [entries["task"][e] | (entries["task"][e] << 16), entries["instance"][e],
+                len(waits[e]), w, triggers[w] if w >= 0 else 0, len(signals[e]),
+                signals[e][0] if signals[e] else -1, e]
+
+    sections = [("records", [v for e in range(n) for v in record(e)]),
+                ("aot_records", [v for lst in meta["aot"] for e in lst for v in record(e)]),
+                ("entry_case", list(entries["task"])), ("entry_task", list(entries["task"])),
+                ("entry_instance", list(entries["instance"])),
+                ("wait_offsets", offsets(waits)), ("waits", [v for w in waits for v in w]),
+                ("signal_offsets", offsets(signals)),
+                ("signals", [v for s in signals for v in s]), ("triggers", triggers),
+                ("aot_offsets", offsets(meta["aot"])),
+                ("aot", [e for lst in meta["aot"] for e in lst]), ("jit", list(meta["jit"]))]
+    tables, at = [], {}
+    for name, words in sections:
+        at[name] = len(tables)
+        tables += words
+    return tables or [0], at
+
+
+def _hostile_base(tmp_path):
+    """A sound artifact of aot_jit() with real tables; returns (json path, doc)."""
+    path = _artifact(tmp_path, aot_jit(), ptx=FAKE_MEGA_PTX)
+    doc = json.load(open(path))
+    kernel = doc["kernels"][0]
+    tables, at = _pack_tables(kernel["mega"])
+    kernel["mega"].update(tables=tables, table_sections=at)
+    kernel["params"][4]["shape"] = [len(tables)]
+    json.dump(doc, open(path, "w"))
+    return path, doc
+
+
+def _set(path, value):
+    """doc -> doc with `value` at the key path `path` (a tuple)."""
+    def mutate(doc):
+        obj = doc
+        for key in path[:-1]:
+            obj = obj[key]
+        obj[path[-1]] = value(obj[path[-1]]) if callable(value) else value
+    return mutate
+
+
+def _mega(path, value):
+    return _set(("kernels", 0, "mega") + path, value)
+
+
+_DROP = object()
+
+
+def _without(path):
+    def mutate(doc):
+        obj = doc
+        for key in path[:-1]:
+            obj = obj[key]
+        del obj[path[-1]]
+    return mutate
+
+
+# (mutation of the JSON document, regular expression of the ValueError)
+HOSTILE = {
+    "ptx escapes with ..": (_set(("ptx",), "../../x.ptx"),
+                            r"field 'ptx': file name '../../x.ptx' has a '..'"),
+    "ptx absolute": (_set(("ptx",), "/etc/passwd"), r"field 'ptx': .* is absolute"),
+    "ptx backslash ..": (_set(("ptx",), "sub\\..\\..\\x.ptx"), r"field 'ptx': .* '..'"),
+    "ptx drive letter": (_set(("ptx",), "C:x.ptx"), r"field 'ptx': .* is absolute"),
+    "ptx NUL": (_set(("ptx",), "g.ptx\0.txt"), r"field 'ptx': .* NUL"),
+    "cubin escapes": (_set(("cubin",), "../g.cubin"), r"field 'cubin': .* '..'"),
+    "huge dynamic shared memory": (_set(("kernels", 0, "dynamic_shared_bytes"), 2**40),
+                                   r"field 'kernels\[0\].dynamic_shared_bytes': 1099511627776"),
+    "section past the end": (_mega(("table_sections", "jit"), lambda v: v + 5),
+                             r"field 'kernels\[0\].mega.table_sections.jit': section starts"),
+    "tables truncated": (_mega(("tables",), lambda t: t[:-1]),
+                         r"table_sections.jit': section \[\d+, \d+\) ends past the end"),
+    "tables too long": (_mega(("tables",), lambda t: t + [0]),
+                        r"field 'kernels\[0\].mega.tables': holds \d+ words but its sections end"),
+    "section missing": (_without(("kernels", 0, "mega", "table_sections", "triggers")),
+                        r"table_sections.triggers': missing"),
+    "unknown section": (_mega(("table_sections", "extra"), 0),
+                        r"table_sections': unknown sections \['extra'\]"),
+    "sections not an object": (_mega(("table_sections",), [0]),
+                               r"table_sections': expected an object"),
+    "negative section offset": (_mega(("table_sections", "records"), -8),
+                                r"table_sections.records': expected an integer >= 0"),
+    "table event out of range": (
+        lambda doc: doc["kernels"][0]["mega"]["tables"].__setitem__(
+            doc["kernels"][0]["mega"]["table_sections"]["waits"], 99),
+        r"mega.tables': section 'waits' word 0 is 99, but the lists say 2"),
+    "table record corrupted": (
+        lambda doc: doc["kernels"][0]["mega"]["tables"].__setitem__(3, 1000),
+        r"mega.tables': section 'records' record 0 \(entry 0\)"),
+    "table word not int32": (_mega(("tables", 2), 2**31), r"mega.tables\[2\]': expected an int32"),
+    "negative count": (_mega(("num_entries",), -1), r"mega.num_entries': is -1 but the tables"),
+    "huge count": (_mega(("num_events",), 10**12), r"mega.num_events': is 1000000000000"),
+    "trigger beyond int32": (_mega(("events", 0, "trigger"), 2**40),
+                             r"mega.events\[0\].trigger': 1099511627776 does not fit"),
+    "wait on a missing event": (_mega(("waits", 2), [99]),
+                                r"mega.waits\[2\]\[0\]': event 99 out of range \[0, 4\)"),
+    "aot entry out of range": (_mega(("aot", 0, 0), 50),
+                               r"mega.aot\[0\]\[0\]': entry 50 out of range \[0, 5\)"),
+    "aot lists vs workers": (_mega(("aot",), lambda a: a + [[]]),
+                             r"mega.aot': expected 2 items, got 3"),
+    "jit entry out of range": (_mega(("jit", 0), 5), r"mega.jit\[0\]': entry 5 out of range"),
+    "entries lengths differ": (_mega(("entries", "instance"), lambda v: v[:-1]),
+                               r"mega.entries.instance': expected 5 items, got 4"),
+    "negative watchdog": (_mega(("watchdog_ns",), -1), r"mega.watchdog_ns': expected an integer"),
+    "no workers": (_mega(("workers",), 0), r"mega.workers': expected an integer >= 1"),
+    "threads zero": (_mega(("threads",), 0), r"mega.threads': expected an integer >= 1"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_artifact_names_the_field(tmp_path, case):
+    mutate, message = HOSTILE[case]
+    path, doc = _hostile_base(tmp_path)
+    load_mega(path)                                    # the base is sound
+    mutate(doc)
+    json.dump(doc, open(path, "w"))
+    with pytest.raises(ValueError, match=message) as info:
+        load_mega(path)
+    assert path in str(info.value)                     # names the file
+
+
+def test_hostile_files(tmp_path, monkeypatch):
+    from tilemega.runtime import driver
+
+    def untouched():
+        raise AssertionError("the driver was reached")
+
+    path, doc = _hostile_base(tmp_path / "a")
+    folder = os.path.dirname(path)
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:                         # truncated JSON
+        f.write(text[: len(text) // 2])
+    with pytest.raises(ValueError, match=r"g.json: not valid JSON"):
+        load_artifact(path)
+    outside = tmp_path / "outside.ptx"                 # a symlink out of the folder
+    outside.write_text(FAKE_MEGA_PTX)
+    os.symlink(outside, os.path.join(folder, "link.ptx"))
+    json.dump(dict(doc, ptx="link.ptx"), open(path, "w"))
+    with pytest.raises(ValueError, match=r"field 'ptx': file 'link.ptx' resolves to .*outside"):
+        load_artifact(path)
+    json.dump(doc, open(path, "w"))
+    ptx = os.path.join(folder, "g.ptx")
+    open(ptx, "w").close()                             # empty PTX
+    with pytest.raises(ValueError, match=r"field 'ptx': file 'g.ptx' is empty"):
+        load_artifact(path)
+    monkeypatch.setattr(driver, "cuda", untouched)
+    bad_code = {
+        "truncated": (FAKE_MEGA_PTX[: len(FAKE_MEGA_PTX) // 2], r"the file is truncated"),
+        "other kernel": (FAKE_MEGA_PTX.replace(".entry g(", ".entry h("),
+                         r"no '.entry g' for kernels\[0\]; the PTX defines \['h'\]"),
+        "fewer threads": (FAKE_MEGA_PTX.replace(")\n{", ")\n.maxntid 64, 1, 1\n{", 1),
+                          r"at most \[64, 1, 1\] threads \(.maxntid\) but kernels\[0\].block is "
+                          r"\[128, 1, 1\]"),
+        "other block": (FAKE_MEGA_PTX.replace(")\n{", ")\n.reqntid 256\n{", 1),
+                        r"exactly \[256, 1, 1\] threads \(.reqntid\)"),
+        "binary": (FAKE_MEGA_PTX.replace("ret;", "ret;\xe9"), r"non-ASCII byte"),
+        "not PTX": ("hello {}", r"no .version directive"),
+    }
+    for name, (text, message) in bad_code.items():
+        with open(ptx, "w", encoding="latin-1") as f:
+            f.write(text)
+        with pytest.raises(ValueError, match=r"g.json: field 'ptx' .*" + message):
+            load_artifact(path).load(0)
+    with open(ptx, "w") as f:
+        f.write(FAKE_MEGA_PTX.replace(")\n{", ")\n.maxntid 128, 1, 1\n{", 1))
+    with open(os.path.join(folder, "g.cubin"), "wb") as f:
+        f.write(b"\x7fEL")                             # a truncated cubin
+    json.dump(dict(doc, cubin="g.cubin"), open(path, "w"))
+    with pytest.raises(ValueError, match=r"field 'cubin': .*g.cubin is not an ELF file \(3 bytes"):
+        load_artifact(path).load(0)
+
+
+# ---------------------------------------------------------------- concurrent launches
+
+
+@pytest.fixture
+def ordered(mk, monkeypatch):
+    """mk with the driver's stream/event calls and the kernel launch recorded."""
+    import contextlib
+    import threading
+    import time
+    from tilemega.runtime import driver
+    log, capturing, running = [], set(), threading.Lock()
+
+    def launch_kernel(*args, stream):
+        assert running.acquire(False), "two launches of one MegaKernel overlapped"
+        time.sleep(0.002)
+        log.append(("launch", stream))
+        running.release()
+
+    monkeypatch.setattr(mk, "_arguments", lambda: ["args"])
+    monkeypatch.setattr(mk, "check_resident", lambda: setattr(mk, "_resident_on", mk._device))
+    monkeypatch.setattr(mk, "kernel", launch_kernel)
+    monkeypatch.setattr(driver, "device_context", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(driver, "stream_is_capturing", lambda s: s in capturing)
+    monkeypatch.setattr(driver, "event_create", lambda: "ev")
+    monkeypatch.setattr(driver, "event_destroy", lambda ev: None)
+    monkeypatch.setattr(driver, "event_record", lambda ev, s: log.append(("record", ev, s)))
+    monkeypatch.setattr(driver, "stream_wait_event", lambda s, ev: log.append(("wait", s, ev)))
+    return mk, log, capturing
+
+
+def test_launch_on_another_stream_waits_for_the_previous_one(ordered):
+    mk, log, capturing = ordered
+    mk.launch(5)
+    mk.launch(5)                              # same stream: stream order is enough
+    mk.launch(7)                              # another stream: waits for stream 5's work
+    capturing.add(9)
+    mk.launch(9)                              # into a CUDA graph: no dependency on uncaptured work
+    mk.launch(7)                              # after a captured launch: nothing ran there
+    capturing.clear()
+    mk.launch(types.SimpleNamespace(cuda_stream=11))
+    assert log == [("launch", 5), ("launch", 5), ("record", "ev", 5), ("wait", 7, "ev"),
+                   ("launch", 7), ("launch", 9), ("launch", 7), ("record", "ev", 7),
+                   ("wait", 11, "ev"), ("launch", 11)]
+
+
+def test_launches_from_two_threads_never_overlap(ordered):
+    import threading
+    mk, log, _ = ordered
+    errors = []
+
+    def worker(stream):
+        try:
+            for _ in range(5):
+                mk.launch(stream)
+        except AssertionError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(s,)) for s in (21, 22)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    launches = [entry for entry in log if entry[0] == "launch"]
+    assert len(launches) == 10
+    # every change of stream between consecutive launches is preceded by a wait
+    for before, after in zip(log, log[1:]):
+        if before[0] == "launch" and after[0] == "launch":
+            assert before[1] == after[1]

@@ -663,12 +663,17 @@ class FakeDriver:
     def cuModuleGetFunction(self, module, name):
         return (0, "function " + name.decode())
 
-    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra):
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params, extra,
+                       cooperative=False):
         ptrs = (ctypes.c_void_p * len(self.sizes)).from_address(params)
         raw = [ctypes.string_at(ptrs[i], n) for i, n in enumerate(self.sizes)]
         self.launches.append(dict(function=f, grid=(gx, gy, gz), block=(bx, by, bz), smem=smem,
-                                  stream=int(stream), raw=raw, context=self.current()))
+                                  stream=int(stream), raw=raw, context=self.current(),
+                                  cooperative=cooperative))
         return (self.launch_result,)
+
+    def cuLaunchCooperativeKernel(self, f, gx, gy, gz, bx, by, bz, smem, stream, params):
+        return self.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, smem, stream, params, 0, True)
 
     def cuGetErrorName(self, err):
         return (0, b"CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
@@ -916,3 +921,91 @@ def test_no_fast_path_for_kernels_without_tensors(tmp_path, base_meta, fake_torc
     meta["kernels"][0]["params"] = meta["kernels"][0]["params"][2:]
     k = load_artifact(write_artifact(tmp_path, meta)).add_one
     assert FastLauncher.build(k, fake_torch) is None
+
+
+# ---------------------------------------------------------------- launch overrides
+
+
+def test_launch_overrides_must_match_the_compiled_kernel(art, monkeypatch):
+    from tilemega.runtime import driver
+
+    def boom():
+        raise AssertionError("the driver was touched before the overrides were checked")
+
+    monkeypatch.setattr(driver, "cuda", boom)
+    k = art.add_one
+    for kw, message in [
+            (dict(grid=(16, 8)), r"add_one: grid=\[16, 8, 1\] differs from the compiled grid "
+                                 r"\[8, 8, 1\]; the kernel is compiled for exactly"),
+            (dict(grid=4), r"grid=\[4, 1, 1\] differs"),
+            (dict(block=64), r"add_one: block=\[64, 1, 1\] differs from the compiled block "
+                             r"\[128, 1, 1\]"),
+            (dict(block=(128, 2)), r"block=\[128, 2, 1\] differs"),
+            (dict(dynamic_shared_bytes=True), r"dynamic_shared_bytes must be an int"),
+            (dict(dynamic_shared_bytes=1.5), r"dynamic_shared_bytes must be an int")]:
+        with pytest.raises(ArgumentError, match=message):
+            k.launch(*good_args(), **kw)
+    assert k._check_overrides((8, 8, 1), 128, None) == 0      # restating the shape is fine
+    assert k._check_overrides(None, None, 4096) == 4096       # more shared memory is fine
+
+
+def test_dynamic_shared_override_bounds(tmp_path, base_meta):
+    base_meta["kernels"][0]["dynamic_shared_bytes"] = 8192
+    k = load_artifact(write_artifact(tmp_path, base_meta)).add_one
+    with pytest.raises(ArgumentError, match=r"dynamic_shared_bytes=4096 is less than the 8192 "
+                                            r"bytes the kernel is compiled for"):
+        k._check_overrides(None, None, 4096)
+    k.cooperative = True          # a persistent kernel: exactly the compiled amount
+    with pytest.raises(ArgumentError, match=r"dynamic_shared_bytes=16384 differs from the "
+                                            r"compiled 8192; a persistent kernel"):
+        k._check_overrides(None, None, 16384)
+    with pytest.raises(ArgumentError, match=r"the persistent kernel is compiled for exactly"):
+        k._check_overrides(9, None, None)
+
+
+class _LaunchDriver:
+    """Records which launch API was called; answers with `result`."""
+
+    def __init__(self, result=0):
+        self.calls, self.result = [], result
+        self.CUstream = int
+
+    def cuLaunchKernel(self, *args):
+        self.calls.append(("cuLaunchKernel", len(args)))
+        return (self.result,)
+
+    def cuLaunchCooperativeKernel(self, *args):
+        self.calls.append(("cuLaunchCooperativeKernel", len(args)))
+        return (self.result,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_X")
+
+    def cuGetErrorString(self, err):
+        return (0, b"")
+
+
+def test_persistent_kernels_launch_cooperatively(monkeypatch):
+    from tilemega.runtime import driver
+    drv = _LaunchDriver()
+    monkeypatch.setattr(driver, "_cuda", drv)
+    launch.launch_kernel("f", (3, 1, 1), (128, 1, 1), 0, 0, [], "g", cooperative=True)
+    launch.launch_kernel("f", (3, 1, 1), (128, 1, 1), 0, 0, [], "k")
+    assert drv.calls == [("cuLaunchCooperativeKernel", 10), ("cuLaunchKernel", 11)]
+    drv.result = launch.COOPERATIVE_LAUNCH_TOO_LARGE
+    with pytest.raises(LaunchError, match=r"cuLaunchCooperativeKernel\('g', grid=\(300, 1, 1\).*"
+                                          r"CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE \(720\): the "
+                                          r"driver refuses to start persistent kernel 'g', whose "
+                                          r"300 CTAs cannot all be resident") as info:
+        launch.launch_kernel("f", (300, 1, 1), (128, 1, 1), 0, 0, [], "g", cooperative=True)
+    assert info.value.code == 720
+    drv.result = 1
+    with pytest.raises(LaunchError, match=r"cuLaunchKernel\('k'.* failed: CUDA_ERROR_X \(1\)"):
+        launch.launch_kernel("f", (3, 1, 1), (128, 1, 1), 0, 0, [], "k")
+
+
+def test_fast_path_of_a_persistent_kernel_is_cooperative(art, fake_torch, fake_driver):
+    k = art.add_one
+    k.cooperative = True                    # as Kernel sets it for a spec with `mega`
+    k(*_torch_args(fake_torch))
+    assert fake_driver.launches[-1]["cooperative"]

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import weakref
 from typing import Any, Dict, List, Optional, Sequence
 
-from . import driver
+from . import driver, launch
 from . import mega_meta as mm
 from .args import check_scalar, check_tensor
 from .errors import ArgumentError, LaunchError, MegaKernelError, RuntimeUnavailable
@@ -136,6 +138,13 @@ class MegaKernel:
         self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
         self._resident_on: Optional[int] = None # the device whose residency was checked
+        # Launches share the events and state buffers, so they must not overlap:
+        # one lock orders launches from several threads, and a launch on another
+        # stream than the previous one first waits for that stream (_follow).
+        self._launch_lock = threading.Lock()
+        self._last_stream: Optional[int] = None
+        self._first_is_torch = False
+        self._event = None
         self.num_entries = len(meta["entries"]["task"])
 
     def _check_layout(self, spec):
@@ -210,8 +219,11 @@ class MegaKernel:
             raise ArgumentError(f"{self.name}: missing tensor for parameter{plural} {listed}; "
                                 "bind with mk.bind(name=tensor) or mk(name=tensor)")
         self.allocate()
-        return [self._bound[p.name] if p.name in self._bound else self._buffers[p.name]
+        args = [self._bound[p.name] if p.name in self._bound else self._buffers[p.name]
                 for p in self.kernel.spec.params]
+        first = next(a for a, p in zip(args, self.kernel.spec.params) if p.kind == "tensor")
+        self._first_is_torch = isinstance(first, _torch().Tensor)
+        return args
 
     # -- buffers --------------------------------------------------------------------
 
@@ -224,6 +236,15 @@ class MegaKernel:
             device = self._device if self._device is not None else torch.cuda.current_device()
         self._device = device
         dev = torch.device("cuda", device)
+        owned = [p for p in self.kernel.spec.params
+                 if p.role == "scratch" or p.name in mm.RUNTIME_PARAMS]
+        need = sum(_bytes(p) for p in owned)
+        free = torch.cuda.mem_get_info(device)[0]
+        if need > free:
+            big = max(owned, key=_bytes)
+            raise ValueError(f"{self.name}: the scratch and runtime buffers need {need} bytes "
+                             f"but device {device} has {free} free (the largest, param "
+                             f"'{big.name}' of shape {list(big.shape)}, takes {_bytes(big)})")
         bufs = {p.name: torch.zeros(tuple(p.shape), dtype=getattr(torch, p.dtype), device=dev)
                 for p in self.kernel.spec.params
                 if p.role == "scratch" or p.name in mm.RUNTIME_PARAMS}
@@ -248,12 +269,51 @@ class MegaKernel:
         """Launch once, asynchronously (see Kernel.__call__ for `stream`).
 
         The first launch on a device checks that every CTA of the grid can be
-        resident at once (LaunchError otherwise: the kernel would hang)."""
-        if self._args is None:
-            self._args = self._arguments()
-        if self._resident_on != self._device:
-            self.check_resident()
-        self.kernel(*self._args, stream=stream)
+        resident at once (LaunchError otherwise: the kernel would hang); the
+        launch itself is cooperative, so the driver refuses such a grid too.
+        Launches are serialised: from several threads by a lock, and a launch
+        on another stream than the previous one waits (stream-ordered, no host
+        sync) for the work enqueued on that stream, so two launches never run
+        at once on the shared events and state (docs/mega.md)."""
+        with self._launch_lock:
+            if self._args is None:
+                self._args = self._arguments()
+            if self._resident_on != self._device:
+                self.check_resident()
+            handle = self._stream_handle(stream)
+            if handle != self._last_stream:
+                self._follow(handle)
+            self.kernel(*self._args, stream=handle)
+
+    def _stream_handle(self, stream) -> int:
+        """The stream the launch goes to, resolved as Kernel.__call__ would."""
+        if stream is not None:
+            return launch.stream_handle(stream)
+        if not self._first_is_torch:
+            return 0
+        torch = _torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(self._device)
+        return int(torch.cuda.current_stream(self._device).cuda_stream)
+
+    def _follow(self, stream: int):
+        """Make `stream` wait for everything enqueued so far on the previous
+        launch's stream (which includes that launch). Skipped while either
+        stream is being captured into a CUDA graph: a capture may not depend on
+        uncaptured work, and the captured launch runs only when the graph is
+        replayed, ordered by the stream the user replays it on."""
+        previous, self._last_stream = self._last_stream, stream
+        if previous is None:
+            return
+        with driver.device_context(self._device):
+            if driver.stream_is_capturing(stream) or driver.stream_is_capturing(previous):
+                return
+            if self._event is None:
+                self._event = driver.event_create()
+                weakref.finalize(self, driver.event_destroy, self._event)
+            driver.event_record(self._event, previous)
+            driver.stream_wait_event(stream, self._event)
 
     def check_resident(self):
         """Raise LaunchError unless the device keeps the whole grid resident at
@@ -263,6 +323,11 @@ class MegaKernel:
         threads = spec.block[0] * spec.block[1] * spec.block[2]
         grid = spec.grid[0] * spec.grid[1] * spec.grid[2]
         with driver.device_context(device):
+            if not driver.device_attribute(device, "COOPERATIVE_LAUNCH"):
+                raise LaunchError(f"mega-kernel '{spec.name}': device {device} does not support "
+                                  "cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH "
+                                  "is 0), which guarantee that all CTAs of a persistent "
+                                  "kernel are resident at once")
             function = self.kernel.artifact._function(device, spec.name,
                                                       spec.dynamic_shared_bytes)
             sms, per_sm = driver.resident_blocks(device, function, threads,
@@ -312,6 +377,14 @@ class MegaKernel:
         if self.num_entries == 0:
             return np.zeros((0, 4), dtype=np.int64)
         return self._buffers["mega_timeline"].view(-1, 4).cpu().numpy()
+
+
+def _bytes(param) -> int:
+    from .dtypes import DTYPES
+    count = 1
+    for extent in param.shape:
+        count *= extent
+    return count * DTYPES[param.dtype].itemsize
 
 
 def _torch():
