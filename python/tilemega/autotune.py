@@ -20,6 +20,14 @@ folder; later calls, in this process or another, reuse it. A configuration
 that does not compile (a diagnostic) or does not launch is skipped with a
 note; if none works the error says why each failed.
 
+The record is shared by every process tuning the kernel: a result is saved
+under an exclusive lock on `<record>.lock` (fcntl.flock), re-reading the
+record under it and merging, then writing a temporary file renamed over the
+record, so processes tuning other keys at the same time lose nothing and
+readers never see half a file. A record that is not valid JSON or not
+shaped like one gives a `tilemega.cache.CacheWarning` naming it and is
+rebuilt from the results saved afterwards.
+
 Timing runs the kernel on the call's own tensors: kernels that accumulate
 into an argument (atomics) should name it in `reset_to_zero`, which zeroes
 it before every launch (outside the timed region) and before the real one.
@@ -31,6 +39,7 @@ configuration themselves: `fn.compile(config={...}, M=...)`.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
 import json
@@ -41,6 +50,7 @@ import tempfile
 import threading
 import time
 import types
+import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from .jit import JitFunction
@@ -182,24 +192,57 @@ class Autotuner:
         return os.path.join(cache_dir(), "autotune", f"{self.fn.kernel_name}-{digest}.json")
 
     def _read_results(self) -> Dict[str, Any]:
-        try:
-            with open(self.results_path()) as f:
-                data = json.load(f)
-            return data.get("results", {}) if isinstance(data, dict) else {}
-        except (OSError, ValueError):
-            return {}
-
-    def _write_result(self, key: str, record: Dict[str, Any]):
+        """The saved results (key string -> record); {} when there is no
+        record, with a CacheWarning when it is damaged (it is rewritten
+        without the damaged parts at the next save)."""
         path = self.results_path()
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            results = self._read_results()
-            results[key] = record
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-            with os.fdopen(fd, "w") as f:
-                json.dump({"kernel": self.fn.kernel_name, "configs": self.configs,
-                           "results": results}, f, indent=1)
-            os.replace(tmp, path)
+            with open(path, "rb") as f:
+                data = json.loads(f.read())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as e:
+            self._warn_corrupt(path, f"unreadable: {e}")
+            return {}
+        results = data.get("results") if isinstance(data, dict) else None
+        if not isinstance(results, dict):
+            self._warn_corrupt(path, "no 'results' object")
+            return {}
+        bad = [k for k, r in results.items() if not isinstance(r, dict)
+               or not isinstance(r.get("config"), dict)]
+        if bad:
+            self._warn_corrupt(path, f"results without a config: {bad}")
+        return {k: r for k, r in results.items() if k not in bad}
+
+    def _warn_corrupt(self, path: str, problem: str):
+        from .cache import CacheWarning
+
+        warnings.warn(f"tilemega.autotune {self.fn.kernel_name}: the tuning record {path} is "
+                      f"corrupt ({problem}); it is rebuilt as keys are tuned", CacheWarning,
+                      stacklevel=4)
+
+    def _write_result(self, key: str, record: Dict[str, Any]):
+        """Adds one result to the record on disk. Read-merge-write under an
+        exclusive lock on a sidecar file (the record itself is replaced, so
+        it cannot carry the lock); the write is a rename, atomic for readers
+        that take no lock."""
+        path = self.results_path()
+        folder = os.path.dirname(path)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            with open(path + ".lock", "a") as lock:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)    # released when closed
+                results = self._read_results()
+                results[key] = record
+                fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
+                try:
+                    with os.fdopen(fd, "w") as f:
+                        json.dump({"kernel": self.fn.kernel_name, "configs": self.configs,
+                                   "results": results}, f, indent=1)
+                    os.replace(tmp, path)
+                except BaseException:
+                    os.unlink(tmp)
+                    raise
         except OSError as e:
             self._note(f"could not save the tuning result to {path}: {e}")
 

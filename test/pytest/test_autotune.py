@@ -1,6 +1,10 @@
 """tilemega.autotune: config search, progress, the on-disk record, errors."""
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -13,6 +17,9 @@ import tilemega.autotune as autotune_mod  # noqa: E402
 import tilemega.language as T  # noqa: E402
 from tilemega import cache  # noqa: E402
 from tilemega.runtime import RuntimeUnavailable  # noqa: E402
+
+# A CacheWarning that a test does not expect is a failure.
+pytestmark = pytest.mark.filterwarnings("error::tilemega.cache.CacheWarning")
 
 M, N = T.symbolic("M"), T.symbolic("N")
 
@@ -129,6 +136,75 @@ def test_new_key_tunes_again(fake_gpu):
     assert len(fake_gpu) == 4
     record = json.load(open(tuned.results_path()))
     assert len(record["results"]) == 2
+
+
+@pytest.mark.parametrize("damage,problem", [
+    (lambda text: text[:len(text) // 2], r"unreadable: "),
+    (lambda text: "[]", r"no 'results' object"),
+    (lambda text: json.dumps({"results": {"k": 3}}), r"results without a config: \['k'\]"),
+], ids=["truncated", "not-an-object", "bad-result"])
+def test_corrupt_record_warns_and_is_rebuilt(fake_gpu, damage, problem):
+    tuned = make_tuned(verbose=False)
+    best = tuned.best_config(FakeArray(256, 512))
+    path = tuned.results_path()
+    text = open(path).read()
+    with open(path, "w") as f:
+        f.write(damage(text))
+
+    again = make_tuned(verbose=False)
+    with pytest.warns(tilemega.cache.CacheWarning,
+                      match=rf"tilemega.autotune add_one: the tuning record {path} is corrupt "
+                            rf"\({problem}.*\); it is rebuilt as keys are tuned"):
+        assert again.best_config(FakeArray(256, 512)) == best
+    assert len(fake_gpu) == 4                       # tuned again, nothing loaded from it
+    record = json.load(open(path))                  # rewritten whole
+    assert list(record["results"]) == [json.dumps({"key": {"M": 256, "N": 512},
+                                                   "device": "FakeGPU"}, sort_keys=True)]
+    assert make_tuned(verbose=False).best_config(FakeArray(256, 512)) == best
+    assert len(fake_gpu) == 4                       # and read back without a warning
+
+
+_SAVER = textwrap.dedent('''
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    import tuned_kernel
+    tuned, tag, count, go = tuned_kernel.add_one, sys.argv[2], int(sys.argv[3]), sys.argv[4]
+    print(tuned.results_path(), flush=True)
+    while not os.path.exists(go):       # start both savers together
+        time.sleep(0.001)
+    for i in range(count):
+        tuned._write_result(f"{tag}-{i}", {"config": {"block_M": 64, "threads": 128}, "ms": i})
+''')
+
+
+def test_concurrent_saves_lose_no_result(tmp_path, cache_dir):
+    """Two processes saving different keys into one record at once: the
+    read-merge-write under the file lock keeps every key."""
+    (tmp_path / "tuned_kernel.py").write_text(textwrap.dedent('''
+        import tilemega, tilemega.language as T
+        M = T.symbolic("M")
+
+        @tilemega.autotune(configs=[{"block_M": 64, "threads": 128}], key=["M"], verbose=False)
+        @tilemega.jit
+        def add_one(A: T.Tensor((M, 128), "float32"), *, block_M: int, threads: int):
+            with T.Kernel(T.ceildiv(M, block_M), threads=threads):
+                pass
+    '''))
+    go, count = tmp_path / "go", 150
+    env = dict(os.environ, TILEMEGA_CACHE_DIR=str(cache_dir))
+    savers = [subprocess.Popen([sys.executable, "-c", _SAVER, str(tmp_path), tag, str(count),
+                                str(go)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True) for tag in ("a", "b")]
+    paths = {p.stdout.readline().strip() for p in savers}    # both are ready
+    go.touch()
+    for p in savers:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    (path,) = paths
+    results = json.load(open(path))["results"]
+    expected = {f"{tag}-{i}" for tag in "ab" for i in range(count)}
+    assert set(results) == expected, f"lost: {sorted(expected - set(results))[:10]}"
+    assert not [n for n in os.listdir(os.path.dirname(path)) if n.startswith(".tmp-")]
 
 
 def test_no_working_config_is_an_error(fake_gpu):
