@@ -226,7 +226,8 @@ def test_cubin_is_preferred(tmp_path, torch):
     subprocess.run([_ptxas(), "-arch=sm_90a", str(tmp_path / "src.ptx"), "-o",
                     str(tmp_path / "scale2.cubin")], check=True)
     meta = _meta(cubin="scale2.cubin")
-    (tmp_path / "scale2.ptx").write_text("this is not PTX")   # would fail if it were used
+    # Well-formed enough for the runtime's checks, but the JIT would refuse it.
+    (tmp_path / "scale2.ptx").write_text(PTX.replace("add.f32", "add.nosuchtype"))
     (tmp_path / "scale2.json").write_text(json.dumps(meta))
     a = load_artifact(tmp_path / "scale2.json")
     assert a.load(0) == "cubin"
