@@ -246,7 +246,7 @@ def _load(directory: str, key: str):
 def _discard(directory: str):
     """Removes a damaged entry: renamed away first, so that no reader sees a
     half-deleted folder under the entry's name."""
-    trash = f"{directory}.corrupt-{os.getpid()}-{threading.get_ident()}"
+    trash = f"{directory}.corrupt-{os.urandom(6).hex()}"
     try:
         os.rename(directory, trash)
     except OSError:
