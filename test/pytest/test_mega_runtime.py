@@ -318,13 +318,15 @@ def test_validation_names_the_field():
 
 def _artifact(tmp_path, meta, ptx="// not loaded\n", timeline=False, **kernel_extra):
     n, jit = len(meta["entries"]["task"]), meta["jit"]
-    meta = dict(meta, tables=[7] + [0] * 7, num_entries=n, num_events=len(meta["events"]),
-                num_jit=len(jit), watchdog_ns=2_000_000_000, timeline=timeline)
+    tables, sections = _pack_tables(meta)
+    meta = dict(meta, tables=tables, table_sections=sections, num_entries=n,
+                num_events=len(meta["events"]), num_jit=len(jit), watchdog_ns=2_000_000_000,
+                timeline=timeline)
     vec = {"kind": "tensor", "dtype": "float32", "shape": [4], "strides": [1]}
     i32 = {"kind": "tensor", "dtype": "int32", "strides": [1]}
     params = [dict(vec, name="x", role="input"), dict(vec, name="w", role="weight"),
               dict(vec, name="out", role="output"), dict(vec, name="tmp", role="scratch"),
-              dict(i32, name="mega_tables", shape=[8]),
+              dict(i32, name="mega_tables", shape=[len(tables)]),
               dict(i32, name="mega_events", shape=[max(1, len(meta["events"]))]),
               dict(i32, name="mega_state", shape=[16]),
               {"kind": "tensor", "dtype": "int64", "strides": [1], "name": "mega_timeline",
@@ -637,6 +639,7 @@ def test_megakernel_launch_check_reset_on_gpu(tmp_path):
     out = torch.zeros(4, device="cuda")
     mk.bind(w=w)
     mk(x=x, out=out)
+    assert mk.meta["tables"][0] == 7
     assert out[:2].tolist() == [2.0 * 3.0 + 7, 0.0]    # tables uploaded, scratch zeroed
     assert mk.epoch == 1
     mk(x=x)
@@ -659,7 +662,8 @@ def test_megakernel_launch_check_reset_on_gpu(tmp_path):
 
 def _pack_tables(meta):
     """`tables` and `table_sections` of `meta` as convert-mega-to-gpu packs them
-    (TaskTables.cpp; case = task index here)."""
+    (TaskTables.cpp). Any case fits; case = task + 7 here makes tables[0]
+    (entry 0's `case | task << 16`) 7, which the GPU stand-in kernel adds."""
     entries, waits, signals = meta["entries"], meta["waits"], meta["signals"]
     n, triggers = len(entries["task"]), [ev["trigger"] for ev in meta["events"]]
 
@@ -671,13 +675,14 @@ def _pack_tables(meta):
 
     def record(e):
         w = waits[e][0] if waits[e] else -1
-        return [entries["task"][e] | (entries["task"][e] << 16), entries["instance"][e],
+        return [(entries["task"][e] + 7) | (entries["task"][e] << 16), entries["instance"][e],
                 len(waits[e]), w, triggers[w] if w >= 0 else 0, len(signals[e]),
                 signals[e][0] if signals[e] else -1, e]
 
     sections = [("records", [v for e in range(n) for v in record(e)]),
                 ("aot_records", [v for lst in meta["aot"] for e in lst for v in record(e)]),
-                ("entry_case", list(entries["task"])), ("entry_task", list(entries["task"])),
+                ("entry_case", [t + 7 for t in entries["task"]]),
+                ("entry_task", list(entries["task"])),
                 ("entry_instance", list(entries["instance"])),
                 ("wait_offsets", offsets(waits)), ("waits", [v for w in waits for v in w]),
                 ("signal_offsets", offsets(signals)),
@@ -694,13 +699,7 @@ def _pack_tables(meta):
 def _hostile_base(tmp_path):
     """A sound artifact of aot_jit() with real tables; returns (json path, doc)."""
     path = _artifact(tmp_path, aot_jit(), ptx=FAKE_MEGA_PTX)
-    doc = json.load(open(path))
-    kernel = doc["kernels"][0]
-    tables, at = _pack_tables(kernel["mega"])
-    kernel["mega"].update(tables=tables, table_sections=at)
-    kernel["params"][4]["shape"] = [len(tables)]
-    json.dump(doc, open(path, "w"))
-    return path, doc
+    return path, json.load(open(path))
 
 
 def _set(path, value):
@@ -778,6 +777,14 @@ HOSTILE = {
     "negative watchdog": (_mega(("watchdog_ns",), -1), r"mega.watchdog_ns': expected an integer"),
     "no workers": (_mega(("workers",), 0), r"mega.workers': expected an integer >= 1"),
     "threads zero": (_mega(("threads",), 0), r"mega.threads': expected an integer >= 1"),
+    "no table_sections": (_without(("kernels", 0, "mega", "table_sections")),
+                          r"kernel 'g': field 'mega.table_sections' missing"),
+    "threads vs block": (_mega(("threads",), 256),
+                         r"kernel 'g': block \[128, 1, 1\] does not match the 256 threads"),
+    "mega_tables shape": (_set(("kernels", 0, "params", 4, "shape"), [10**9]),
+                          r"'mega_tables' must be a int32 tensor of shape \[\d+\]"),
+    "grid vs workers": (_set(("kernels", 0, "grid"), [2, 1, 1]),
+                        r"grid \[2, 1, 1\] does not match 2 workers \+ 1 scheduler"),
 }
 
 

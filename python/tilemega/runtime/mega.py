@@ -148,9 +148,11 @@ class MegaKernel:
         self.num_entries = len(meta["entries"]["task"])
 
     def _check_layout(self, spec):
-        meta, where = spec.mega, f"kernel {spec.name!r}"
-        if "tables" not in meta:
-            raise ValueError(f"{where}: field 'mega.tables' missing")
+        meta, where = spec.mega, f"{self.kernel.artifact.path}: kernel {spec.name!r}"
+        for key in ("tables", "table_sections"):   # validate() checked them when present
+            if key not in meta:
+                raise ValueError(f"{where}: field 'mega.{key}' missing (the kernel's tables "
+                                 "are only uploaded once they are checked against the lists)")
         tail = spec.params[-4:]
         if tuple(p.name for p in tail) != mm.RUNTIME_PARAMS:
             raise ValueError(f"{where}: the last four params must be {list(mm.RUNTIME_PARAMS)}, "
@@ -164,6 +166,9 @@ class MegaKernel:
             if p.kind != "tensor" or p.dtype != dtype or tuple(p.shape) != (size,):
                 raise ValueError(f"{where}: param '{p.name}' must be a {dtype} tensor of shape "
                                  f"[{size}], got {p.kind} {p.dtype} {list(p.shape or ())}")
+        if "threads" in meta and spec.block != (meta["threads"], 1, 1):
+            raise ValueError(f"{where}: block {list(spec.block)} does not match the "
+                             f"{meta['threads']} threads of field 'mega.threads'")
         expected = meta["workers"] + (1 if meta["jit"] else 0)
         if spec.grid != (expected, 1, 1):
             raise ValueError(f"{where}: grid {list(spec.grid)} does not match {meta['workers']} "
@@ -287,6 +292,8 @@ class MegaKernel:
 
     def _stream_handle(self, stream) -> int:
         """The stream the launch goes to, resolved as Kernel.__call__ would."""
+        if type(stream) is int:
+            return stream
         if stream is not None:
             return launch.stream_handle(stream)
         if not self._first_is_torch:

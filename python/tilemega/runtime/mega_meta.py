@@ -4,7 +4,8 @@
 the runtime, the simulator and the timeline renderer can index the tables
 without guarding every access; it raises ValueError naming the field, like
 metadata.py does for the rest of the artifact. Whether the schedule is sound
-(triggers, coverage, deadlock freedom) is mega_sim's job.
+(triggers, coverage, deadlock freedom) is mega_sim's job. `validate_tables`
+checks that the int32 `tables` the kernel reads hold exactly those lists.
 
 The helpers turn indices into the names a user sees in an error message.
 """
@@ -101,16 +102,26 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         for i, v in enumerate(_list(mega["tables"], where, f"{field}.tables")):
             if isinstance(v, bool) or not isinstance(v, int) or not -2**31 <= v < 2**31:
                 _fail(where, f"{field}.tables[{i}]", f"expected an int32, got {v!r}")
-    if "table_sections" in mega:
-        if "tables" not in mega:
-            _fail(where, f"{field}.tables", "missing (table_sections names its sections)")
-        _check_tables(mega, where, field)
     for key, minimum in (("watchdog_ns", 0), ("threads", 1), ("schedulers", 0)):
         if key in mega and _int(mega[key], where, f"{field}.{key}", minimum) >= 2**63:
             _fail(where, f"{field}.{key}", f"{mega[key]} does not fit an int64")
     if "timeline" in mega and not isinstance(mega["timeline"], bool):
         _fail(where, f"{field}.timeline", f"expected true or false, got {mega['timeline']!r}")
     return mega
+
+
+def validate_tables(mega: Dict[str, Any], field: str = "mega", source: str = "") -> None:
+    """Check that `tables` (when `table_sections` is there) holds exactly the
+    lists of a `mega` that `validate` accepted; ValueError naming the field.
+
+    Separate from `validate`: the simulator and its tests edit the lists alone
+    (e.g. to build a deadlock), while an artifact's loader checks both."""
+    where = f"{source}: " if source else ""
+    if "table_sections" not in mega:
+        return
+    if "tables" not in mega:
+        _fail(where, f"{field}.tables", "missing (table_sections names its sections)")
+    _check_tables(mega, where, field)
 
 
 def _check_tables(mega, where: str, field: str) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from .dtypes import DTYPES
-from .mega_meta import validate as validate_mega
+from .mega_meta import validate as validate_mega, validate_tables
 
 FORMAT = "tilemega.artifact"
 VERSIONS = (1,)
@@ -187,6 +187,7 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
     mega = k.get("mega")
     if mega is not None:
         validate_mega(mega, f"{field}.mega", c.source)
+        validate_tables(mega, f"{field}.mega", c.source)
     return KernelSpec(name, grid, block, smem, specs, mega)
 
 
