@@ -113,7 +113,7 @@ def pytest_terminal_summary(terminalreporter):
     """Lists the current PTX with no GPU verdict (stale) and the verdicts of
     artifacts no longer shipped, found by test_gpu_results.py."""
     module = sys.modules.get("test_gpu_results")
-    if module is None:
+    if module is None or not module.REPORT["ran"]:
         return
     report = module.REPORT
     terminalreporter.section("GPU verdicts (test/gpu/results.json)")
