@@ -11,8 +11,10 @@ artifacts of test/pytest/test_mega_gpu.py (build_test_artifacts).
 
 import sys
 import time
+from dataclasses import replace
 
 from tilemega import mega
+from tilemega.mega import bodies
 from tilemega.mega.artifacts import (compile_empty, compile_graph,
                                      compile_per_operator)
 
@@ -37,6 +39,9 @@ def build_test_artifacts(out):
                                     raises an event's trigger so a wait hangs)
     test_mega_too_wide              2047 workers of empty tasks: a grid no GPU
                                     keeps resident (the runtime must refuse it)
+    test_mega_misplaced_kv          the small decode step writing each layer's
+                                    new k/v one row early (misplaced_kv_graph):
+                                    the cache-row check must fail it
     """
     import tilemega
     from tilemega.mega.artifacts import empty_graph_mlir
@@ -55,7 +60,32 @@ def build_test_artifacts(out):
                             name="test_mega_too_wide", mega_policy="aot",
                             mega_max_ctas=2 * TEST_TOO_WIDE)
     paths.append(wide.save(out))
+    paths.append(compile_graph(misplaced_kv_graph(cfg, workers=TEST_WORKERS, attention_splits=2),
+                               out, name="test_mega_misplaced_kv", mega_policy="aot"))
     return paths
+
+
+def misplaced_kv_graph(cfg, **options):
+    """mega.decode_graph(cfg, **options) made wrong on purpose: every layer's
+    rope_kv_append writes the new token's k and v at position kv_len - 2
+    instead of kv_len - 1, and attention still reads all kv_len positions.
+    The output moves by little (one key of kv_len is stale, one is replaced),
+    so only a check of the written cache rows and of the positions a step
+    must not touch shows it (run_mega.check_graph must fail it)."""
+    graph = mega.decode_graph(cfg, **options)
+    wrong = bodies.rope_kv_append(cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.kv_len,
+                                  cfg.kv_len - 2, threads=graph.threads, emit=False)
+    right = bodies.rope_kv_append(cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.kv_len,
+                                  cfg.kv_len - 1, threads=graph.threads, emit=False)
+    moved = 0
+    for i, task in enumerate(graph.tasks):
+        if task.body.name == right.name:
+            graph.tasks[i] = replace(task, body=wrong)
+            moved += 1
+    if moved != cfg.layers:
+        raise ValueError(f"misplaced_kv_graph: found {moved} {right.name} tasks, expected one "
+                         f"a layer ({cfg.layers}): decode_graph changed")
+    return graph
 
 
 def build_all(out, layers=16, timeline=False, tests=True):

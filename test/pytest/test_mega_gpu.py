@@ -4,32 +4,35 @@ The artifacts come from the compiler machine, in out/ or $TILEMEGA_ARTIFACTS:
 
   mega_mlp, mega_mlp_fused, mega_decode, mega_decode_jit, mega_decode_timeline
       examples/mega_decode.py build_all (scripts/tilemega.sh main builds them)
-  test_mega_small_{aot,auto,jit}, test_mega_watchdog{,_jit}, test_mega_too_wide
+  test_mega_small_{aot,auto,jit}, test_mega_watchdog{,_jit}, test_mega_too_wide,
+  test_mega_misplaced_kv
       examples/mega_decode.py build_test_artifacts (build_all builds them too;
       `python examples/mega_decode.py --tests-only out` builds only these)
 
 so this file needs only the runtime, torch and cuda-python. Where the
 compiler is importable too, missing test_mega_* artifacts are built into a
-temporary folder. Tests: results against the float64 reference, repeated
-launches with no host work between them (epochs, CUDA graph replays), the
-watchdog on a wait that can never be satisfied (in a subprocess with a
-timeout: it must raise, never hang), the runtime's residency check, and the
-measured timeline.
+temporary folder. Every test makes its own tensors (examples/run_mega.py:
+fresh weights, caches holding random values at the position a step writes,
+a NaN output) and judges a decode step by its output, every layer's written
+k/v cache row and the positions it must not write (reference.check_decode_step);
+test_mega_misplaced_kv, built to write the wrong row, must fail that check.
+Also: repeated launches with no host work between them (epochs, CUDA graph
+replays), the watchdog on a wait that can never be satisfied (in a
+subprocess with a timeout: it must raise, never hang), the runtime's
+residency check, and the measured timeline.
 """
 
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-from types import SimpleNamespace
 
 import pytest
 
-from conftest import raise_trigger
+from conftest import gpu_skip_reason, raise_trigger
 
 import tilemega
 from tilemega.runtime import LaunchError, load_mega
@@ -41,13 +44,8 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 ARTIFACTS = os.environ.get("TILEMEGA_ARTIFACTS", os.path.join(ROOT, "out"))
 BUILD_HINT = ("build them with `python examples/mega_decode.py out` on the compiler machine "
               "(--tests-only: just the test_mega_* ones) or point TILEMEGA_ARTIFACTS at them")
-MLP_TOLERANCE, DECODE_TOLERANCE = 2e-2, 3e-2
 
-
-from conftest import gpu_skip_reason
-
-_gpu_reason = gpu_skip_reason
-_REASON = _gpu_reason()
+_REASON = gpu_skip_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
 
 
@@ -87,73 +85,61 @@ def _load(name):
     return mk
 
 
-def _reference():
-    """tilemega/mega/reference.py, loaded by file (the package's __init__
-    imports the graph builder, which this machine may not be able to use)."""
-    if "ref" not in _built:
-        path = os.path.join(os.path.dirname(tilemega.__file__), "mega", "reference.py")
-        spec = importlib.util.spec_from_file_location("tilemega_mega_reference_tests", path)
+def _run_mega():
+    """examples/run_mega.py: fresh tensors, the float64 reference and the
+    checks of every workload (check_graph is what gpu_check.py records)."""
+    if "run_mega" not in _built:
+        spec = importlib.util.spec_from_file_location(
+            "run_mega", os.path.join(ROOT, "examples", "run_mega.py"))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        _built["ref"] = module
-    return _built["ref"]
+        _built["run_mega"] = module
+    return _built["run_mega"]
+
+
+def _reference():
+    """tilemega/mega/reference.py, loaded by file (run_mega.reference)."""
+    return _run_mega().reference()
 
 
 def _shapes(mk):
     return {p.name: tuple(p.shape) for p in mk.graph_params}
 
 
-def _decode_config(mk):
-    """The LlamaConfig a decode artifact was built for, from its params."""
-    shapes = _shapes(mk)
-    kv_heads, kv_len, head_dim = shapes["l0.k_cache"]
-    cfg = SimpleNamespace(
-        layers=sum(1 for n in shapes if re.fullmatch(r"l\d+\.wqkv", n)),
-        hidden=shapes["x"][0], intermediate=shapes["l0.wgu"][0] // 2,
-        heads=shapes["l0.wo"][1] // head_dim, kv_heads=kv_heads, head_dim=head_dim,
-        kv_len=kv_len, eps=1e-5, rope_theta=500000.0, dtype="bfloat16")
-    for name, shape in _reference().weight_shapes(cfg).items():
-        assert shapes[name] == tuple(shape), (name, shapes[name], shape)
-    return cfg
+class DecodeCase:
+    """One decode step's tensors, new for every test (nothing is shared
+    across tests): weights, x, rope tables, caches whose written position
+    holds random values (a missing write is a wrong row) and an output of
+    NaN (a missing element is NaN); `expected` = (out, rows) in float64,
+    `before` the caches as they were before any launch."""
+
+    def __init__(self, mk, seed=0):
+        import torch
+
+        rm = _run_mega()
+        self.cfg = rm.decode_config(_shapes(mk), mk.name)
+        self.tensors = rm.fresh_decode(self.cfg, torch, seed)
+        self.expected = rm.expected_decode(self.cfg, self.tensors)
+        self.before = _reference().snapshot_caches(self.cfg, self.tensors)
+        self.out = self.tensors["out"]
+
+    def bind(self, mk, **override):
+        mk.bind({p.name: self.tensors[p.name] for p in mk.user_params}, **override)
+        return self.out
+
+    def judge(self, tensors=None, out=None, expected=None):
+        """reference.check_decode_step: the output, every layer's written k
+        and v row, and the positions not written (default: this case's
+        tensors as they are now)."""
+        tensors = dict(self.tensors) if tensors is None else tensors
+        return _reference().check_decode_step(
+            self.cfg, tensors, self.before, self.out if out is None else out,
+            *(expected or self.expected))
 
 
-_weights = {}
-
-
-def _decode_weights(cfg):
-    """Weights, caches and inputs of `cfg` (seed 0), shared by the tests; the
-    kernels write only position kv_len - 1 of the caches, which the
-    reference recomputes."""
-    key = tuple(sorted(vars(cfg).items()))
-    if key not in _weights:
-        _weights.clear()            # one model at a time on the GPU
-        _weights[key] = _reference().make_weights(cfg, seed=0)
-    return _weights[key]
-
-
-_refs = {}
-
-
-def _decode_reference(cfg, w, x=None, tag="x"):
-    key = (tuple(sorted(vars(cfg).items())), tag)
-    if key not in _refs:
-        _refs[key] = _reference().reference_float64(cfg, w, x=x)
-    return _refs[key]
-
-
-def _bind_decode(mk, w, **override):
-    """Binds every graph tensor of a decode artifact; returns the output tensor."""
-    import torch
-
-    names = {p.name for p in mk.user_params}
-    assert names - set(w) == {"out"}, names - set(w)
-    out = torch.zeros(_shapes(mk)["out"], dtype=torch.bfloat16, device="cuda")
-    mk.bind({n: w[n] for n in names if n in w}, out=out, **override)
-    return out
-
-
-def _rel(out, expected):
-    return _reference().compare(out, expected)["rel_l2"]
+def _verdict(name, got):
+    d = got["details"]
+    return f"{name}: failed {d.get('failed')}; {d}"
 
 
 # ---------------------------------------------------------------- results
@@ -161,27 +147,54 @@ def _rel(out, expected):
 
 @pytest.mark.parametrize("name", ["mega_mlp", "mega_mlp_fused"])
 def test_mlp_chain_matches_float64(name):
-    ref = _reference()
+    import torch
+
+    rm = _run_mega()
     mk = _load(name)
     intermediate2, hidden = _shapes(mk)["wgu"]
-    w = ref.make_mlp_weights(hidden, intermediate2 // 2, seed=0)
+    w = rm.fresh_mlp(hidden, intermediate2 // 2, torch)   # out starts as NaN
     mk(**{p.name: w[p.name] for p in mk.user_params})      # bind, launch, check
     assert mk.epoch == 1
-    err = _rel(w["out"], ref.mlp_reference_float64(w))
-    assert err < MLP_TOLERANCE, f"{name}: relative L2 error {err:.3g}"
+    got = rm.judge_mlp(w)
+    assert got["passed"], f"{name}: relative L2 error {got['error']:.3g}"
 
 
 @pytest.mark.parametrize("name", ["mega_decode", "mega_decode_jit", "test_mega_small_aot",
                                   "test_mega_small_auto", "test_mega_small_jit"])
 def test_decode_step_matches_float64(name):
+    """The output and every KV-cache row the step writes match float64;
+    every other cache position is untouched."""
     mk = _load(name)
-    cfg = _decode_config(mk)
-    w = _decode_weights(cfg)
-    out = _bind_decode(mk, w)
+    case = DecodeCase(mk)
+    case.bind(mk)
     mk.launch()
     mk.check()
-    err = _rel(out, _decode_reference(cfg, w))
-    assert err < DECODE_TOLERANCE, f"{name}: relative L2 error {err:.3g}"
+    got = case.judge()
+    assert got["passed"], _verdict(name, got)
+
+
+def test_cache_row_check_catches_a_misplaced_write():
+    """test_mega_misplaced_kv is the small decode step with every layer's
+    new k/v written one row early (mega_decode.misplaced_kv_graph). The
+    check must fail it on the rows, whatever the output does; the same
+    check passes the correct graph (test_decode_step_matches_float64)."""
+    import torch
+
+    rm = _run_mega()
+    name = "test_mega_misplaced_kv"
+    assert name in rm.EXPECTED_TO_FAIL
+    got = rm.check_graph(artifact(name), torch)
+    d = got["details"]
+    assert not got["passed"], _verdict(name, got)
+    rows = [k for k in d if k.endswith("_row")]
+    assert rows and all(d[k] > d["kv_row_tolerance"] for k in rows), d
+    assert not d["untouched_rows_ok"], d
+    # The output check alone is no safeguard here: print what it says.
+    print(f"{name}: output relative L2 {got['error']:.3g} (tolerance {got['tolerance']:g}); "
+          f"rows {min(d[k] for k in rows):.3g} to {max(d[k] for k in rows):.3g}")
+    # check_graph gives every launch fresh tensors: the correct graph passes it.
+    good = rm.check_graph(artifact("test_mega_small_aot"), torch)
+    assert good["passed"], _verdict("test_mega_small_aot", good)
 
 
 # ---------------------------------------------------------------- repeated launches
@@ -192,28 +205,35 @@ def test_repeated_launches_need_no_host_work(name):
     """Four steps back to back, only stream-ordered input copies between
     them: events are never reset, each launch waits for its own epoch. With
     x_a, x_a, x_b, x_a a launch that saw the previous launch's events fired
-    would read the previous step's intermediates and get x_b's step wrong."""
+    would read the previous step's intermediates and get x_b's step wrong.
+    The x_b step's caches are copied right after it ran and judged too."""
     import torch
 
     mk = _load(name)
-    cfg = _decode_config(mk)
-    w = _decode_weights(cfg)
+    case = DecodeCase(mk)
+    w = case.tensors
     x = w["x"].clone()
-    out = _bind_decode(mk, w, x=x)
+    out = case.bind(mk, x=x)
     gen = torch.Generator(device="cuda").manual_seed(1)
-    x_b = torch.randn(cfg.hidden, generator=gen, device="cuda").to(torch.bfloat16)
+    x_b = torch.randn(case.cfg.hidden, generator=gen, device="cuda").to(torch.bfloat16)
+    expected_b = _reference().reference_step_float64(case.cfg, w, x=x_b)
+    caches = _reference().cache_names(case.cfg)
     outs = []
     for xi in (w["x"], w["x"], x_b, w["x"]):
         x.copy_(xi)
         mk.launch()
         outs.append(out.clone())
+        if xi is x_b:
+            after_b = {**w, **{n: w[n].clone() for n in caches}}
     torch.cuda.synchronize()
     mk.check()
     assert mk.epoch == 4
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[3])
     assert not torch.equal(outs[0], outs[2])
-    assert _rel(outs[0], _decode_reference(cfg, w)) < DECODE_TOLERANCE
-    assert _rel(outs[2], _decode_reference(cfg, w, x=x_b, tag="x_b")) < DECODE_TOLERANCE
+    got = case.judge(out=outs[3])
+    assert got["passed"], _verdict(name, got)
+    got = case.judge(tensors=after_b, out=outs[2], expected=expected_b)
+    assert got["passed"], _verdict(name + " (x_b)", got)
     # reset() zeroes events and state: the next launch is epoch 0 again.
     mk.reset()
     assert mk.epoch == 0
@@ -228,9 +248,8 @@ def test_cuda_graph_replays_advance_the_epoch(name):
     import torch
 
     mk = _load(name)
-    cfg = _decode_config(mk)
-    w = _decode_weights(cfg)
-    out = _bind_decode(mk, w)
+    case = DecodeCase(mk)
+    out = case.bind(mk)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):          # first launch: module load, buffers, checks
@@ -241,13 +260,17 @@ def test_cuda_graph_replays_advance_the_epoch(name):
     with torch.cuda.graph(graph):
         mk.launch()
     assert mk.epoch == 1                   # capturing ran nothing
-    out.zero_()
+    out.fill_(float("nan"))
+    for n in _reference().cache_names(case.cfg):   # the replays must write the rows again
+        case.tensors[n].copy_(case.before[n])
+    torch.cuda.synchronize()
     for _ in range(3):
         graph.replay()
     torch.cuda.synchronize()
     mk.check()
     assert mk.epoch == 4
-    assert _rel(out, _decode_reference(cfg, w)) < DECODE_TOLERANCE
+    got = case.judge()
+    assert got["passed"], _verdict(name, got)
 
 
 # ---------------------------------------------------------------- the watchdog
@@ -280,12 +303,15 @@ print("RESULT " + json.dumps(result), flush=True)
 
 def _mlp_control(name):
     """The unmodified artifact runs and matches the reference."""
-    ref = _reference()
+    import torch
+
+    rm = _run_mega()
     mk = _load(name)
     intermediate2, hidden = _shapes(mk)["wgu"]
-    w = ref.make_mlp_weights(hidden, intermediate2 // 2, seed=0)
+    w = rm.fresh_mlp(hidden, intermediate2 // 2, torch)
     mk(**{p.name: w[p.name] for p in mk.user_params})
-    assert _rel(w["out"], ref.mlp_reference_float64(w)) < MLP_TOLERANCE
+    got = rm.judge_mlp(w)
+    assert got["passed"], f"{name}: relative L2 error {got['error']:.3g}"
 
 
 @pytest.mark.parametrize("name", ["test_mega_watchdog", "test_mega_watchdog_jit"])
@@ -375,12 +401,12 @@ def test_timeline_records_every_entry_once(name):
     import numpy as np
 
     mk = _load(name)
-    cfg = _decode_config(mk)
-    w = _decode_weights(cfg)
-    out = _bind_decode(mk, w)
+    case = DecodeCase(mk)
+    case.bind(mk)
     mk.launch()
     mk.check()
-    assert _rel(out, _decode_reference(cfg, w)) < DECODE_TOLERANCE
+    got = case.judge()
+    assert got["passed"], _verdict(name, got)
     meta, n, workers = mk.meta, mk.num_entries, mk.meta["workers"]
     rows = mk.timeline()
     assert rows.shape == (n, 4)

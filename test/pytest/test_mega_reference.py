@@ -174,6 +174,169 @@ def test_torch_classes_are_not_built_on_import():
         ref.NoSuchThing
 
 
+# ------------------------------------------------ judging a step: cache rows
+
+
+def _model_weights(cfg, seed):
+    """make_weights' distribution in numpy: projections normal / sqrt(fan_in),
+    norms 1 + 0.05 normal, every cache position normal (the written one too)."""
+    rng = np.random.default_rng(seed)
+    w = {}
+    for name, shape in ref.weight_shapes(cfg).items():
+        r = rng.standard_normal(shape)
+        kind = name.split(".")[-1]
+        if kind.endswith("norm"):
+            r = 1.0 + 0.05 * r
+        elif kind.startswith("w"):
+            r = r / math.sqrt(shape[1])
+        w[name] = r
+    angles = ref.rope_angles(cfg)
+    w["rope_cos"], w["rope_sin"] = np.cos(angles), np.sin(angles)
+    return w
+
+
+def _step(cfg, w, position=None):
+    """What a step leaves behind, simulated in float64: (tensors with the
+    rows written at `position` (default: the right one), before, out)."""
+    before = ref.snapshot_caches(cfg, w)
+    out, rows = ref.reference_step_float64(cfg, w, position=position)
+    pos = ref.written_position(cfg) if position is None else position
+    after = dict(w)
+    for name, row in rows.items():
+        after[name] = before[name].copy()
+        after[name][:, pos] = row
+    return after, before, out
+
+
+def test_reference_step_returns_the_rows_it_writes():
+    w = _tiny_weights()
+    x, rows = ref.reference_step_float64(TINY, w)
+    np.testing.assert_array_equal(x, ref.reference_float64(TINY, w))
+    assert sorted(rows) == sorted(ref.cache_names(TINY)) == sorted(
+        f"l{l}.{k}_cache" for l in range(2) for k in "kv")
+    # Layer 0's rows from its input x alone: rope(wk @ rmsnorm(x)) and wv @ rmsnorm(x).
+    hq, hkv, d = TINY.heads, TINY.kv_heads, TINY.head_dim
+    h = w["x"] / np.sqrt(np.mean(w["x"] ** 2) + TINY.eps) * w["l0.attn_norm"]
+    qkv = w["l0.wqkv"] @ h
+    k = ref._rope64(qkv[hq * d:(hq + hkv) * d].reshape(hkv, d), w["rope_cos"], w["rope_sin"])
+    np.testing.assert_allclose(rows["l0.k_cache"], k, rtol=1e-12)
+    np.testing.assert_allclose(rows["l0.v_cache"], qkv[(hq + hkv) * d:].reshape(hkv, d),
+                               rtol=1e-12)
+    assert ref.written_position(TINY) == TINY.kv_len - 1
+    # The last layer's rows depend on the layers before: not layer 0's formula.
+    h1 = w["x"] / np.sqrt(np.mean(w["x"] ** 2) + TINY.eps) * w["l1.attn_norm"]
+    assert not np.allclose(rows["l1.v_cache"],
+                           (w["l1.wqkv"] @ h1)[(hq + hkv) * d:].reshape(hkv, d))
+
+
+def test_check_decode_step_passes_a_correct_step():
+    w = _tiny_weights()
+    after, before, out = _step(TINY, w)
+    got = ref.check_decode_step(TINY, after, before, out, *ref.reference_step_float64(TINY, w))
+    assert got["passed"] and got["error"] == 0.0, got
+    d = got["details"]
+    assert [k for k in d if k.endswith("_row")] == ["l0.k_row", "l0.v_row", "l1.k_row",
+                                                     "l1.v_row"]
+    assert all(d[k] == 0.0 for k in d if k.endswith("_row"))
+    assert d["untouched_rows_ok"] and d["failed"] == []
+    assert got["tolerance"] == ref.DECODE_TOLERANCE
+    assert d["kv_row_tolerance"] == ref.KV_ROW_TOLERANCE
+
+
+def test_check_decode_step_flags_a_cache_row_not_written():
+    """The step forgot layer 1's v row: the position keeps its stale values.
+    The output is right (e.g. the attention read v from elsewhere), so only
+    the row check can see it."""
+    w = _tiny_weights()
+    after, before, out = _step(TINY, w)
+    after["l1.v_cache"] = before["l1.v_cache"].copy()
+    got = ref.check_decode_step(TINY, after, before, out, *ref.reference_step_float64(TINY, w))
+    d = got["details"]
+    assert not got["passed"] and d["failed"] == ["l1.v_row"], got
+    assert got["error"] == 0.0 and d["l1.k_row"] == 0.0 and d["untouched_rows_ok"]
+    assert d["l1.v_row"] > 10 * ref.KV_ROW_TOLERANCE
+    # A NaN row (or one the kernel filled with NaN) fails as well.
+    after["l1.v_cache"][:, -1] = np.nan
+    got = ref.check_decode_step(TINY, after, before, out, *ref.reference_step_float64(TINY, w))
+    assert got["details"]["l1.v_row"] == float("inf") and not got["passed"]
+
+
+def test_check_decode_step_flags_a_stray_write_and_a_nan_output():
+    w = _tiny_weights()
+    after, before, out = _step(TINY, w)
+    after["l0.k_cache"][1, 0, 3] += 0.5                   # a position the step must not write
+    expected = ref.reference_step_float64(TINY, w)
+    got = ref.check_decode_step(TINY, after, before, out, *expected)
+    assert not got["passed"] and not got["details"]["untouched_rows_ok"]
+    assert got["details"]["failed"] == [f"l0.k_cache positions other than {TINY.kv_len - 1}"]
+    after["l0.k_cache"] = before["l0.k_cache"].copy()
+    after["l0.k_cache"][:, -1] = expected[1]["l0.k_cache"]
+    assert ref.check_decode_step(TINY, after, before, out, *expected)["passed"]
+    nan_out = out.copy()
+    nan_out[0] = np.nan                                   # an output element never written
+    got = ref.check_decode_step(TINY, after, before, nan_out, *expected)
+    assert not got["passed"] and got["details"]["failed"] == ["out"]
+
+
+def test_a_misplaced_cache_write_passes_the_output_check_but_not_the_row_check():
+    """The broken artifact test_mega_misplaced_kv in float64: every layer
+    writes its new k/v at kv_len - 2. Over 512 keys the output moves by far
+    less than the tolerance (one stale key, one replaced): the output check
+    alone passes, the row and untouched-position checks fail."""
+    cfg = SimpleNamespace(layers=2, hidden=128, intermediate=256, heads=4, kv_heads=2,
+                          head_dim=32, kv_len=512, eps=1e-5, rope_theta=500000.0,
+                          dtype="bfloat16")
+    w = _model_weights(cfg, seed=0)
+    expected = ref.reference_step_float64(cfg, w)
+    after, before, out = _step(cfg, w, position=cfg.kv_len - 2)
+    got = ref.check_decode_step(cfg, after, before, out, *expected)
+    d = got["details"]
+    assert got["error"] < ref.DECODE_TOLERANCE / 3, got       # the output alone would pass
+    assert not got["passed"] and not d["untouched_rows_ok"], got
+    rows = [k for k in d if k.endswith("_row")]
+    assert len(rows) == 4 and all(d[k] > 10 * ref.KV_ROW_TOLERANCE for k in rows), d
+    assert d["failed"] == [f for name in ref.cache_names(cfg)
+                           for f in (f"{name.split('.')[0]}.{name.split('.')[1][0]}_row",
+                                     f"{name} positions other than {cfg.kv_len - 1}")]
+
+
+# ------------------------------------------------ examples/run_mega.py, pure parts
+
+
+def _run_mega():
+    spec = importlib.util.spec_from_file_location("run_mega",
+                                                  os.path.join(ROOT, "examples", "run_mega.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_run_mega_infers_the_decode_config_from_shapes():
+    run_mega = _run_mega()
+    shapes = dict(ref.weight_shapes(TINY), out=(TINY.hidden,))
+    cfg = run_mega.decode_config(shapes, "a.json")
+    assert {k: getattr(cfg, k) for k in ("layers", "hidden", "intermediate", "heads",
+                                         "kv_heads", "head_dim", "kv_len")} == \
+        {k: getattr(TINY, k) for k in ("layers", "hidden", "intermediate", "heads",
+                                       "kv_heads", "head_dim", "kv_len")}
+    assert run_mega.workload(shapes) == "decode"
+    shapes["l1.wo"] = (TINY.hidden, 16)
+    with pytest.raises(ValueError, match=r"a\.json: tensor 'l1\.wo' is \(32, 16\)"):
+        run_mega.decode_config(shapes, "a.json")
+
+
+def test_run_mega_tells_workloads_apart():
+    run_mega = _run_mega()
+    mlp = {"x": (8,), "norm_w": (8,), "wgu": (12, 8), "wd": (8, 6), "out": (8,)}
+    assert run_mega.workload(mlp) == "mlp"
+    with pytest.raises(run_mega.NoNumericCheck, match=r"e\.json: tensors none are neither"):
+        run_mega.workload({}, "e.json")
+    with pytest.raises(run_mega.NoNumericCheck, match=r"neither a decode step's"):
+        run_mega.workload({"a": (4,)})
+    assert run_mega.launch_list_path("out/ops_decode.json") == "out/ops_decode.launches.json"
+    assert set(run_mega.EXPECTED_TO_FAIL) == {"test_mega_misplaced_kv"}
+
+
 # ------------------------------------------------ bench/decode.py, pure parts
 
 
@@ -301,7 +464,8 @@ def test_make_weights():
     assert {n: tuple(t.shape) for n, t in w.items()} == ref.weight_shapes(TINY)
     for name, t in w.items():
         assert t.dtype == (torch.float32 if name.startswith("rope") else torch.bfloat16), name
-    assert torch.all(w["l1.k_cache"][:, -1] == 0) and torch.all(w["l1.v_cache"][:, :-1] != 0)
+    # The position the step writes holds random values, not zeros (a stale row).
+    assert torch.all(w["l1.k_cache"][:, -1] != 0) and torch.all(w["l1.v_cache"][:, :-1] != 0)
     np.testing.assert_allclose(w["rope_sin"].cpu().numpy(), np.sin(ref.rope_angles(TINY)),
                                rtol=1e-6)
     again = ref.make_weights(TINY, seed=0, device=_device())

@@ -1,7 +1,10 @@
 """PyTorch reference of one batch-1 Llama decode step and of the MLP chain.
 
 bench/decode.py times `LlamaDecodeStep` (eager and under a CUDA graph) next to
-the mega-kernel and checks both against `reference_float64`. A config is any
+the mega-kernel and checks both against `reference_float64`;
+`reference_step_float64` also gives the k/v rows the step writes, and
+`check_decode_step` judges a step's output, written cache rows and untouched
+positions against them (examples/run_mega.py, test_mega_gpu.py). A config is any
 object with layers, hidden, intermediate, heads, kv_heads, head_dim, kv_len,
 eps, rope_theta and dtype (tilemega.mega.graph.LlamaConfig is one); this module
 does not import graph.py, which needs the compiler the GPU machine lacks.
@@ -17,6 +20,21 @@ import math
 import numpy as np
 
 _ITEMSIZE = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+# Relative L2 tolerances against float64. The MLP chain and the decode step:
+# bf16 activations through 1 or 16 layers (torch eager in bf16 is itself at
+# 1.7e-2 on the 16-layer step).
+MLP_TOLERANCE = 2e-2
+DECODE_TOLERANCE = 3e-2
+# A written k/v cache row (per layer, over its [kv_heads, head_dim] values).
+# The row of layer l is computed from x_l, whose error against float64 grows
+# through the layers and is at most what DECODE_TOLERANCE accepts for the
+# final x; on top come at most two bf16 roundings (qkv stored, then k after
+# RoPE), each under the unit roundoff 2^-8 per value, about 2.3e-3 in
+# relative L2 (uniform rounding: 2^-8 / sqrt(3)): 3e-2 + 2 * 2.3e-3 < 4e-2.
+# A missing write leaves the random values make_weights put there (relative
+# L2 about sqrt(2)) and a zero row gives 1.0: 25x and more above.
+KV_ROW_TOLERANCE = 4e-2
 
 
 def weight_shapes(cfg):
@@ -51,11 +69,16 @@ def mlp_bytes(hidden, intermediate, itemsize=2):
     return (hidden + 3 * intermediate * hidden) * itemsize
 
 
+def written_position(cfg):
+    """The cache position a step writes: the new token's, kv_len - 1."""
+    return cfg.kv_len - 1
+
+
 def rope_angles(cfg):
     """float64 angles pos * theta^(-2j/D), j < D/2, for pos = kv_len - 1."""
     d = cfg.head_dim
     j = np.arange(d // 2, dtype=np.float64)
-    return (cfg.kv_len - 1) * cfg.rope_theta ** (-2.0 * j / d)
+    return written_position(cfg) * cfg.rope_theta ** (-2.0 * j / d)
 
 
 def make_weights(cfg, seed=0, device="cuda"):
@@ -63,8 +86,9 @@ def make_weights(cfg, seed=0, device="cuda"):
 
     Projections are normal / sqrt(fan_in) and norms 1 + 0.05 * normal, as in a
     trained model, so that activations stay O(1) through the layers in bf16.
-    Cache positions < kv_len - 1 are normal; the last one is zero (the step
-    writes it).
+    Every cache position is normal, the one the step writes (kv_len - 1)
+    too: it holds what a stale row would, so a step that does not write it
+    leaves values that differ from the reference's row (check_decode_step).
     """
     import torch
 
@@ -80,8 +104,6 @@ def make_weights(cfg, seed=0, device="cuda"):
             r = 1.0 + 0.05 * r
         elif kind.startswith("w"):
             r = r / math.sqrt(shape[1])
-        elif kind.endswith("cache"):
-            r[:, -1] = 0.0
         out[name] = r.to(dtype)
     angles = torch.from_numpy(rope_angles(cfg))
     out["rope_cos"] = torch.cos(angles).to(device=device, dtype=torch.float32)
@@ -114,8 +136,11 @@ def _f64(t):
     if hasattr(t, "detach"):
         import torch
 
-        # copy=True: a CPU float64 tensor would otherwise be shared, not copied.
-        return t.detach().to(device="cpu", dtype=torch.float64, copy=True).numpy()
+        # Converted where it lives (on the GPU far faster than on the host),
+        # then copied; copy=True: a CPU float64 tensor would otherwise be
+        # shared, not copied.
+        t = t.detach().to(dtype=torch.float64, copy=True)
+        return t.cpu().numpy()
     return np.array(t, dtype=np.float64)
 
 
@@ -134,17 +159,28 @@ def _rope64(t, cos, sin):
 
 
 def reference_float64(cfg, weights, x=None, rope_cos=None, rope_sin=None):
+    """The decode step's final x, float64 [hidden] (reference_step_float64)."""
+    return reference_step_float64(cfg, weights, x, rope_cos, rope_sin)[0]
+
+
+def reference_step_float64(cfg, weights, x=None, rope_cos=None, rope_sin=None, position=None):
     """The decode step in float64 numpy on copies (the inputs are not touched).
 
     Tensors default to weights["x"], ["rope_cos"], ["rope_sin"]. Converts one
     layer at a time (a float64 copy of all 1B-model weights would be 16 GB).
-    Returns the final x as a float64 array [hidden].
+    Returns (x, rows): the final x, float64 [hidden], and the rows the step
+    writes at written_position(cfg), {"l<i>.k_cache" / "l<i>.v_cache":
+    float64 [kv_heads, head_dim]} (k after RoPE). What the caches hold at
+    that position does not matter: the step overwrites it before reading.
+    `position` writes the rows elsewhere instead (a broken step, for tests
+    of check_decode_step); attention still reads all kv_len positions.
     """
     hq, hkv, d = cfg.heads, cfg.kv_heads, cfg.head_dim
-    pos = cfg.kv_len - 1
+    pos = written_position(cfg) if position is None else position
     x = _f64(weights["x"] if x is None else x)
     cos = _f64(weights["rope_cos"] if rope_cos is None else rope_cos)
     sin = _f64(weights["rope_sin"] if rope_sin is None else rope_sin)
+    rows = {}
     for layer in range(cfg.layers):
         def w(name, prefix=f"l{layer}."):
             return _f64(weights[prefix + name])
@@ -153,8 +189,8 @@ def reference_float64(cfg, weights, x=None, rope_cos=None, rope_sin=None):
         q, k, v = np.split(qkv, [hq * d, (hq + hkv) * d])
         q = _rope64(q.reshape(hq, d), cos, sin)
         kc, vc = w("k_cache"), w("v_cache")
-        kc[:, pos] = _rope64(k.reshape(hkv, d), cos, sin)
-        vc[:, pos] = v.reshape(hkv, d)
+        kc[:, pos] = rows[f"l{layer}.k_cache"] = _rope64(k.reshape(hkv, d), cos, sin)
+        vc[:, pos] = rows[f"l{layer}.v_cache"] = v.reshape(hkv, d)
         # q head h reads kv head h // group: view q as [kv_heads, group, D].
         scores = np.einsum("kgd,kld->kgl", q.reshape(hkv, hq // hkv, d), kc) / math.sqrt(d)
         p = np.exp(scores - scores.max(axis=-1, keepdims=True))
@@ -162,7 +198,7 @@ def reference_float64(cfg, weights, x=None, rope_cos=None, rope_sin=None):
         attn = np.einsum("kgl,kld->kgd", p, vc).reshape(hq * d)
         x = x + w("wo") @ attn
         x = x + w("wd") @ _silu_mul64(w("wgu") @ _rmsnorm64(x, w("mlp_norm"), cfg.eps))
-    return x
+    return x, rows
 
 
 def mlp_reference_float64(weights, eps=1e-5, x=None):
@@ -180,6 +216,78 @@ def compare(ours, ref):
     diff = a - b
     return {"max_abs": float(np.max(np.abs(diff))),
             "rel_l2": float(np.linalg.norm(diff) / np.linalg.norm(b))}
+
+
+# ----------------------------------------------------------- judging a step
+
+
+def cache_names(cfg):
+    """The caches a decode step of `cfg` writes, layer by layer."""
+    return [f"l{layer}.{kind}" for layer in range(cfg.layers) for kind in ("k_cache", "v_cache")]
+
+
+def _copy(t):
+    return t.clone() if hasattr(t, "clone") else np.array(t, copy=True)
+
+
+def snapshot_caches(cfg, tensors):
+    """Copies of every cache in `tensors` (torch tensors or numpy arrays),
+    taken before a launch: check_decode_step compares the positions the
+    step must not write against them."""
+    return {name: _copy(tensors[name]) for name in cache_names(cfg)}
+
+
+def _equal(a, b):
+    """Equal element for element, on the device they live on (the caches
+    hold no NaN before a launch, so a NaN written into them differs)."""
+    if hasattr(a, "detach"):
+        import torch
+
+        return torch.equal(a, b)
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def _row_error(got, expected):
+    err = compare(got, expected)["rel_l2"]
+    return float("inf") if err != err else err     # a NaN row fails any tolerance
+
+
+def check_decode_step(cfg, tensors, before, out, expected_out, expected_rows,
+                      tolerance=DECODE_TOLERANCE, row_tolerance=KV_ROW_TOLERANCE):
+    """Judges one decode step after it ran.
+
+    tensors: the bound tensors (name -> torch tensor or numpy array), caches
+    included; before: snapshot_caches(cfg, tensors) taken before the launch;
+    out: the step's output; expected_out, expected_rows: from
+    reference_step_float64. Checks the output, every layer's k and v row at
+    written_position(cfg) (relative L2, KV_ROW_TOLERANCE says why that one),
+    and that every other position of every cache is bit-for-bit what it was.
+
+    Returns {"error": output rel L2, "tolerance", "passed": every check holds,
+    "details": {"out", "l<i>.k_row", "l<i>.v_row" (rel L2 each),
+    "kv_row_tolerance", "untouched_rows_ok", "failed": [names of the failed
+    checks]}}.
+    """
+    pos = written_position(cfg)
+    out_error = compare(out, expected_out)["rel_l2"]
+    details = {"out": out_error}
+    failed = [] if out_error <= tolerance else ["out"]     # NaN fails too
+    untouched_ok = True
+    for name in cache_names(cfg):
+        layer, kind = name.split(".")
+        key = f"{layer}.{kind[0]}_row"
+        details[key] = _row_error(tensors[name][:, pos], expected_rows[name])
+        if not details[key] <= row_tolerance:
+            failed.append(key)
+        now, then = tensors[name], before[name]
+        if not (_equal(now[:, :pos], then[:, :pos]) and _equal(now[:, pos + 1:],
+                                                                then[:, pos + 1:])):
+            untouched_ok = False
+            failed.append(f"{name} positions other than {pos}")
+    details.update(kv_row_tolerance=row_tolerance, untouched_rows_ok=untouched_ok,
+                   failed=failed)
+    return {"error": out_error, "tolerance": tolerance, "passed": not failed,
+            "details": details}
 
 
 # ----------------------------------------------------------- torch modules
