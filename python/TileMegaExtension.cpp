@@ -36,6 +36,21 @@ NB_MODULE(_site_initialize_0, m) {
   attrNames["graph_arg_roles"] = str(tilemegaGetGraphArgRolesAttrName());
   m.attr("ATTR_NAMES") = attrNames;
 
+  m.def(
+      "find_parser_hazard",
+      [](const std::string &text) -> nb::object {
+        size_t offset = 0;
+        MlirStringRef message;
+        if (!tilemegaFindParserHazard(
+                mlirStringRefCreate(text.data(), text.size()), &offset,
+                &message))
+          return nb::none();
+        return nb::make_tuple(offset, std::string(message.data, message.length));
+      },
+      nb::arg("text"),
+      "(byte offset, message) of the first construct in MLIR `text` that "
+      "the pinned MLIR parser would abort on, or None.");
+
   MlirStringRef defaultChip = tilemegaGetDefaultChip();
   m.attr("DEFAULT_CHIP") = std::string(defaultChip.data, defaultChip.length);
   m.def(

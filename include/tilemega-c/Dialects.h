@@ -47,6 +47,14 @@ MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKnownChips(void);
 /// dialects declare them: `tilemega.kernels` (launch metadata on the module),
 /// `tile.name` (a kernel argument's name), `mega.arg_names` /
 /// `mega.arg_roles` (a graph's argument names and roles).
+/// Checks MLIR text for a construct the pinned MLIR parser aborts on
+/// (tilemega/Support/ParserHazards.h). Returns false when there is none;
+/// otherwise true with `*offset` its byte offset and `*message` what is
+/// wrong (valid until the next call).
+MLIR_CAPI_EXPORTED bool tilemegaFindParserHazard(MlirStringRef text,
+                                                 size_t *offset,
+                                                 MlirStringRef *message);
+
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKernelsMetadataAttrName(void);
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetArgNameAttrName(void);
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetGraphArgNamesAttrName(void);

@@ -5,6 +5,7 @@
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/InitAll.h"
+#include "tilemega/Support/ParserHazards.h"
 #include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/CAPI/IR.h"
@@ -64,4 +65,17 @@ MlirStringRef tilemegaGetGraphArgNamesAttrName(void) {
 
 MlirStringRef tilemegaGetGraphArgRolesAttrName(void) {
   return wrap(mlir::tilemega::mega::MegaDialect::getArgRolesAttrName());
+}
+
+bool tilemegaFindParserHazard(MlirStringRef text, size_t *offset,
+                              MlirStringRef *message) {
+  static thread_local std::string last;
+  std::optional<mlir::tilemega::ParserHazard> hazard =
+      mlir::tilemega::findParserHazard(unwrap(text));
+  if (!hazard)
+    return false;
+  last = std::move(hazard->message);
+  *offset = hazard->offset;
+  *message = wrap(llvm::StringRef(last));
+  return true;
 }

@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::tilemega;
 
@@ -46,4 +48,11 @@ std::string mlir::tilemega::getKnownChips() {
     result += target.chip.str();
   }
   return result;
+}
+
+int64_t mlir::tilemega::getMaxResidentCtasOfKnownChips() {
+  int64_t most = 0;
+  for (const TargetInfo &target : kTargets)
+    most = std::max(most, target.smCount * target.maxCtasPerSm);
+  return most;
 }

@@ -196,6 +196,22 @@ def attr_names() -> Dict[str, str]:
     return dict(extension.ATTR_NAMES)
 
 
+def reject_parser_hazards(text: str, source: str = "-") -> None:
+    """CompileError at `source`:line:col for a construct of MLIR `text` that
+    the pinned MLIR parser would abort the process on instead of reporting
+    (tilemega/Support/ParserHazards.h, the check tilemega-opt makes too)."""
+    from ._mlir_libs import _site_initialize_0 as extension
+    found = extension.find_parser_hazard(text)
+    if found is None:
+        return
+    offset, message = found
+    # The C++ offset counts bytes of the UTF-8 text.
+    before = text.encode("utf-8")[:offset].decode("utf-8", errors="replace")
+    line = before.count("\n") + 1
+    col = len(before) - (before.rfind("\n") + 1) + 1
+    raise CompileError(f"the module does not parse:\n{source}:{line}:{col}: error: {message}")
+
+
 def default_target_info() -> Dict[str, Any]:
     """`target_info` of the chip TileMega compiles for unless told otherwise
     (the C++ kDefaultChip, also `compile`'s default `chip`)."""
@@ -252,6 +268,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"
                     f" mega-prefetch-depth={int(mega_prefetch_depth)}")
     ctx = context or Context()
+    reject_parser_hazards(text)
     with ctx, Location.unknown():
         try:
             work = Module.parse(text)

@@ -187,3 +187,16 @@ def test_slow_path_is_a_python_warning():
     with pytest.warns(CompileWarning, match=r"not tensor cores: K = 40 is not a multiple"):
         result = tm_compile(SIMT_F16_GEMM, assemble=False)
     assert ".entry g" in result.ptx
+
+
+def test_a_construct_the_parser_aborts_on_is_a_compile_error():
+    """MLIR 22.1.8's parser asserts on a dense array of `index` (found by
+    scripts/fuzz/fuzz_opt.py); compile reports it with its position instead
+    of taking the process down (tilemega-opt does the same: lit
+    test/Dialect/Mega/parser-hazards.mlir)."""
+    text = ('mega.graph @g(%x: memref<64xf32>) workers 1 {\n'
+            '  mega.queue @w0 aot worker 0 {tasks = [@t], instances = array<index: 0>}\n'
+            '  mega.task @t body @k(%x : memref<64xf32>) count 1\n}\n')
+    with pytest.raises(CompileError, match=r"-:2:58: error: a dense array attribute "
+                                                     r"needs an integer or float element type"):
+        tm_compile(text)

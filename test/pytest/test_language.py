@@ -503,3 +503,25 @@ def test_importing_the_frontend_loads_no_mlir():
             "assert not [m for m in sys.modules if '_mlir' in m], sorted(sys.modules)\n")
     env = dict(os.environ)
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+@pytest.mark.parametrize("op, pred", [("<", "olt"), ("<=", "ole"), (">", "ogt"), (">=", "oge"),
+                                      ("==", "oeq"), ("!=", "une")])
+def test_float_comparisons_build_cmpf(op, pred):
+    """Found by scripts/fuzz/fuzz_lang.py: a float comparison raised
+    AttributeError (the predicate enum's members are upper-case)."""
+    compare = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+               ">=": lambda a, b: a >= b, "==": lambda a, b: a == b, "!=": lambda a, b: a != b}[op]
+
+    @tilemega.jit(cache=False)
+    def pick(A: T.Tensor((64, 64), "float32"), B: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, 1, threads=128) as (bx, by):
+            F = T.alloc_fragment((64, 64), "float32")
+            T.copy(A[0, 0], F)
+            for i, j in T.Parallel(64, 64):
+                F[i, j] = T.if_then_else(compare(F[i, j], 0.5), F[i, j], 0.0)
+            T.copy(F, B[0, 0])
+
+    text = str(pick.ir())
+    assert f"arith.cmpf {pred}" in text, text
+    assert pick.compile().ptx

@@ -56,6 +56,12 @@ const TargetInfo &getDefaultTargetInfo();
 /// The chips getTargetInfo knows, for diagnostics: "sm_90, sm_90a".
 std::string getKnownChips();
 
+/// The most CTAs any known chip keeps resident at once (smCount x
+/// maxCtasPerSm): a persistent kernel needs all of its CTAs resident, so a
+/// graph of more workers can run on no chip (the mega.graph verifier, which
+/// does not know the chip yet, rejects it with this bound).
+int64_t getMaxResidentCtasOfKnownChips();
+
 } // namespace mlir::tilemega
 
 #endif // TILEMEGA_TARGET_TARGETINFO_H

@@ -335,7 +335,7 @@ def binary(op: str, a, b) -> Expr:
         if kind == "float":
             pred = _FLOAT_CMP[op]
             return emit_pure(None, ("cmpf", pred), [a, b],
-                             lambda x, y: arith.cmpf(getattr(arith.CmpFPredicate, pred), x, y),
+                             lambda x, y: arith.cmpf(getattr(arith.CmpFPredicate, pred.upper()), x, y),
                              boolean)
         pred = _INT_CMP[op]
         if kind == "bool" and op not in ("==", "!="):

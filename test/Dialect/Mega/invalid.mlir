@@ -16,6 +16,20 @@ mega.graph @g() workers 1 schedulers -1 {
 
 // -----
 
+// Found by scripts/fuzz/fuzz_opt.py: mega-schedule sized its per-worker
+// tables by this and ran out of memory.
+// expected-error @+1 {{workers (2147483647) + schedulers (1) exceed the 4224 CTAs that any known chip (sm_90, sm_90a) keeps resident at once}}
+mega.graph @g() workers 2147483647 {
+}
+
+// -----
+
+// expected-error @+1 {{workers (4224) + schedulers (1) exceed the 4224 CTAs}}
+mega.graph @g() workers 4224 schedulers 1 {
+}
+
+// -----
+
 func.func @f() {
   // expected-error @+1 {{expects parent op 'builtin.module'}}
   mega.graph @g() workers 1 {

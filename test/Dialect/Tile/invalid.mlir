@@ -296,6 +296,18 @@ func.func @fragment_layout_chunk() {
 
 // -----
 
+// Found by scripts/fuzz/fuzz_opt.py: convert-tile-to-gpu ran out of memory
+// enumerating the elements of a thread.
+// expected-error @+1 {{blocked layout entries must be <= 65536}}
+#bad = #tile.blocked<sizePerThread = [4294967296], threadsPerWarp = [32], warpsPerBlock = [2], order = [0]>
+
+// -----
+
+// expected-error @+1 {{blocked layout gives each thread 131072 elements per chunk; at most 65536}}
+#bad = #tile.blocked<sizePerThread = [512, 256], threadsPerWarp = [1, 32], warpsPerBlock = [1, 1], order = [1, 0]>
+
+// -----
+
 // expected-error @+1 {{blocked layout threadsPerWarp must multiply to 32, got 16}}
 #bad = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 16], warpsPerBlock = [1, 1], order = [1, 0]>
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -130,6 +131,15 @@ LogicalResult GraphOp::verify() {
   if (getNumSchedulers() < 0)
     return emitOpError() << "schedulers must be >= 0, got "
                          << getNumSchedulers();
+  // Every CTA of a persistent kernel must be resident at once; beyond what
+  // any chip keeps, the graph can never run (and the passes would size
+  // per-worker tables by it).
+  int64_t most = getMaxResidentCtasOfKnownChips();
+  if (getNumWorkers() > most || getNumSchedulers() > most - getNumWorkers())
+    return emitOpError() << "workers (" << getNumWorkers() << ") + schedulers ("
+                         << getNumSchedulers() << ") exceed the " << most
+                         << " CTAs that any known chip ("
+                         << getKnownChips() << ") keeps resident at once";
   return success();
 }
 

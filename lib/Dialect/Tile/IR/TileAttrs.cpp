@@ -44,6 +44,20 @@ BlockedLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (sizePerThread[d] < 1 || threadsPerWarp[d] < 1 || warpsPerBlock[d] < 1)
       return emitError() << "blocked layout sizes must be >= 1";
   }
+  // A layout chunk holds sizePerThread elements of each thread: far past
+  // any register file, and (found by fuzzing) past what the lowering can
+  // enumerate. Bounded per entry first so that the product cannot overflow.
+  constexpr int64_t kMaxElementsPerThread = 1 << 16;
+  for (size_t d = 0; d < rank; ++d)
+    if (sizePerThread[d] > kMaxElementsPerThread ||
+        warpsPerBlock[d] > kMaxElementsPerThread)
+      return emitError() << "blocked layout entries must be <= "
+                         << kMaxElementsPerThread;
+  if (product(sizePerThread) > kMaxElementsPerThread)
+    return emitError() << "blocked layout gives each thread "
+                       << product(sizePerThread)
+                       << " elements per chunk; at most "
+                       << kMaxElementsPerThread;
   if (product(threadsPerWarp) != 32)
     return emitError() << "blocked layout threadsPerWarp must multiply to 32, "
                           "got "
