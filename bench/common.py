@@ -122,8 +122,13 @@ def within(error, tolerance):
 
 
 def commit():
-    """HEAD of the repository, else env TILEMEGA_COMMIT (the GPU machine gets
-    a copy of the work tree without .git), else "unknown"."""
+    """The commit of the code that runs: env TILEMEGA_COMMIT when set (the
+    GPU machine gets a copy of the work tree, whose .git, if any, is not
+    this tree's), else HEAD of the repository (+dirty when bench/, python/
+    or examples/ have changes), else "unknown". examples/gpu_check.py
+    records the same."""
+    if os.environ.get("TILEMEGA_COMMIT"):
+        return os.environ["TILEMEGA_COMMIT"]
     try:
         sha = subprocess.run(["git", "-C", ROOT, "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=10)
@@ -134,7 +139,7 @@ def commit():
             return sha.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         pass
-    return os.environ.get("TILEMEGA_COMMIT") or "unknown"
+    return "unknown"
 
 
 def driver_version():

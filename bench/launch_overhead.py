@@ -43,10 +43,16 @@ WORKLOAD = "host launch cost of one kernel (scale2, 1000 floats)"
 
 def _gpu_test_module():
     """test/pytest/test_runtime_gpu.py, for its PTX and metadata (needs pytest)."""
-    path = os.path.join(ROOT, "test", "pytest", "test_runtime_gpu.py")
-    spec = importlib.util.spec_from_file_location("_tilemega_test_runtime_gpu", path)
+    tests = os.path.join(ROOT, "test", "pytest")
+    spec = importlib.util.spec_from_file_location("_tilemega_test_runtime_gpu",
+                                                  os.path.join(tests, "test_runtime_gpu.py"))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # It imports its conftest (the GPU skip reason) as pytest would find it.
+    sys.path.insert(0, tests)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(tests)
     return module
 
 

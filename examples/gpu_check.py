@@ -21,7 +21,6 @@ import hashlib
 import importlib
 import json
 import os
-import subprocess
 import sys
 import traceback
 
@@ -104,33 +103,15 @@ def artifacts_in(folder):
 def run_info(command):
     import torch
 
-    commit = os.environ.get("TILEMEGA_COMMIT")
-    if not commit:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                                    text=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            commit = "unknown"
+    import common   # bench/common.py (shipped.py puts bench/ on the path)
+
     return {
         "device": torch.cuda.get_device_name(),
-        "driver": _driver_version(),
+        "driver": common.driver_version(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "commit": commit,
+        "commit": common.commit(),
         "command": command,
     }
-
-
-def _driver_version():
-    try:
-        with open("/proc/driver/nvidia/version") as f:
-            for word in f.readline().split():
-                if word.count(".") >= 1 and word.replace(".", "").isdigit():
-                    return word
-    except OSError:
-        pass
-    from cuda.bindings import driver as cu
-    err, version = cu.cuDriverGetVersion()
-    return f"CUDA {version // 1000}.{version % 1000 // 10}"
 
 
 # ---------------------------------------------------------------- the checks
