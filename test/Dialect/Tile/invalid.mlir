@@ -689,6 +689,30 @@ func.func @parallel_extent() {
 
 // -----
 
+// Found by scripts/fuzz/fuzz_opt.py: convert-tile-to-gpu ran out of memory
+// enumerating each thread's iterations.
+func.func @parallel_too_large() {
+  tile.kernel blocks(%b) in [1] threads 64 {
+    // expected-error @+1 {{iteration space [2147483648] is over the 1048576 elements a tile may have}}
+    tile.parallel (%i) in [2147483648] {
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @parallel_too_large_product() {
+  tile.kernel blocks(%b) in [1] threads 64 {
+    // expected-error @+1 {{iteration space [2048, 1024] is over the 1048576 elements}}
+    tile.parallel (%i, %j) in [2048, 1024] {
+    }
+  }
+  return
+}
+
+// -----
+
 func.func @parallel_layout_rank() {
   tile.kernel blocks(%b) in [1] threads 32 {
     // expected-error @+1 {{layout has rank 1 but the iteration space has rank 2}}
@@ -769,6 +793,19 @@ func.func @pipelined_stages(%c0: index, %c8: index, %c1: index) {
   tile.kernel blocks(%b) in [1] threads 32 {
     // expected-error @+1 {{num_stages must be >= 1, got 0}}
     tile.pipelined %k = %c0 to %c8 step %c1 num_stages 0 {
+    }
+  }
+  return
+}
+
+// -----
+
+// Found by scripts/fuzz/fuzz_opt.py: tile-pipeline hung unrolling the
+// prologue of this loop, or overflowed sizing its stage buffers.
+func.func @pipelined_too_many_stages(%c0: index, %c8: index, %c1: index) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    // expected-error @+1 {{num_stages must be <= 32, got 9223372036854775807}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 9223372036854775807 {
     }
   }
   return

@@ -550,6 +550,19 @@ LogicalResult ParallelOp::verify() {
     if (e < 1)
       return emitOpError() << "extents must be >= 1, got "
                            << formatShape(extents);
+  // The lowering gives each thread its iterations unrolled: a tile, not a
+  // whole tensor (2^20 elements is 4 MiB of f32, beyond any block's shared
+  // memory and registers). Unbounded, it ran out of memory enumerating
+  // them (found by fuzzing). Checked per extent first against overflow.
+  constexpr int64_t kMaxIterations = 1 << 20;
+  int64_t iterations = 1;
+  for (int64_t e : extents) {
+    if (e > kMaxIterations || iterations * e > kMaxIterations)
+      return emitOpError() << "iteration space " << formatShape(extents)
+                           << " is over the " << kMaxIterations
+                           << " elements a tile may have";
+    iterations *= e;
+  }
   if (Attribute layout = getLayoutAttr()) {
     if (getLayoutRank(layout) != extents.size())
       return emitOpError() << "layout has rank " << getLayoutRank(layout)
@@ -664,6 +677,14 @@ LogicalResult PipelinedOp::verify() {
   int64_t numStages = getNumStagesAttr().getInt();
   if (numStages < 1)
     return emitOpError() << "num_stages must be >= 1, got " << numStages;
+  // tile-pipeline unrolls a prologue of num_stages - 1 copies and sizes
+  // num_stages-fold buffers: an unbounded count hangs or overflows there
+  // (found by fuzzing). No kernel keeps more than a few stages in flight;
+  // 32 leaves room for any that shared memory can hold.
+  constexpr int64_t kMaxStages = 32;
+  if (numStages > kMaxStages)
+    return emitOpError() << "num_stages must be <= " << kMaxStages << ", got "
+                         << numStages;
   return success();
 }
 
