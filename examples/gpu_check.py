@@ -180,8 +180,14 @@ def _check_empty(name, path, torch):
     return {"error": 0.0, "tolerance": 0.0, "details": {"epoch": mk.epoch}}
 
 
+def _check_generation(name, path, torch):
+    import generation
+    return generation.check_artifact(path, torch)
+
+
 CHECKS = {shipped.EXAMPLE: _check_example, shipped.BENCH: _check_bench,
-          shipped.MEGA: _check_mega, shipped.OPS: _check_ops, shipped.EMPTY: _check_empty}
+          shipped.MEGA: _check_mega, shipped.OPS: _check_ops, shipped.EMPTY: _check_empty,
+          shipped.GENERATION: _check_generation}
 
 
 def check_one(name, path, torch):

@@ -32,7 +32,7 @@ import shipped  # noqa: E402
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # The decode step at 2 layers and the MLP chain at full size: the
 # persistent-kernel protocol under every tool at a cost the lease can pay.
-MEGA_WORKLOADS = ("mega_mlp", "test_mega_small_aot", "test_mega_small_jit")
+MEGA_WORKLOADS = ("mega_mlp", "test_mega_small_aot", "test_mega_small_jit", "gen_small")
 TIMEOUT_S = 420
 
 # cuda-python resolves the driver's entry points lazily with

@@ -1,6 +1,7 @@
 """The catalogue of every artifact we ship: the example kernels
-(run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.GEMMS)
-and the mega graphs (mega_decode.build_all). One list, read by the main job
+(run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.GEMMS),
+the mega graphs (mega_decode.build_all) and the generation graphs
+(generation.CONFIGS). One list, read by the main job
 that builds them, by `gpu_check.py` that judges them on the GPU and by the
 CI test that binds those verdicts to the PTX they judged
 (test/pytest/test_gpu_results.py).
@@ -21,7 +22,8 @@ for _path in (HERE, os.path.join(ROOT, "bench")):
         sys.path.insert(0, _path)
 
 # Kinds of artifact, each with its own GPU check in gpu_check.py.
-EXAMPLE, BENCH, MEGA, OPS, EMPTY = "example", "bench", "mega", "ops", "empty"
+EXAMPLE, BENCH, MEGA, OPS, EMPTY, GENERATION = ("example", "bench", "mega", "ops", "empty",
+                                               "generation")
 
 
 def example_names():
@@ -69,8 +71,21 @@ def compile_mega(out):
     return paths
 
 
+def generation_names():
+    import generation
+    return list(generation.CONFIGS)
+
+
+def compile_generation(out):
+    """{artifact name: json path} of the generation graphs (generation.py)."""
+    import generation
+    return {os.path.basename(p)[:-len(".json")]: p for p in generation.build_all(out)}
+
+
 def kind_of(name, meta):
     """The kind of artifact `name` from its metadata (a parsed JSON dict)."""
+    if name in generation_names():
+        return GENERATION
     if name in example_names():
         return EXAMPLE
     if name in bench_names():
@@ -87,7 +102,7 @@ def kind_of(name, meta):
 def compile_all(out):
     """Compile every shipped artifact into `out`; {name: json path}."""
     paths = {}
-    for part in (compile_examples, compile_bench, compile_mega):
+    for part in (compile_examples, compile_bench, compile_mega, compile_generation):
         start = time.time()
         got = part(out)
         clash = set(got) & set(paths)

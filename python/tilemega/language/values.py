@@ -535,6 +535,43 @@ class Buffer:
     def __bool__(self):
         return True
 
+    def view(self, *shape) -> "Buffer":
+        """This global tensor seen with another shape of as many elements
+        (row-major; no copy): `qkv.view(heads, head_dim)` makes heads rows of
+        a flat vector, so that T.copy boxes (which have the rank of both
+        buffers) can move whole heads. TileLang's `T.view` / `Buffer.view`."""
+        from math import prod
+
+        from ..dialects import memref
+        from ..ir import MemRefType
+        from .types import static_int
+
+        api = f"{self.name}.view"
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if not shape:
+            user_error(api, "needs a shape")
+        shape = tuple(static_int(d, f"shape[{i}]", api, minimum=1) for i, d in enumerate(shape))
+        if self.scope != "global":
+            user_error(api, f"only global tensors have views; {self.describe()} is a "
+                            f"{self.scope} tile (T.copy it into one of the shape you want)")
+        if prod(shape) != prod(self.shape):
+            user_error(api, f"a view of {self.describe()} ({prod(self.shape)} elements) must "
+                            f"keep its size; shape {list(shape)} has {prod(shape)}")
+        if shape == self.shape:
+            return self
+        state = in_kernel(api)
+        elem = self.dtype.mlir_type()
+        with user_location(), state.scope.end_point():
+            flat = self.ir
+            if self.ndim > 1:
+                flat = memref.collapse_shape(MemRefType.get([prod(self.shape)], elem), flat,
+                                             [list(range(self.ndim))])
+            if len(shape) > 1:
+                flat = memref.expand_shape(MemRefType.get(list(shape), elem), flat,
+                                           [list(range(len(shape)))], [], list(shape))
+        return Buffer(flat, self.name, shape, self.dtype, "global", position=user_position())
+
     def __getitem__(self, idx):
         api = f"{self.name}[...]"
         entries = _index_entries(idx)

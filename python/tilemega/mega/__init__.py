@@ -5,7 +5,7 @@ Importing this package needs no native code; building IR does."""
 
 from .bodies import Access, Body
 from .graph import Graph, Task, Tensor
-from .models import LlamaConfig, decode_graph, mlp_graph
+from .models import LlamaConfig, ModelConfig, decode_graph, generation_graph, mlp_graph
 
 __all__ = ["Access", "Body", "Graph", "Task", "Tensor", "LlamaConfig",
-           "decode_graph", "mlp_graph"]
+           "ModelConfig", "decode_graph", "generation_graph", "mlp_graph"]

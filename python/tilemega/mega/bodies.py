@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple, Optional, Tuple
 
-_MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
+_MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "int32": "i32"}
 
 
 class Access(NamedTuple):
@@ -58,6 +58,10 @@ class Body:
     threads: int
     # build(unit, *arguments) fills the kernel; emit() calls it.
     build: Optional[Callable] = field(default=None, compare=False, repr=False)
+    # Or a `T.*` kernel function (tilemega.language) whose signature is
+    # `args` and whose `T.Kernel(units, threads=threads)` is the body
+    # (t_body makes such records).
+    kernel: Optional[Callable] = field(default=None, compare=False, repr=False)
 
     @property
     def arg_types(self) -> Tuple[str, ...]:
@@ -149,8 +153,42 @@ def _kernel(body: Body):
 
 def emit(body: Body) -> Body:
     """Adds body's func.func at the current insertion point."""
+    if body.kernel is not None:
+        return _emit_traced(body)
     with _kernel(body) as (u, args):
         body.build(u, *args)
+    return body
+
+
+def t_body(name, kernel, units, footprint, threads, emit_now=True) -> Body:
+    """The Body of a `T.*` kernel function: its arguments (names, shapes,
+    dtypes) are the function's tensor parameters, in order; the function
+    opens `T.Kernel(units, threads=threads)` and uses the block index as
+    the unit (a persistent kernel sets it to the unit it runs)."""
+    from ..language.function import KernelSignature
+
+    sig = KernelSignature(kernel)
+    args = []
+    for p in sig.params:
+        if p.kind != "tensor":
+            raise ValueError(f"body {name}: parameter {p.name} is a scalar; task bodies take "
+                             "tensors only (graph tensors)")
+        args.append((p.name, tuple(p.annotation.resolve({})), p.annotation.dtype.name))
+    body = Body(name, tuple(args), units, tuple(footprint), threads, kernel=kernel)
+    return emit(body) if emit_now else body
+
+
+def _emit_traced(body: Body) -> Body:
+    """Traces body.kernel (tilemega.language.trace) and inserts the
+    function at the current insertion point, in the current context."""
+    from tilemega.ir import InsertionPoint, Module
+
+    from ..language.function import KernelSignature, trace
+
+    traced = trace(KernelSignature(body.kernel), {}, {}, name=body.name)
+    parsed = Module.parse(traced.text)
+    (fn,) = list(parsed.body.operations)
+    InsertionPoint.current.insert(fn.detach_from_parent())
     return body
 
 
@@ -331,8 +369,11 @@ def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body
     return _make(body, emit, build)
 
 
-def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
-    """y = W @ rmsnorm(x, norm_w): args (W[N,K], x[K], norm_w[K], y[N]).
+def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
+                 emit=True) -> Body:
+    """y = W @ rmsnorm(x, norm_w) (+ b): args (W[N,K], x[K], norm_w[K], y[N]),
+    or (W, x, norm_w, b[N], y) with bias (Qwen2's q/k/v biases: added to
+    the f32 sums, as the residual of `gemv` is).
 
     The numbers of `rmsnorm` then `gemv`: every unit normalises the whole of
     x as rmsnorm does (it needs sum(x^2) over all K anyway), rounds it to
@@ -342,11 +383,14 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Bo
     R = rows_per_unit
     BK, STAGES = _gemv_setup("gemv_rmsnorm", N, K, R, threads)
     args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16"), ("norm_w", (K,), "bfloat16")],
-                            [Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K)], False)
-    name = f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+                            [Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K)], bias)
+    if bias:   # _gemv_args names the added vector `r`: here it is the bias
+        args = args[:3] + (("b", args[3][1], args[3][2]),) + args[4:]
+    name = (f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+            + ("_bias" if bias else ""))
     body = Body(name, args, N // R, foot, threads)
 
-    def build(u, W, X, NW, Y):
+    def build(u, W, X, NW, *rest):
         ir, arith, _, math, memref, tile = _ir()
         bf16 = ir.BF16Type.get()
         row = arith.muli(u, _iconst(R))
@@ -357,8 +401,9 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Bo
                       lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
         # The chunks come from shared memory: nothing to pipeline for x.
         out = _gemv_rows(row, W, K, R, BK, STAGES, lambda: (
-            lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None))
-        tile.copy(out, Y, dst_offsets=[row], sizes=[R])
+            lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None),
+            rest[0] if bias else None)
+        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
 
     return _make(body, emit, build)
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from . import bodies
+from . import generation_bodies as gbodies
 from .bodies import Body, memref_type
 
 ROLES = ("input", "weight", "scratch", "output", "cache")
-DTYPES = ("bfloat16", "float16", "float32")
+DTYPES = ("bfloat16", "float16", "float32", "int32")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
 # A worker streams ~32 KB/us of HBM (4.2 TB/s over 132 SMs) after ~1.5 us
@@ -72,10 +73,15 @@ def gemv_rows_per_unit(N, K, workers):
     """Rows per GEMV unit: fewest waves of units over the workers, each unit
     paying one pipeline fill, so large units win as long as they still
     cover the workers (e.g. 3072 x 2048 on 132 workers: 24 rows, 128 units).
-    Candidates divide N, at most 128 rows and 512 KB of W."""
+    Candidates divide N, at most 128 rows and 512 KB of W, and are a power
+    of two or a multiple of 8: the unit's [rows, BLOCK_K] tile must spread
+    evenly over the threads (an LM head of 1000 rows would otherwise get
+    125-row units, which no layout spreads)."""
     best = None
     for rows in range(1, min(N, 128) + 1):
         if N % rows or rows * K * 2 > 512 * 1024:
+            continue
+        if rows & (rows - 1) and rows % 8:
             continue
         waves = -(-(N // rows) // workers)
         cost = waves * (_UNIT_LATENCY_US + rows * K * 2 / _SM_BYTES_PER_US)
@@ -208,21 +214,27 @@ class Graph:
         return self._task("rmsnorm", name, body, [("x", x), ("w", w), ("y", y)])
 
     def linear(self, W, x, y, residual=None, norm=None, eps=1e-5, rows_per_unit=None,
-               name=None):
+               bias=None, name=None):
         """y = W @ x (+ residual): W [N, K], x [K], y and residual [N].
 
-        With norm (a [K] weight), y = W @ rmsnorm(x, norm, eps) in one task
-        (bodies.gemv_rmsnorm: the rmsnorm task and its stage boundary go
-        away; no residual then)."""
+        With norm (a [K] weight), y = W @ rmsnorm(x, norm, eps) (+ bias, an
+        [N] weight) in one task (bodies.gemv_rmsnorm: the rmsnorm task and
+        its stage boundary go away; no residual then)."""
         self._need("linear", "W", W, rank=2)
         N, K = W.shape
         rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
         params = [("W", W), ("x", x)]
+        if bias is not None and norm is None:
+            raise ValueError("linear: bias is supported with norm (the fused q/k/v "
+                             "projection) only")
         if norm is not None:
             if residual is not None:
                 raise ValueError("linear: norm and residual together are not supported")
-            body = bodies.gemv_rmsnorm(N, K, rows, eps, threads=self.threads, emit=False)
-            return self._task("linear", name, body, params + [("norm", norm), ("y", y)])
+            body = bodies.gemv_rmsnorm(N, K, rows, eps, bias is not None,
+                                       threads=self.threads, emit=False)
+            extra = [("bias", bias)] if bias is not None else []
+            return self._task("linear", name, body,
+                              params + [("norm", norm)] + extra + [("y", y)])
         body = bodies.gemv(N, K, rows, residual is not None, threads=self.threads, emit=False)
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
@@ -307,6 +319,72 @@ class Graph:
                     ("o_part", o_part), ("lse", lse)], variable=True)
         return self._task("attention", f"{base}_combine", combine,
                           [("o_part", o_part), ("lse", lse), ("o", o)])
+
+    # --- generation (runtime position: generation_bodies, generation_state) ---
+
+    def embed_token(self, table, tokens, gen, x, name=None):
+        """x = table[tokens[gen[POS]]]."""
+        self._need("embed_token", "table", table, rank=2)
+        self._need("embed_token", "tokens", tokens, rank=1, dtype="int32")
+        V, H = table.shape
+        body = gbodies.embed_token(V, H, tokens.size, threads=self.threads, emit=False)
+        return self._task("embed_token", name, body,
+                          [("table", table), ("tokens", tokens), ("gen", gen), ("x", x)])
+
+    def rope_kv_at(self, qkv, cos, sin, gen, q, k_cache, v_cache, name=None):
+        """RoPE of qkv's q and k heads with the tables' row gen[POS]; q gets
+        the rotated q heads, the caches' row gen[POS] the rotated k and the
+        v heads (generation_bodies.rope_kv_at)."""
+        self._need("rope_kv_at", "k_cache", k_cache, rank=3)
+        self._need("rope_kv_at", "q", q, rank=1)
+        Hkv, S, D = k_cache.shape
+        if q.size % D:
+            raise ValueError(f"rope_kv_at: q ({q.size}) is not whole heads of {D}")
+        body = gbodies.rope_kv_at(q.size // D, Hkv, D, S, threads=self.threads, emit=False)
+        return self._task("rope_kv_at", name, body,
+                          [("qkv", qkv), ("cos", cos), ("sin", sin), ("gen", gen), ("q", q),
+                           ("k_cache", k_cache), ("v_cache", v_cache)])
+
+    def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, name=None):
+        """o = softmax(q k^T / sqrt(D)) v over the keys 0..gen[POS] (GQA):
+        flash-decoding partials (a variable-cost task: the JIT queue) and
+        their merge, through two scratch tensors named after o."""
+        self._need("attention_at", "k_cache", k_cache, rank=3)
+        self._need("attention_at", "q", q, rank=1)
+        Hkv, S, D = k_cache.shape
+        if q.size % D:
+            raise ValueError(f"attention_at: q ({q.size}) is not whole heads of {D}")
+        Hq = q.size // D
+        split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads, emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
+        self._check_args("attention_at", split, [("q", q), ("k_cache", k_cache),
+                                                 ("v_cache", v_cache), ("gen", gen)])
+        self._check_args("attention_at", merge, [("o", o)], start=2)
+        o_part = self.scratch(f"{o.name}.o_part", split.args[4][1], "float32")
+        lse = self.scratch(f"{o.name}.lse", split.args[5][1], "float32")
+        base = name or "attn"
+        self._task("attention_at", f"{base}_split", split,
+                   [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen),
+                    ("o_part", o_part), ("lse", lse)], variable=True)
+        return self._task("attention_at", f"{base}_merge", merge,
+                          [("o_part", o_part), ("lse", lse), ("o", o)])
+
+    def pick_next(self, logits, tokens, gen, name=None):
+        """The next token: the first index of the largest logit (greedy),
+        appended to tokens and the state advanced (generation_state.py), in
+        two tasks through a scratch tensor of per-chunk maxima."""
+        self._need("pick_next", "logits", logits, rank=1)
+        self._need("pick_next", "tokens", tokens, rank=1, dtype="int32")
+        V = logits.size
+        part = gbodies.argmax_partial(V, threads=self.threads, emit=False)
+        units = part.units
+        pick = gbodies.pick_advance(V, tokens.size, units, threads=self.threads, emit=False)
+        self._check_args("pick_next", part, [("logits", logits)])
+        best = self.scratch(f"{logits.name}.best", part.args[1][1], "float32")
+        base = name or "pick"
+        self._task("pick_next", f"{base}_partial", part, [("logits", logits), ("best", best)])
+        return self._task("pick_next", f"{base}_advance", pick,
+                          [("best", best), ("tokens", tokens), ("gen", gen)])
 
     def silu_mul(self, gu, a, chunk=None, name=None):
         """a = silu(gu[:I]) * gu[I:], I = a.size."""

@@ -8,6 +8,7 @@ earlier task still reads, so the only hazards are true dependencies.
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 from .graph import Graph, default_workers
 
@@ -134,4 +135,143 @@ def mlp_graph(hidden=2048, intermediate=8192, workers=None, threads=256, eps=1e-
     act = g.scratch("act", [intermediate])
     g.silu_mul(gu, act)
     g.linear(wd, act, out, name="wd")
+    return g
+
+
+# ------------------------------------------------------------------ generation
+
+@dataclass
+class ModelConfig:
+    """A decoder-only Llama / Qwen2 model as the generation graph serves it.
+
+    Field names follow transformers' config.json where there is one
+    (hidden_size -> hidden, ...; tilemega.mega.checkpoint maps them). The
+    rope tables are inputs of the graph (computed on the host from
+    rope_theta / rope_scaling, rope.py), so they do not shape it."""
+    layers: int = 16
+    hidden: int = 2048
+    intermediate: int = 8192
+    heads: int = 32
+    kv_heads: int = 8
+    head_dim: int = 64
+    vocab: int = 128256
+    max_seq_len: int = 4096
+    eps: float = 1e-5
+    qkv_bias: bool = False
+    tie_embeddings: bool = True
+    rope_theta: float = 500000.0
+    rope_scaling: Optional[dict] = None
+    dtype: str = "bfloat16"
+
+    # The limits of the bodies, checked once here with the field they concern.
+    MAX_SEQ_LEN = 32768
+
+    def check(self, source="config"):
+        """ValueError naming the field of `source` (the config, a config.json
+        path) that the generation graph cannot serve; returns self."""
+        def bad(field, why):
+            raise ValueError(f"{source}: {field}: {why}")
+
+        for field in ("layers", "hidden", "intermediate", "heads", "kv_heads", "head_dim",
+                      "vocab", "max_seq_len"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                bad(field, f"must be a positive int, got {value!r}")
+        if self.heads % self.kv_heads:
+            bad("kv_heads", f"{self.kv_heads} does not divide heads ({self.heads})")
+        if not 1 <= self.heads // self.kv_heads <= 16:
+            bad("kv_heads", f"a group of {self.heads // self.kv_heads} query heads per kv "
+                            "head; 1 to 16 are supported")
+        if self.head_dim not in (64, 128):
+            bad("head_dim", f"{self.head_dim}; 64 and 128 are supported")
+        for field in ("hidden", "intermediate"):
+            if getattr(self, field) % 64:
+                bad(field, f"{getattr(self, field)} is not a multiple of 64")
+        if self.max_seq_len > self.MAX_SEQ_LEN or self.max_seq_len % 64:
+            bad("max_seq_len", f"{self.max_seq_len}: a multiple of 64 up to "
+                               f"{self.MAX_SEQ_LEN} (key chunks of the attention)")
+        if self.vocab >= 1 << 24:
+            bad("vocab", f"{self.vocab} is over 2^24 (the pick carries indices as floats)")
+        if self.dtype != "bfloat16":
+            bad("dtype", f"{self.dtype!r}; the generation graph runs bfloat16")
+        if not self.eps > 0:
+            bad("eps", f"must be > 0, got {self.eps!r}")
+        return self
+
+
+def generation_threads(cfg: ModelConfig) -> int:
+    """Threads of the generation graph's CTAs: 256 when the hidden and MLP
+    sizes spread over them (a vector of `hidden` is a [1, hidden] fragment
+    of whole chunks of threads), else 128 or 64 (hidden 896 of Qwen2-0.5B
+    runs on 128)."""
+    for threads in (256, 128, 64):
+        if cfg.hidden % threads == 0 and cfg.intermediate % threads == 0:
+            return threads
+    raise ValueError(f"hidden ({cfg.hidden}) and intermediate ({cfg.intermediate}) must be "
+                     "multiples of 64")
+
+
+def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8) -> Graph:
+    """One decode step of `cfg` at the position the device state says
+    (generation_state.py): embedding of tokens[pos], every layer (the fused
+    7 tasks of decode_graph, the cache row at pos, attention over pos + 1
+    keys), the final RMSNorm, the LM head into `logits` [vocab] and the
+    greedy pick, which appends the next token and advances the state.
+    Launched repeatedly (or replayed from a CUDA graph) it generates.
+
+    Tensors (names as checkpoint.py loads them): embed [vocab, hidden];
+    lm_head (unless tie_embeddings: the LM head reads embed); final_norm;
+    rope_cos / rope_sin [max_seq_len, head_dim/2] f32; per layer l{i}.attn_norm,
+    .wqkv, .bqkv (qkv_bias), .wo, .mlp_norm, .wgu, .wd and the caches
+    l{i}.k_cache / .v_cache [kv_heads, max_seq_len, head_dim]; the state
+    tokens [max_seq_len] and gen [GEN_WORDS] (int32, role cache); the
+    output logits."""
+    from .generation_state import GEN_WORDS
+
+    cfg.check()
+    threads = threads or generation_threads(cfg)
+    H, D, S, V, dt = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab, cfg.dtype
+    Hq, Hkv, I = cfg.heads, cfg.kv_heads, cfg.intermediate
+    if workers is None:
+        workers = default_workers(scheduler_ctas=1)
+    g = Graph("generate", workers=workers, threads=threads)
+    embed = g.weight("embed", [V, H], dt)
+    rot = (g.weight("rope_cos", [S, D // 2], "float32"),
+           g.weight("rope_sin", [S, D // 2], "float32"))
+    tokens = g.cache("tokens", [S], "int32")
+    gen = g.cache("gen", [GEN_WORDS], "int32")
+    x = g.scratch("x", [H], dt)
+    g.embed_token(embed, tokens, gen, x, name="embed")
+    for layer in range(cfg.layers):
+        p = f"l{layer}."
+        qkv_n = (Hq + 2 * Hkv) * D
+        w = {"attn_norm": g.weight(p + "attn_norm", [H], dt),
+             "wqkv": g.weight(p + "wqkv", [qkv_n, H], dt),
+             "bqkv": g.weight(p + "bqkv", [qkv_n], dt) if cfg.qkv_bias else None,
+             "wo": g.weight(p + "wo", [H, Hq * D], dt),
+             "mlp_norm": g.weight(p + "mlp_norm", [H], dt),
+             "wgu": g.weight(p + "wgu", [2 * I, H], dt),
+             "wd": g.weight(p + "wd", [H, I], dt),
+             "k_cache": g.cache(p + "k_cache", [Hkv, S, D], dt),
+             "v_cache": g.cache(p + "v_cache", [Hkv, S, D], dt)}
+        qkv = g.scratch(p + "qkv", [qkv_n], dt)
+        g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, bias=w["bqkv"],
+                 name=p + "qkv")
+        q = g.scratch(p + "q", [Hq * D], dt)
+        g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
+        attn = g.scratch(p + "attn", [Hq * D], dt)
+        g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
+                       name=p + "attn")
+        x1 = g.scratch(p + "x1", [H], dt)
+        g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
+        gu = g.scratch(p + "gu", [2 * I], dt)
+        g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+        x2 = g.scratch(p + "x2", [H], dt)
+        g.linear_silu(w["wd"], gu, x2, residual=x1, name=p + "wd")
+        x = x2
+    final_norm = g.weight("final_norm", [H], dt)
+    head = embed if cfg.tie_embeddings else g.weight("lm_head", [V, H], dt)
+    logits = g.output("logits", [V], dt)
+    g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, name="lm_head")
+    g.pick_next(logits, tokens, gen, name="pick")
     return g

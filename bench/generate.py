@@ -1,0 +1,212 @@
+"""Generation benchmark: our engine against transformers, one run on the GPU.
+
+    PYTHONPATH=python python3 bench/generate.py --artifacts out --out docs/results
+
+Llama-3.2-1B configuration (16 layers, hidden 2048, MLP 8192, 32 q / 8 kv
+heads of 64, vocab 128256, tied embeddings, llama3 rope scaling), random
+weights, bf16, batch 1, a prompt of 512 random tokens, 128 new tokens,
+greedy. Rows (ms per generated token after the first; time to first token
+and tokens/s beside it):
+
+  transformers eager        model.generate, dynamic cache
+  transformers static+compile
+                            cache_implementation="static" with model.forward
+                            under torch.compile(mode="reduce-overhead"),
+                            i.e. CUDA graphs; compiled before timing
+  tilemega engine           tilemega.mega.Engine on gen_llama1b.json: one
+                            persistent-kernel launch per step, replayed from
+                            CUDA graphs of 16 launches; the prompt runs
+                            through the same decode step (no prefill kernels)
+
+Every row is checked before it is timed: its 128 greedy tokens must equal
+transformers-float32's until the first step where float32's own top two
+logits are within bf16 noise (3 x 2^-8 x the largest logit) - error 1 and
+FAILED otherwise. ms/token of the engine is timed on the steps alone (the
+state set back to the last prompt position, 128 launches); of transformers
+as (generate(128) - generate(1)) / 127. The floor is the bytes one step
+reads (weights, the LM head, the KV cache at the mean position) over the
+copy rate measured in the same run.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+WORKLOAD = "Llama-3.2-1B generate, prompt 512 + 128 tokens, batch 1"
+PROMPT, NEW = 512, 128
+
+
+def _load_common():
+    spec = importlib.util.spec_from_file_location("tilemega_bench_common",
+                                                  os.path.join(HERE, "common.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+common = _load_common()
+
+
+def hf_model():
+    """The random-weight LlamaForCausalLM of gen_llama1b's config (float32)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "pytest"))
+    from test_generation_gpu import hf_model as make
+    return make("llama")
+
+
+def first_divergence_ok(ours, ref, scores):
+    """0.0 if `ours` equals `ref` up to the first step where the reference's
+    own top two logits are within bf16 noise, else 1.0."""
+    import torch
+
+    for i, (a, b) in enumerate(zip(ours, ref)):
+        if a != b:
+            s = scores[i][0].float()
+            top = torch.topk(s, 2).values
+            return 0.0 if (top[0] - top[1]).item() <= 3 * 2.0 ** -8 * s.abs().max().item() \
+                else 1.0
+    return 0.0 if len(ours) == len(ref) else 1.0
+
+
+def timed(fn):
+    import torch
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3, out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--artifacts", default=os.path.join(ROOT, "out"))
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs", "results"))
+    args = parser.parse_args(argv)
+
+    import copy
+
+    import torch
+
+    from tilemega.mega import generation_reference as ref
+    from tilemega.mega import generation_state as gs
+    from tilemega.mega.engine import Engine
+
+    report = common.Report("generate", args.out, copy_gbs=common.copy_bandwidth_gbs(),
+                           timing="wall clock around synchronised calls; ms/token after "
+                                  "the first token; median of 3")
+    model = hf_model()
+    cfg_bytes = sum(p.numel() for p in model.parameters()) * 2
+    kv = 2 * model.config.num_hidden_layers * model.config.num_key_value_heads * 64 * 2
+    report.workload(WORKLOAD, bytes=cfg_bytes + kv * (PROMPT + NEW // 2))
+    gen = torch.Generator(device="cpu").manual_seed(7)
+    prompt = torch.randint(0, model.config.vocab_size, (PROMPT,), generator=gen).tolist()
+    ids = torch.tensor([prompt], device="cuda")
+    with torch.no_grad():
+        ref_out = model.generate(ids, do_sample=False, max_new_tokens=NEW, min_new_tokens=NEW,
+                                 output_scores=True, return_dict_in_generate=True,
+                                 pad_token_id=0, eos_token_id=None)
+    ref_tokens = ref_out.sequences[0, PROMPT:].tolist()
+    scores = ref_out.scores
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)
+    del model
+    extra = report.data["extra"]
+
+    def hf_row(name, m, **kw):
+        state = {}
+
+        def run(n):
+            with torch.no_grad():
+                return m.generate(ids, do_sample=False, max_new_tokens=n, min_new_tokens=n,
+                                  pad_token_id=0, eos_token_id=None, **kw)
+
+        def check():
+            run(NEW)                                      # warm-up (compiles)
+            out = run(NEW)[0, PROMPT:].tolist()
+            return {"tokens vs float32": first_divergence_ok(out, ref_tokens, scores)}
+
+        def time_it():
+            ttft = sorted(timed(lambda: run(1))[0] for _ in range(3))[1]
+            total = sorted(timed(lambda: run(NEW))[0] for _ in range(3))[1]
+            state.update(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1))
+            return state["ms_per_token"]
+
+        report.row(WORKLOAD, name, check, time_it, 0.0, role="peer", metric="tokens")
+        report.data["rows"][-1].update(state)
+
+    hf_row("transformers eager", bf16)
+    # A static cache makes generate compile the forward itself (its
+    # compile_config); asked for explicitly where transformers has one,
+    # else the forward is compiled by hand.
+    compiled = copy.deepcopy(bf16)
+    try:
+        from transformers import CompileConfig
+        kw = dict(cache_implementation="static",
+                  compile_config=CompileConfig(fullgraph=True, mode="reduce-overhead"))
+        extra["torch_compile"] = "transformers CompileConfig(fullgraph, reduce-overhead)"
+    except ImportError:
+        compiled.forward = torch.compile(compiled.forward, mode="reduce-overhead",
+                                         fullgraph=True)
+        kw = dict(cache_implementation="static")
+        extra["torch_compile"] = "model.forward = torch.compile(reduce-overhead, fullgraph)"
+    start = time.perf_counter()
+    hf_row("transformers static cache + torch.compile (CUDA graphs)", compiled, **kw)
+    extra["torch_compile_check_and_time_s"] = time.perf_counter() - start
+    del compiled
+
+    artifact = os.path.join(args.artifacts, "gen_llama1b.json")
+    state = {}
+    engine = {}
+
+    def check_ours():
+        engine["e"] = e = Engine.from_model(bf16, max_seq_len=4096, artifact=artifact)
+        out = e.generate(prompt, max_new_tokens=NEW, eos_token_id=-1)
+        return {"tokens vs float32": first_divergence_ok(out, ref_tokens, scores)}
+
+    def time_ours():
+        e = engine["e"]
+        ttfts, steps = [], []
+        for _ in range(3):
+            start = time.perf_counter()
+            first = next(e.stream(prompt, max_new_tokens=NEW, eos_token_id=-1))
+            ttfts.append((time.perf_counter() - start) * 1e3)
+            del first
+            # The decode steps alone: back to the last prompt position (its
+            # cache rows hold what the prompt wrote), 128 launches.
+            e.tensors["gen"].copy_(torch.tensor(gs.initial(PROMPT - 1, PROMPT, PROMPT + NEW),
+                                                dtype=torch.int32))
+            e._replay(e.chunk)          # warm: capture once
+            e.tensors["gen"].copy_(torch.tensor(gs.initial(PROMPT - 1, PROMPT, PROMPT + NEW),
+                                                dtype=torch.int32))
+            ms, _ = timed(lambda: [e._replay(e.chunk) for _ in range(NEW // e.chunk)])
+            steps.append(ms / NEW)
+            e.kernel.check()
+        state.update(ttft_ms=sorted(ttfts)[1], ms_per_token=sorted(steps)[1])
+        host = []
+        for _ in range(20):
+            t0 = time.perf_counter()
+            e._graph.replay()
+            host.append((time.perf_counter() - t0) * 1e6)
+        torch.cuda.synchronize()
+        state["host_us_per_replay_of_16_steps"] = sorted(host)[10]
+        return state["ms_per_token"]
+
+    report.row(WORKLOAD, "tilemega engine (one persistent kernel per step)", check_ours,
+               time_ours, 0.0, metric="tokens")
+    report.data["rows"][-1].update(state)
+    for row in report.data["rows"]:
+        if row.get("ms_per_token"):
+            row["tokens_per_s"] = 1e3 / row["ms_per_token"]
+    extra.update(prompt=PROMPT, new_tokens=NEW, reference="transformers float32 greedy",
+                 logits_tolerance=ref.logits_tolerance(engine["e"].cfg) if "e" in engine
+                 else None)
+    return report.finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

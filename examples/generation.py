@@ -1,0 +1,145 @@
+"""The generation graphs we ship (models.generation_graph) and their GPU check.
+
+    python examples/generation.py out              # build (compiler machine)
+    python examples/generation.py out --run-only   # check on the GPU machine
+
+Artifacts:
+  gen_llama1b     Llama-3.2-1B shape: 16 layers, hidden 2048, MLP 8192,
+                  32 q / 8 kv heads of 64, vocab 128256, tied embeddings,
+                  max_seq_len 4096 (the benchmark's prompt 512 + 128 fit)
+  gen_qwen2       Qwen2-0.5B shape with q/k/v biases and a GQA group of 7:
+                  24 layers, hidden 896, MLP 4864, 14 q / 2 kv heads of 64,
+                  vocab 151936, untied LM head, max_seq_len 2048 (128 threads)
+  gen_small       2 layers, hidden 256, vocab 1000, max_seq_len 256: the
+                  quick one (tests, sanitizers)
+
+check_artifact(path, torch) is what gpu_check.py records: for each position
+of positions(cfg) (1, the middle, max_seq_len - 2 and max_seq_len - 1) one
+launch from random weights and a random history in the caches and tokens,
+judged against float64 (generation_reference.check_step: logits, the k/v
+rows written, the rows not to touch, the pick, the state). The positions
+near the end of the cache put attention's last chunk and the last split at
+the edge; the state at max_seq_len - 1 has no room for a next token.
+"""
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# name -> ModelConfig fields
+CONFIGS = {
+    "gen_llama1b": dict(layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8,
+                        head_dim=64, vocab=128256, max_seq_len=4096, tie_embeddings=True,
+                        rope_theta=500000.0,
+                        rope_scaling={"rope_type": "llama3", "factor": 32.0,
+                                      "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                      "original_max_position_embeddings": 8192}),
+    "gen_qwen2": dict(layers=24, hidden=896, intermediate=4864, heads=14, kv_heads=2,
+                      head_dim=64, vocab=151936, max_seq_len=2048, qkv_bias=True,
+                      tie_embeddings=False, eps=1e-6, rope_theta=1000000.0),
+    "gen_small": dict(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2,
+                      head_dim=64, vocab=1000, max_seq_len=256, tie_embeddings=True),
+}
+
+
+def config(name):
+    from tilemega.mega.models import ModelConfig
+    return ModelConfig(**CONFIGS[name])
+
+
+def build_all(out):
+    """Compiles every CONFIGS graph into `out`; returns the JSON paths."""
+    import tilemega
+    from tilemega import mega
+
+    paths = []
+    for name in CONFIGS:
+        graph = mega.generation_graph(config(name))
+        art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name=name)
+        paths.append(art.save(out))
+    return paths
+
+
+def config_of(path):
+    """The ModelConfig an artifact was built for: its name's CONFIGS entry,
+    checked against the tensors its kernel takes (ValueError otherwise)."""
+    import json
+
+    from tilemega.mega import generation_reference as ref
+
+    name = os.path.basename(path)[:-len(".json")]
+    if name not in CONFIGS:
+        raise ValueError(f"{path}: not a generation artifact of examples/generation.py")
+    cfg = config(name)
+    with open(path) as f:
+        meta = json.load(f)
+    (kernel,) = [k for k in meta["kernels"] if "mega" in k]
+    shapes = {p["name"]: (tuple(p["shape"]), p["dtype"]) for p in kernel["params"]
+              if p.get("role") not in (None, "runtime", "scratch")}
+    expected = {n: (tuple(s), d) for n, (s, d) in ref.tensor_specs(cfg).items()}
+    if shapes != expected:
+        raise ValueError(f"{path}: its tensors are not those of {name}'s config: "
+                         f"{sorted(set(shapes.items()) ^ set(expected.items()))[:4]}")
+    return cfg
+
+
+def positions(cfg):
+    S = cfg.max_seq_len
+    return [1, S // 2 + 3, S - 2, S - 1]
+
+
+def check_artifact(path, torch, seed=0):
+    """Launches the artifact once per position of positions(cfg) on fresh
+    random tensors; {"error": worst logits error, "tolerance", "passed",
+    "details": {position: check_step details}}."""
+    from tilemega.mega import generation_reference as ref
+    from tilemega.runtime import load_mega
+
+    cfg = config_of(path)
+    mk = load_mega(path)
+    tensors = ref.make_tensors(cfg, seed=seed)
+    mk.bind({p.name: tensors[p.name] for p in mk.user_params})
+    worst, passed, details = 0.0, True, {}
+    for pos in positions(cfg):
+        # The step generates the token after pos (given = pos + 1) when
+        # there is room; at max_seq_len - 1 there is none (DONE, pos stays).
+        ref.set_state(tensors, pos, given=pos + 1, end=cfg.max_seq_len, eos=None)
+        tensors["logits"].fill_(float("nan"))
+        before = ref.snapshot(cfg, tensors)
+        expected = ref.step_float64(cfg, tensors)
+        mk.launch()
+        mk.check()
+        torch.cuda.synchronize()
+        got = ref.check_step(cfg, tensors, before, expected)
+        worst = max(worst, got["error"])
+        passed &= got["passed"]
+        details[str(pos)] = {k: v for k, v in got["details"].items()
+                             if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
+    return {"error": worst, "tolerance": ref.logits_tolerance(cfg), "passed": passed,
+            "details": details}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default="out")
+    parser.add_argument("--run-only", action="store_true")
+    args = parser.parse_args()
+    if not args.run_only:
+        for path in build_all(args.out):
+            print(f"built {path}")
+        return 0
+    import torch
+
+    ok = True
+    for name in CONFIGS:
+        got = check_artifact(os.path.join(args.out, name + ".json"), torch)
+        ok &= got["passed"]
+        print(f"{name}: worst logits error {got['error']:.3g}: "
+              f"{'ok' if got['passed'] else 'FAILED'} {got['details']}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Command line generation: `python -m tilemega.generate --model DIR --prompt "..."`.
+
+    python -m tilemega.generate --model llama-dir --prompt "The capital of France is"
+    python -m tilemega.generate --model llama-dir --prompt-ids 128000,791,6864 \\
+        --max-new-tokens 64 --artifact out/gen_llama1b.json
+
+Prints the tokens as they arrive (text through the checkpoint's tokenizer
+when `tokenizers` or `transformers` is installed and the folder has one;
+ids otherwise), then time to first token, ms/token and tokens/s. Greedy
+decoding (tilemega.mega.Engine). Without --artifact the graph is compiled
+here (needs the compiler; cached on disk). Exit status 2 on bad arguments,
+1 on a failed generation.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+
+def _ids(text):
+    try:
+        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated token ids, got {text!r}")
+    if not ids:
+        raise argparse.ArgumentTypeError("no token ids given")
+    return ids
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def tokenizer_of(folder):
+    """A (encode, decode) pair for the checkpoint's tokenizer, or None."""
+    path = os.path.join(folder, "tokenizer.json")
+    try:
+        from tokenizers import Tokenizer
+        if os.path.exists(path):
+            tok = Tokenizer.from_file(path)
+            return (lambda s: tok.encode(s).ids), (lambda ids: tok.decode(ids))
+    except ImportError:
+        pass
+    try:
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        return (lambda s: tok(s)["input_ids"]), (lambda ids: tok.decode(ids))
+    except Exception:   # no transformers, or no tokenizer files in the folder
+        return None
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tilemega.generate",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True, help="checkpoint folder (config.json, "
+                        "*.safetensors)")
+    prompt = parser.add_mutually_exclusive_group(required=True)
+    prompt.add_argument("--prompt", help="text (needs the checkpoint's tokenizer)")
+    prompt.add_argument("--prompt-ids", type=_ids, help="comma-separated token ids")
+    parser.add_argument("--max-new-tokens", type=_positive, default=64)
+    parser.add_argument("--max-seq-len", type=_positive, default=4096)
+    parser.add_argument("--artifact", help="a prebuilt generation artifact (.json)")
+    parser.add_argument("--eos-id", type=int, default=None,
+                        help="stop at this id (default: the checkpoint's eos_token_id)")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.model):
+        parser.error(f"--model {args.model}: not a folder")
+    if not os.path.isfile(os.path.join(args.model, "config.json")):
+        parser.error(f"--model {args.model}: no config.json in it")
+    if args.artifact is not None and not os.path.isfile(args.artifact):
+        parser.error(f"--artifact {args.artifact}: no such file")
+    return parser, args
+
+
+def main(argv=None):
+    parser, args = parse_args(argv)
+    codec = tokenizer_of(args.model)
+    if args.prompt is not None:
+        if codec is None:
+            parser.error(f"--prompt needs a tokenizer: {args.model} has no tokenizer.json "
+                         "that `tokenizers` or `transformers` can read (use --prompt-ids)")
+        ids = codec[0](args.prompt)
+    else:
+        ids = args.prompt_ids
+    from .mega.engine import Engine
+
+    def progress(message):
+        print(f"[tilemega] {message}", file=sys.stderr, flush=True)
+
+    try:
+        engine = Engine.from_pretrained(args.model, max_seq_len=args.max_seq_len,
+                                        artifact=args.artifact, eos_token_id=args.eos_id,
+                                        progress=progress)
+        start = time.perf_counter()
+        first, out = None, []
+        for token in engine.stream(ids, max_new_tokens=args.max_new_tokens):
+            if first is None:
+                first = time.perf_counter() - start
+            out.append(token)
+            print(codec[1]([token]) if codec else f"{token} ", end="", flush=True)
+        total = time.perf_counter() - start
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print()
+    if out:
+        rest = (total - first) / max(1, len(out) - 1) * 1e3
+        print(f"[tilemega] {len(out)} tokens; time to first token {first * 1e3:.1f} ms "
+              f"({len(ids)} prompt tokens); {rest:.3f} ms/token after it, "
+              f"{len(out) / total:.1f} tokens/s overall", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

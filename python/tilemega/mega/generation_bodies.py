@@ -1,0 +1,371 @@
+"""Task bodies of the generation graph, written in `T.*` (tilemega.language).
+
+These read the decode position at run time from the generation state `gen`
+(generation_state.py), so one artifact serves every position below the
+cache length S:
+
+  embed_token       x = embedding[tokens[pos]]
+  rope_kv_at        RoPE of q and k from the cos/sin tables' row pos; the new
+                    k and v go to cache row pos
+  attention_at      flash-decoding partials over keys 0..pos (the last chunk
+                    masked), any GQA group (padded to the warps)
+  attention_merge   the partials of the splits, as attention_combine
+  argmax_partial    per chunk of the logits: the largest and its first index
+  pick_advance      the first index of the largest logit; advances `gen` and
+                    appends to `tokens` (generation_state.advance)
+
+Each factory returns a bodies.Body (bodies.t_body) with its footprint.
+Footprints of runtime-dependent ranges (the cache row at pos, the state)
+cover the whole tensor: dependencies are then conservative, never missing.
+"""
+
+import math as _math
+
+import tilemega.language as T
+
+from . import generation_state as gs
+from .bodies import Access, Body, _check, t_body
+
+_INF = float("inf")
+
+
+def _dt(dtype):
+    return {"bfloat16": T.bfloat16, "float32": T.float32, "int32": T.int32}[dtype]
+
+
+def embed_token(V, H, S, *, threads=256, emit=True) -> Body:
+    """x = table[tokens[gen[POS]]]: args (table [V, H], tokens [S] i32,
+    gen [GEN_WORDS] i32, x [H]); one unit. The row goes through shared
+    memory (any H; a fragment would need H to spread over the threads)."""
+    _check(H % 8 == 0, f"embed_token: hidden {H} must be a multiple of 8 (16-byte rows)")
+    W = gs.GEN_WORDS
+
+    def embed(table: T.Tensor((V, H), "bfloat16"), tokens: T.Tensor((S,), "int32"),
+              gen: T.Tensor((W,), "int32"), x: T.Tensor((H,), "bfloat16")):
+        with T.Kernel(1, threads=threads) as u:
+            token = tokens[gen[gs.POS]]
+            row = T.alloc_shared((1, H), "bfloat16")
+            T.copy(table[token, 0], row)
+            T.copy(row, x.view(1, H)[0, 0])
+
+    foot = (Access("read", 0, 0, 0, V * H), Access("read", 1, 0, 0, S),
+            Access("read", 2, 0, 0, W), Access("write", 3, 0, 0, H))
+    return t_body(f"embed_{V}x{H}_s{S}", embed, 1, foot, threads, emit)
+
+
+def rope_kv_at(Hq, Hkv, D, S, *, threads=256, emit=True) -> Body:
+    """RoPE at position p = gen[POS] and the cache write, one unit per kv
+    head g: args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin [S, D/2] f32,
+    gen, q_out [Hq*D], k_cache [Hkv, S, D], v_cache [Hkv, S, D]).
+
+    Unit g rotates the G = Hq/Hkv query heads of group g into q_out and k
+    head g into k_cache[g, p], and copies v head g to v_cache[g, p]; the
+    rotation is Llama's rotate-half with the tables' row p:
+    out[j] = x[j] cos[p, i] -+ x[j +- D/2] sin[p, i], i = j mod D/2 (f32,
+    rounded once to bf16), the numbers of bodies.rope_kv_append."""
+    _check(D % 2 == 0 and D % 8 == 0, f"rope_kv_at: head_dim {D} must be a multiple of 8")
+    _check(Hq % Hkv == 0, f"rope_kv_at: heads {Hq} not a multiple of kv_heads {Hkv}")
+    G, half, total, W = Hq // Hkv, D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
+
+    def rope_kv(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((S, half), "float32"),
+                sin: T.Tensor((S, half), "float32"), gen: T.Tensor((W,), "int32"),
+                q_out: T.Tensor((Hq * D,), "bfloat16"),
+                k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                v_cache: T.Tensor((Hkv, S, D), "bfloat16")):
+        with T.Kernel(Hkv, threads=threads) as g:
+            p = gen[gs.POS]
+            heads = qkv.view(Hq + 2 * Hkv, D)
+            # Rows 0..G-1: the group's q heads, row G: its k head. A head is
+            # less than one element per thread: through shared memory.
+            x_s = T.alloc_shared((G + 1, D), "bfloat16")
+            o_s = T.alloc_shared((G + 1, D), "bfloat16")
+            v_s = T.alloc_shared((1, D), "bfloat16")
+            T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
+            T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
+            T.copy(heads[Hq + Hkv + g, 0], v_s)
+            for h, j in T.Parallel(G + 1, D):
+                i = j % half
+                a = T.cast(x_s[h, j], "float32")
+                b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
+                o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
+            row = g * S + p                                  # cache row [g, p]
+            T.copy(o_s[0:G, 0:D], q_out.view(Hq, D)[g * G, 0])
+            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
+            T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
+
+    # The cache row depends on p: each unit's access covers its kv head's
+    # whole cache (stride S*D), and every unit reads the tables.
+    foot = (Access("read", 0, G * D, 0, G * D),                 # q heads of group g
+            Access("read", 0, D, Hq * D, D),                    # k head g
+            Access("read", 0, D, (Hq + Hkv) * D, D),            # v head g
+            Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
+            Access("read", 3, 0, 0, W),
+            Access("write", 4, G * D, 0, G * D),
+            Access("write", 5, S * D, 0, S * D),
+            Access("write", 6, S * D, 0, S * D))
+    return t_body(f"rope_kv_at_{Hq}x{Hkv}x{D}_s{S}", rope_kv, Hkv, foot, threads, emit)
+
+
+def padded_group(G, D, threads):
+    """(Gp, row_warps, col_threads): the G query rows of a kv group padded to
+    Gp rows that spread over the warps (Gp a divisor or a multiple of the
+    warp count) with the warps' column threads no more than D (one lane a
+    column of the accumulator): G = 7 on 8 warps gives 8 rows, G = 1 with
+    D = 64 gives 4. The padding rows compute and are never stored."""
+    warps = threads // 32
+    Gp = max(G, -(-warps * 32 // D))
+    while not (warps % Gp == 0 or Gp % warps == 0):
+        Gp += 1
+    row_warps = min(Gp, warps)
+    return Gp, row_warps, 32 * (warps // row_warps)
+
+
+def attention_at_config(Hq, Hkv, D, S, splits, threads):
+    """(Gp, block_n, stages, layout) of attention_at; ValueError naming the
+    parameter it cannot serve."""
+    _check(Hq % Hkv == 0, f"attention_at: heads {Hq} not a multiple of kv_heads {Hkv}")
+    _check(D >= 32 and D & (D - 1) == 0,
+           f"attention_at: head_dim {D} must be a power of two >= 32")
+    _check(splits >= 1, f"attention_at: splits {splits} must be >= 1")
+    Gp, row_warps, col_threads = padded_group(Hq // Hkv, D, threads)
+    _check(D % col_threads == 0,
+           f"attention_at: head_dim {D} is not a multiple of the {col_threads} threads a row "
+           f"of the accumulator spreads over")
+    block_n = max(col_threads, 32)
+    _check(S % block_n == 0,
+           f"attention_at: the cache length {S} must be a multiple of {block_n} (key chunks)")
+    warps = threads // 32
+    layout = (f"#tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
+              f"warpsPerBlock = [{row_warps}, {warps // row_warps}], order = [1, 0]>")
+    return Gp, block_n, 2, layout
+
+
+def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
+    """Flash-decoding partials over the keys 0..p (p = gen[POS]) of one
+    (kv head g, split s) per unit u = g*splits + s: args (q [Hq*D],
+    k_cache [Hkv, S, D], v_cache, gen, o_part [Hkv*splits*Gp*D] f32,
+    lse [Hkv*splits*Gp] f32).
+
+    The p+1 keys are cut into chunks of block_n, and split s takes chunks
+    [s*c, min((s+1)*c, chunks)), c = ceil(chunks / splits): the work of a
+    unit follows the length (a split past the end stores o = 0 and
+    lse = -inf, which the merge weighs 0). Keys of the last chunk past p are
+    masked to -inf before the row maximum. Each unit stores its normalised
+    partial output at o_part rows u*Gp + i and the base-2 log-sum-exp at
+    lse[u*Gp + i] (rows i >= G pad the group; attention_merge skips them).
+    The same online softmax as bodies.attention_split."""
+    G = Hq // Hkv
+    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads)
+    W = gs.GEN_WORDS
+    c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
+    k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
+    rows = Hkv * splits * Gp
+
+    def attention(q: T.Tensor((Hq * D,), "bfloat16"),
+                  k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                  v_cache: T.Tensor((Hkv, S, D), "bfloat16"), gen: T.Tensor((W,), "int32"),
+                  o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            g, s = u // splits, u % splits
+            keys = gen[gs.POS] + 1
+            chunks = (keys + (BN - 1)) // BN
+            per = (chunks + (splits - 1)) // splits
+            first = T.min(s * per, chunks)
+            last = T.min(first + per, chunks)
+            K2, V2 = k_cache.view(Hkv * S, D), v_cache.view(Hkv * S, D)
+            q_s = T.alloc_shared((Gp, D), "bfloat16")
+            k_s = T.alloc_shared((BN, D), "bfloat16", swizzle=k_swizzle)
+            v_s = T.alloc_shared((BN, D), "bfloat16")
+            p_s = T.alloc_shared((Gp, BN), "bfloat16")
+            sc = T.alloc_fragment((Gp, BN), "float32", layout=layout)
+            acc = T.alloc_fragment((Gp, D), "float32", layout=layout)
+            m = T.alloc_fragment((Gp,), "float32")
+            l = T.alloc_fragment((Gp,), "float32")
+            m_cur = T.alloc_fragment((Gp,), "float32")
+            alpha = T.alloc_fragment((Gp,), "float32")
+            # Gp rows from the group's first head: padding rows read the next
+            # group's heads (or, past the last head, the copy's zeros).
+            T.copy(q.view(Hq, D)[g * G, 0], q_s)
+            T.fill(m, -T.infinity("float32"))
+            T.clear(l)
+            T.clear(acc)
+            for t in T.Pipelined(first, last, num_stages=STAGES):
+                T.copy(K2[g * S + t * BN, 0], k_s)
+                T.copy(V2[g * S + t * BN, 0], v_s)
+                T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(Gp, BN):
+                    sc[i, j] = T.if_then_else(t * BN + j < keys, sc[i, j],
+                                              -T.infinity("float32"))
+                T.reduce_max(sc, m_cur, dim=1)
+                # Online softmax in base 2: m' = max(m, rowmax * c),
+                # alpha = exp2(m - m') rescales l and acc (0 while m = -inf).
+                for i in T.Parallel(Gp):
+                    m_new = T.max(m[i], m_cur[i] * c)
+                    alpha[i] = T.exp2(m[i] - m_new)
+                    l[i] = l[i] * alpha[i]
+                    m[i] = m_new
+                for i, j in T.Parallel(Gp, BN):
+                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
+                for i, j in T.Parallel(Gp, D):
+                    acc[i, j] = acc[i, j] * alpha[i]
+                T.reduce_sum(sc, l, dim=1, clear=False)
+                T.copy(sc, p_s)
+                T.gemm(p_s, v_s, acc)
+            # A split with no keys has l = 0: o = 0 and lse = -inf.
+            for i, j in T.Parallel(Gp, D):
+                acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)
+            T.copy(acc, o_part.view(rows, D)[u * Gp, 0])
+            # Every thread holding row i has m[i] and l[i]; they store the same.
+            for i in T.Parallel(Gp):
+                lse[u * Gp + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
+                                                 -T.infinity("float32"))
+
+    foot = (Access("read", 0, 0, 0, Hq * D),
+            Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
+            Access("read", 3, 0, 0, W),
+            Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
+    return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits, foot,
+                  threads, emit)
+
+
+def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
+    """o = sum_s w_s o_part_s / sum_s w_s, w_s = exp2(lse_s - max_s lse_s),
+    one unit per kv group g over attention_at's padded rows
+    ((g*splits + s)*Gp + i): args (o_part, lse, o [Hq*D]); stores the G
+    real rows of the group. A split that had no keys (lse = -inf, o = 0)
+    weighs 0. The numbers of bodies.attention_combine."""
+    from .bodies import _combine_layout
+
+    G = Hq // Hkv
+    Gp = padded_group(G, D, threads)[0]
+    rows = Hkv * splits * Gp
+    layout = _combine_layout(splits, Gp, D, threads)
+
+    def merge(o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32"),
+              o: T.Tensor((Hq * D,), "bfloat16")):
+        with T.Kernel(Hkv, threads=threads) as g:
+            x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
+            w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
+            mx = T.alloc_fragment((Gp, D), "float32")
+            den = T.alloc_fragment((Gp, D), "float32")
+            num = T.alloc_fragment((Gp, D), "float32")
+            out = T.alloc_shared((Gp, D), "bfloat16")
+            T.copy(o_part.view(Hkv * splits, Gp, D)[g * splits, 0, 0], x)
+            # lse broadcast over D: every reduction below runs over one layout.
+            for sp, i, d in T.Parallel(splits, Gp, D):
+                w[sp, i, d] = lse[(g * splits + sp) * Gp + i]
+            T.reduce_max(w, mx, dim=0)
+            for sp, i, d in T.Parallel(splits, Gp, D):
+                w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
+                x[sp, i, d] = x[sp, i, d] * w[sp, i, d]
+            T.reduce_sum(w, den, dim=0)
+            T.reduce_sum(x, num, dim=0)
+            for i, d in T.Parallel(Gp, D):
+                num[i, d] = num[i, d] / den[i, d]
+            T.copy(num, out)
+            T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
+
+    foot = (Access("read", 0, splits * Gp * D, 0, splits * Gp * D),
+            Access("read", 1, splits * Gp, 0, splits * Gp),
+            Access("write", 2, G * D, 0, G * D))
+    return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}", merge, Hkv, foot, threads, emit)
+
+
+def argmax_chunk(V, threads=256):
+    """Logits per argmax_partial unit: 8 per thread (one 16-byte vector)."""
+    return min(8 * threads, -(-V // threads) * threads)
+
+
+def argmax_partial(V, *, threads=256, emit=True) -> Body:
+    """Per chunk u of the logits: the largest value and the first index that
+    holds it (as an exact float: indices < 2^24), at partial[2u], [2u+1]:
+    args (logits [V] bf16, partial [2*units] f32). The last chunk is masked
+    past V. Ties pick the lowest index, as torch.argmax does."""
+    chunk = argmax_chunk(V, threads)
+    units = -(-V // chunk)
+    _check(V < (1 << 24), f"argmax_partial: vocabulary {V} is over 2^24 (indices as floats)")
+
+    def partial(logits: T.Tensor((V,), "bfloat16"),
+                best: T.Tensor((2 * units,), "float32")):
+        with T.Kernel(units, threads=threads) as u:
+            x = T.alloc_fragment((1, chunk), "float32")
+            at = T.alloc_fragment((1, chunk), "float32")
+            top = T.alloc_fragment((1,), "float32")
+            first = T.alloc_fragment((1,), "float32")
+            T.copy(logits.view(1, V)[0, u * chunk], x)
+            for i, j in T.Parallel(1, chunk):
+                x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
+            T.reduce_max(x, top, dim=1)
+            for i, j in T.Parallel(1, chunk):
+                at[i, j] = T.if_then_else(x[i, j] == top[i],
+                                          T.cast(u * chunk + j, "float32"), float(1 << 24))
+            T.reduce_min(at, first, dim=1)
+            for i in T.Parallel(1):
+                best[2 * u] = top[i]
+                best[2 * u + 1] = first[i]
+
+    whole = (Access("read", 0, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()
+    foot = whole + (Access("read", 0, 0, (units - 1) * chunk, V - (units - 1) * chunk,
+                           units - 1, units),                      # the last, maybe short
+                    Access("write", 1, 2, 0, 2))
+    return t_body(f"argmax_partial_{V}_c{chunk}", partial, units, foot, threads, emit)
+
+
+def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
+    """The step's pick and the state's advance, one unit: args (partial
+    [2*units] f32 of argmax_partial, tokens [S] i32, gen [GEN_WORDS] i32).
+    The pick is the lowest index among the partials' equal maxima; then
+    gen and tokens change as generation_state.advance says. One thread
+    writes the state (a parallel over shared tiles runs each element once)."""
+    W = gs.GEN_WORDS
+    n = -(-units // threads) * threads
+
+    def pick(best: T.Tensor((2 * units,), "float32"), tokens: T.Tensor((S,), "int32"),
+             gen: T.Tensor((W,), "int32")):
+        with T.Kernel(1, threads=threads) as u:
+            top = T.alloc_fragment((1, n), "float32")
+            at = T.alloc_fragment((1, n), "float32")
+            most = T.alloc_fragment((1,), "float32")
+            first = T.alloc_fragment((1,), "float32")
+            pair = best.view(units, 2)
+            for i, j in T.Parallel(1, n):
+                top[i, j] = T.if_then_else(j < units, pair[T.min(j, units - 1), 0],
+                                           -T.infinity("float32"))
+            T.reduce_max(top, most, dim=1)
+            for i, j in T.Parallel(1, n):
+                at[i, j] = T.if_then_else(top[i, j] == most[i], pair[T.min(j, units - 1), 1],
+                                          float(1 << 24))
+            T.reduce_min(at, first, dim=1)
+            state = T.alloc_shared((W,), "int32")
+            new = T.alloc_shared((W,), "int32")
+            pick_s = T.alloc_shared((1,), "int32")
+            token_s = T.alloc_shared((1,), "int32")
+            for i in T.Parallel(1):
+                pick_s[0] = T.cast(first[i], "int32")   # every holder, the same value
+            T.copy(gen, state)
+            p, given, end = state[gs.POS], state[gs.GIVEN], state[gs.END]
+            live = state[gs.DONE] == 0
+            nxt = p + 1
+            room = nxt < end
+            emits = live & room & (nxt >= given)
+            slot = T.min(T.max(nxt, 0), S - 1)
+            # Parallels over shared tiles alone run each element on one
+            # thread: one writer per word of the state and for the token.
+            for k in T.Parallel(W):
+                picked = pick_s[0]
+                stop = live & ((nxt >= end) | (emits & ((picked == state[gs.EOS]) |
+                                                        (nxt == end - 1))))
+                new[k] = T.if_then_else(
+                    (k == gs.POS) & live & room, nxt, T.if_then_else(
+                        (k == gs.DONE) & stop, 1, T.if_then_else(
+                            (k == gs.GENERATED) & emits, state[k] + 1, T.if_then_else(
+                                (k == gs.LAST) & live, picked, state[k]))))
+            for k in T.Parallel(1):
+                token_s[k] = T.if_then_else(emits, pick_s[k], tokens[slot])
+            T.copy(token_s, tokens[slot])
+            T.copy(new, gen)
+
+    foot = (Access("read", 0, 0, 0, 2 * units),
+            Access("read", 1, 0, 0, S), Access("write", 1, 0, 0, S),
+            Access("read", 2, 0, 0, W), Access("write", 2, 0, 0, W))
+    return t_body(f"pick_advance_{V}_s{S}_u{units}", pick, 1, foot, threads, emit)

@@ -1,0 +1,267 @@
+"""The float64 reference of one generation step and the checks of a step
+that ran (examples/run_generation.py, test_generation_gpu.py, gpu_check.py).
+
+A step at position p (generation_state.py) reads tokens[p], writes the k/v
+cache rows p of every layer, attends over keys 0..p (rows < p as the caches
+hold them: what earlier steps wrote), and ends with the logits of the next
+token and the greedy pick. `step_float64` computes that in float64 numpy
+from the step's own input tensors; `check_step` judges a launch by its
+logits, its written cache rows, the cache rows it must not touch, its pick
+and the state it left. numpy only, torch when given torch tensors; no
+compiler.
+
+Config: any object with the fields of tilemega.mega.models.ModelConfig.
+"""
+
+import math
+
+import numpy as np
+
+from . import generation_state as gs
+from .rope import tables as rope_tables
+
+# Relative L2 of the logits against float64: bf16 weights and activations
+# through the layers. Independent roundings add up like the square root of
+# the depth: 3e-2 at 16 layers (reference.DECODE_TOLERANCE, where torch
+# eager in bf16 is itself at 1.7e-2).
+def logits_tolerance(cfg):
+    return 7.5e-3 * math.sqrt(cfg.layers)
+
+
+
+
+def kv_row_tolerance(cfg):
+    """A written k/v row: computed from a hidden state whose error is at
+    most the logits' tolerance, plus two bf16 roundings (qkv stored, k after
+    RoPE) of about 2.3e-3 each (reference.KV_ROW_TOLERANCE: 4e-2 at 16
+    layers). A missing write leaves a random row: error about sqrt(2)."""
+    return logits_tolerance(cfg) + 1e-2
+
+
+def tensor_specs(cfg):
+    """{name: (shape, dtype)} of every tensor the generation graph binds
+    (models.generation_graph), in the graph's order, logits last."""
+    H, D, S, V = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab
+    Hq, Hkv, I = cfg.heads, cfg.kv_heads, cfg.intermediate
+    bf, n = "bfloat16", (Hq + 2 * Hkv) * D
+    specs = {"embed": ((V, H), bf), "rope_cos": ((S, D // 2), "float32"),
+             "rope_sin": ((S, D // 2), "float32"), "tokens": ((S,), "int32"),
+             "gen": ((gs.GEN_WORDS,), "int32")}
+    for layer in range(cfg.layers):
+        p = f"l{layer}."
+        specs[p + "attn_norm"] = ((H,), bf)
+        specs[p + "wqkv"] = ((n, H), bf)
+        if cfg.qkv_bias:
+            specs[p + "bqkv"] = ((n,), bf)
+        specs.update({p + "wo": ((H, Hq * D), bf), p + "mlp_norm": ((H,), bf),
+                      p + "wgu": ((2 * I, H), bf), p + "wd": ((H, I), bf),
+                      p + "k_cache": ((Hkv, S, D), bf), p + "v_cache": ((Hkv, S, D), bf)})
+    specs["final_norm"] = ((H,), bf)
+    if not cfg.tie_embeddings:
+        specs["lm_head"] = ((V, H), bf)
+    specs["logits"] = ((V,), bf)
+    return specs
+
+
+def cache_names(cfg):
+    return [f"l{layer}.{kind}" for layer in range(cfg.layers) for kind in ("k_cache", "v_cache")]
+
+
+def head_name(cfg):
+    return "embed" if cfg.tie_embeddings else "lm_head"
+
+
+def make_tensors(cfg, seed=0, device="cuda"):
+    """Random tensors of every spec (torch): projections normal / sqrt(fan_in),
+    norms 1 + 0.05 normal, biases 0.1 normal, the embedding normal, caches
+    normal at every position (a stale row differs from the one a step must
+    write), tokens uniform in [0, vocab), the rope tables of cfg
+    (rope.tables), gen zeros and logits NaN. A test sets gen and the
+    tokens it means."""
+    import torch
+
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    out = {}
+    cos, sin = rope_tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+    for name, (shape, dtype) in tensor_specs(cfg).items():
+        kind = name.split(".")[-1]
+        if name in ("rope_cos", "rope_sin"):
+            t = torch.from_numpy(cos if name == "rope_cos" else sin)
+        elif name == "tokens":
+            t = torch.randint(0, cfg.vocab, shape, generator=gen, dtype=torch.int32)
+        elif name == "gen":
+            t = torch.zeros(shape, dtype=torch.int32)
+        elif name == "logits":
+            t = torch.full(shape, float("nan"))
+        else:
+            t = torch.randn(shape, generator=gen)
+            if kind.endswith("norm"):
+                t = 1.0 + 0.05 * t
+            elif kind.startswith("b"):
+                t = 0.1 * t
+            elif kind.startswith("w") or name == "lm_head":
+                t = t / math.sqrt(shape[1])
+        dt = {"bfloat16": torch.bfloat16, "float32": torch.float32,
+              "int32": torch.int32}[dtype]
+        out[name] = t.to(dt).to(device)
+    return out
+
+
+# ----------------------------------------------------------- float64 (numpy)
+
+
+def _f64(t):
+    if hasattr(t, "detach"):
+        import torch
+
+        return t.detach().to(dtype=torch.float64, copy=True).cpu().numpy()
+    return np.array(t, dtype=np.float64)
+
+
+def _int(t):
+    return int(t.item()) if hasattr(t, "item") else int(t)
+
+
+def _rmsnorm(x, w, eps):
+    return x / np.sqrt(np.mean(x * x) + eps) * w
+
+
+def _rope(t, cos, sin):
+    x1, x2 = np.split(t, 2, axis=-1)
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+
+def step_float64(cfg, tensors, pos=None, token=None):
+    """The step at position `pos` (default tensors["gen"][POS]) in float64,
+    on copies. Returns {"logits": [vocab], "rows": {cache name: [kv_heads,
+    head_dim]} (k after RoPE), "x": the final hidden state}."""
+    pos = _int(tensors["gen"][gs.POS]) if pos is None else int(pos)
+    if not 0 <= pos < cfg.max_seq_len:
+        raise ValueError(f"position {pos} is outside the cache of {cfg.max_seq_len}")
+    token = _int(tensors["tokens"][pos]) if token is None else int(token)
+    Hq, Hkv, D, G = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.heads // cfg.kv_heads
+    x = _f64(tensors["embed"][token])
+    cos = _f64(tensors["rope_cos"][pos])
+    sin = _f64(tensors["rope_sin"][pos])
+    rows = {}
+    for layer in range(cfg.layers):
+        def w(name, p=f"l{layer}."):
+            return _f64(tensors[p + name])
+
+        qkv = w("wqkv") @ _rmsnorm(x, w("attn_norm"), cfg.eps)
+        if cfg.qkv_bias:
+            qkv = qkv + w("bqkv")
+        q, k, v = np.split(qkv, [Hq * D, (Hq + Hkv) * D])
+        q = _rope(q.reshape(Hq, D), cos, sin)
+        k = _rope(k.reshape(Hkv, D), cos, sin)
+        v = v.reshape(Hkv, D)
+        p = f"l{layer}."
+        kc = _f64(tensors[p + "k_cache"][:, :pos + 1])
+        vc = _f64(tensors[p + "v_cache"][:, :pos + 1])
+        kc[:, pos], vc[:, pos] = k, v
+        rows[p + "k_cache"], rows[p + "v_cache"] = k, v
+        scores = np.einsum("kgd,kld->kgl", q.reshape(Hkv, G, D), kc) / math.sqrt(D)
+        prob = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        prob /= prob.sum(axis=-1, keepdims=True)
+        attn = np.einsum("kgl,kld->kgd", prob, vc).reshape(Hq * D)
+        x = x + w("wo") @ attn
+        gate, up = np.split(w("wgu") @ _rmsnorm(x, w("mlp_norm"), cfg.eps), 2)
+        x = x + w("wd") @ (gate / (1.0 + np.exp(-gate)) * up)
+    xn = _rmsnorm(x, _f64(tensors["final_norm"]), cfg.eps)
+    head = tensors[head_name(cfg)]
+    logits = np.concatenate([_f64(head[r:r + 16384]) @ xn
+                             for r in range(0, cfg.vocab, 16384)])
+    return {"logits": logits, "rows": rows, "x": x}
+
+
+# ----------------------------------------------------------- judging a step
+
+
+def rel_l2(ours, ref):
+    a, b = _f64(ours).ravel(), np.asarray(ref, dtype=np.float64).ravel()
+    err = float(np.linalg.norm(a - b) / np.linalg.norm(b))
+    return float("inf") if err != err else err
+
+
+def snapshot(cfg, tensors):
+    """Copies of the caches, tokens and gen before a launch."""
+    names = cache_names(cfg) + ["tokens", "gen"]
+    return {n: (tensors[n].clone() if hasattr(tensors[n], "clone")
+                else np.array(tensors[n], copy=True)) for n in names}
+
+
+def _same(a, b):
+    if hasattr(a, "detach"):
+        import torch
+
+        return bool(torch.equal(a, b))
+    return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+def _ints(t):
+    return [int(v) for v in (t.tolist() if hasattr(t, "tolist") else list(t))]
+
+
+def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=None):
+    """Judges one launch: tensors after it, `before` = snapshot() taken
+    before it, `expected` = step_float64 of the tensors as they were.
+
+    Checks: logits against float64 (relative L2); every layer's k and v row
+    at the position; every other cache position unchanged bit for bit; the
+    pick equal to the first maximum of the kernel's own logits, and to the
+    float64 argmax unless the float64 top two are closer than the logits'
+    error; gen and tokens as generation_state.advance makes them.
+
+    Returns {"error": the logits' relative L2, "tolerance", "passed",
+    "details": {...every check..., "failed": [names]}}."""
+    import torch
+
+    tolerance = logits_tolerance(cfg) if tolerance is None else tolerance
+    row_tolerance = kv_row_tolerance(cfg) if row_tolerance is None else row_tolerance
+    pos = _int(before["gen"][gs.POS])
+    logits = tensors["logits"]
+    details, failed = {}, []
+    err = rel_l2(logits, expected["logits"])
+    details["logits"] = err
+    if not err <= tolerance:
+        failed.append("logits")
+    for name in cache_names(cfg):
+        key = name.replace("_cache", "_row")
+        details[key] = rel_l2(tensors[name][:, pos], expected["rows"][name])
+        if not details[key] <= row_tolerance:
+            failed.append(key)
+        now, then = tensors[name], before[name]
+        if not (_same(now[:, :pos], then[:, :pos]) and _same(now[:, pos + 1:], then[:, pos + 1:])):
+            failed.append(f"{name} positions other than {pos}")
+    # The pick: the kernel's own logits decide it exactly.
+    ours = logits.float() if hasattr(logits, "float") else np.asarray(logits, np.float32)
+    own_pick = int(torch.argmax(ours).item()) if hasattr(ours, "item") else int(np.argmax(ours))
+    ref = expected["logits"]
+    top2 = np.sort(ref)[-2:]
+    ref_pick = int(np.argmax(ref))
+    noise = 3 * err * float(np.linalg.norm(ref)) / math.sqrt(ref.size)
+    tokens_now, expect_tokens = _ints(tensors["tokens"]), _ints(before["tokens"])
+    new_words = gs.advance(_ints(before["gen"]), own_pick, expect_tokens)
+    picked = _ints(tensors["gen"])[gs.LAST]
+    details.update(pick=picked, own_argmax=own_pick, float64_argmax=ref_pick,
+                   float64_top2_gap=float(top2[1] - top2[0]), noise=noise)
+    if picked != own_pick:
+        failed.append("pick is not the first maximum of the logits")
+    if ref_pick != own_pick and top2[1] - top2[0] > noise:
+        failed.append("pick differs from float64's clear argmax")
+    if _ints(tensors["gen"]) != new_words:
+        failed.append(f"gen {_ints(tensors['gen'])} != {new_words}")
+    if tokens_now != expect_tokens:
+        changed = [i for i, (a, b) in enumerate(zip(tokens_now, expect_tokens)) if a != b]
+        failed.append(f"tokens differ at {changed[:8]}")
+    details.update(kv_row_tolerance=row_tolerance, failed=failed)
+    return {"error": err, "tolerance": tolerance, "passed": not failed, "details": details}
+
+
+def set_state(tensors, pos, given, end, eos=None):
+    """Writes a fresh generation state into tensors["gen"] (in place)."""
+    import torch
+
+    words = gs.initial(pos, given, end, eos)
+    tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
+    return words

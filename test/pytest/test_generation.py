@@ -1,0 +1,334 @@
+"""The generation engine without a GPU (issue 9, item 9): config checks that
+name the field, graphs for every supported shape, the compiled graph's
+tables and its schedule proven deadlock-free, the device state's rules,
+the rope tables, the checkpoint loader on small safetensors files, the
+artifact/config match and the CLI's argument errors."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tilemega.mega import generation_state as gs
+from tilemega.mega import rope
+from tilemega.mega.checkpoint import config_from_dict, fuse, hf_names, read_config, reader
+from tilemega.mega.models import ModelConfig
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+SMALL = dict(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2, head_dim=64,
+             vocab=1000, max_seq_len=256)
+
+
+# ---------------------------------------------------------------- configs
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("kv_heads", 3, "kv_heads: 3 does not divide heads"),
+    ("kv_heads", 1, "a group of 32 query heads per kv head"),
+    ("head_dim", 96, "head_dim: 96; 64 and 128 are supported"),
+    ("hidden", 2000, "hidden: 2000 is not a multiple of 64"),
+    ("intermediate", 8016, "intermediate: 8016 is not a multiple of 64"),
+    ("max_seq_len", 40000, "max_seq_len: 40000: a multiple of 64 up to 32768"),
+    ("max_seq_len", 1000, "max_seq_len: 1000"),
+    ("vocab", 1 << 24, "vocab"),
+    ("layers", 0, "layers: must be a positive int"),
+    ("dtype", "float16", "dtype"),
+])
+def test_a_config_the_graph_cannot_serve_names_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        ModelConfig(**{field: value}).check()
+
+
+def _graph(**fields):
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega import mega
+    return mega.generation_graph(ModelConfig(**{**SMALL, **fields}), workers=8)
+
+
+@pytest.mark.parametrize("heads, kv_heads, head_dim", [
+    (4, 4, 64), (4, 2, 64), (6, 2, 64), (14, 2, 64), (7, 1, 64), (16, 1, 64),
+    (8, 2, 128), (28, 4, 128), (32, 2, 128)])
+def test_the_graph_builds_for_every_gqa_group_and_head_dim(heads, kv_heads, head_dim):
+    g = _graph(heads=heads, kv_heads=kv_heads, head_dim=head_dim, hidden=heads * 64)
+    # embed, 7 tasks a layer, the LM head and the two tasks of the pick
+    assert len(g.tasks) == 1 + 7 * 2 + 1 + 2
+    assert [t.variable for t in g.tasks].count(True) == 2     # attention splits: JIT
+    names = [t.body.name for t in g.tasks]
+    assert names[0].startswith("embed_") and names[-1].startswith("pick_advance_")
+
+
+def test_qwen2_shape_gets_biases_an_untied_head_and_128_threads():
+    g = _graph(hidden=896, intermediate=4864, heads=14, kv_heads=2, qkv_bias=True,
+               tie_embeddings=False)
+    assert g.threads == 128
+    names = {t.name for t in g.tensors}
+    assert {"l0.bqkv", "l1.bqkv", "lm_head"} <= names
+    head = next(t for t in g.tasks if t.name.endswith("lm_head"))
+    assert head.args[0].name == "lm_head"
+
+
+def test_tied_embeddings_read_the_embedding_in_the_lm_head():
+    g = _graph()
+    head = next(t for t in g.tasks if t.name.endswith("lm_head"))
+    assert head.args[0].name == "embed" and "lm_head" not in {t.name for t in g.tensors}
+
+
+@pytest.fixture(scope="module")
+def small_artifact(tmp_path_factory):
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import tilemega
+    from tilemega import mega
+
+    graph = mega.generation_graph(ModelConfig(**SMALL), workers=8)
+    art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
+    return art, art.save(str(tmp_path_factory.mktemp("gen")))
+
+
+def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_jit_queue(small_artifact):
+    from tilemega.runtime import mega_meta as mm
+    from tilemega.runtime import mega_sim as ms
+
+    art, _ = small_artifact
+    meta = art.kernels[0]["mega"]
+    mm.validate_tables(meta, "gen_test")
+    jit_tasks = {meta["tasks"][meta["entries"]["task"][e]]["body"] for e in meta["jit"]}
+    assert jit_tasks and all(b.startswith("attn_at_") for b in jit_tasks), jit_tasks
+    report = ms.check_deadlock_free(meta, runs=20)
+    assert report.proven and report.nominal.deadlock is None
+    assert ms.simulate(meta, workers=11, seed=3).deadlock is None
+
+
+def test_compiled_graph_takes_the_tensors_the_reference_describes(small_artifact):
+    from tilemega.mega import generation_reference as ref
+    from tilemega.mega.engine import check_artifact
+
+    art, path = small_artifact
+    cfg = ModelConfig(**SMALL)
+    check_artifact(path, cfg)        # no error
+    params = [p["name"] for p in art.kernels[0]["params"] if p.get("role") not in
+              ("runtime", "scratch")]
+    assert params == list(ref.tensor_specs(cfg))
+    with pytest.raises(ValueError, match="max_seq_len 512"):
+        check_artifact(path, ModelConfig(**{**SMALL, "max_seq_len": 512}))
+    with pytest.raises(ValueError, match="another rms_norm_eps than 1e-06"):
+        check_artifact(path, ModelConfig(**{**SMALL, "eps": 1e-6}))
+
+
+# ---------------------------------------------------------------- the state
+
+
+def test_the_state_walks_the_prompt_then_generates_then_stops():
+    tokens = [5, 6, 7, 0, 0, 0, 0, 0]
+    words = gs.initial(0, given=3, end=6)
+    picks = iter([40, 41, 42, 43, 44, 45])
+    history = []
+    for _ in range(7):
+        words = gs.advance(words, next(picks, 99), tokens)
+        history.append((words[gs.POS], words[gs.DONE], words[gs.GENERATED]))
+    # positions 0, 1 only advance; 2, 3, 4 write tokens 3, 4, 5 (5 = end - 1: done)
+    assert tokens == [5, 6, 7, 42, 43, 44, 0, 0]
+    assert history[:5] == [(1, 0, 0), (2, 0, 0), (3, 0, 1), (4, 0, 2), (5, 1, 3)]
+    assert history[5:] == [(5, 1, 3), (5, 1, 3)]          # done: nothing changes
+
+
+def test_the_state_stops_at_eos_and_at_the_end_of_the_cache():
+    tokens = [1, 0, 0, 0]
+    words = gs.advance(gs.initial(0, 1, 4, eos=9), 9, tokens)
+    assert tokens[1] == 9 and words[gs.DONE] and words[gs.POS] == 1
+    tokens = [1, 2, 3, 4]
+    words = gs.advance(gs.initial(3, 4, 4), 7, tokens)       # no room after position 3
+    assert words[gs.DONE] and words[gs.POS] == 3 and tokens == [1, 2, 3, 4]
+    assert words[gs.LAST] == 7
+
+
+# ---------------------------------------------------------------- rope
+
+
+def test_default_rope_tables_are_the_rotation_of_every_position():
+    cos, sin = rope.tables(64, 64, 10000.0)
+    j = np.arange(32)
+    angle = 37 * 10000.0 ** (-2.0 * j / 64)
+    assert cos.dtype == np.float32 and cos.shape == (64, 32)
+    np.testing.assert_allclose(cos[37], np.cos(angle), rtol=0, atol=2e-5)
+    np.testing.assert_allclose(sin[37], np.sin(angle), rtol=0, atol=2e-5)
+
+
+def test_llama3_scaling_keeps_high_frequencies_and_divides_low_ones():
+    scaling = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
+    base = rope.inv_freq(128, 500000.0)
+    scaled = rope.inv_freq(128, 500000.0, scaling)
+    wavelen = 2 * math.pi / base
+    high, low = wavelen < 8192 / 4.0, wavelen > 8192 / 1.0
+    assert high.any() and low.any()
+    np.testing.assert_array_equal(scaled[high], base[high])
+    np.testing.assert_allclose(scaled[low], base[low] / 8.0, rtol=1e-6)
+    mid = ~high & ~low
+    assert np.all((scaled[mid] < base[mid]) & (scaled[mid] > base[mid] / 8.0))
+
+
+def test_an_unsupported_rope_type_names_it():
+    with pytest.raises(ValueError, match="rope_type: 'yarn' is not supported"):
+        rope.inv_freq(64, 10000.0, {"rope_type": "yarn", "factor": 4.0})
+    with pytest.raises(ValueError, match="rope_scaling.factor: missing"):
+        rope.inv_freq(64, 10000.0, {"rope_type": "llama3"})
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def llama_dict(**changes):
+    d = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 256,
+         "intermediate_size": 512, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 1000, "rms_norm_eps": 1e-5,
+         "rope_theta": 500000.0, "tie_word_embeddings": True, "hidden_act": "silu",
+         "rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}}
+    d.update(changes)
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def test_configs_of_both_architectures_and_both_rope_spellings():
+    cfg = config_from_dict(llama_dict(), 256)
+    assert (cfg.layers, cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim) == (2, 256, 4, 2, 64)
+    assert cfg.tie_embeddings and not cfg.qkv_bias and cfg.rope_scaling["factor"] == 32.0
+    # transformers 5: rope_parameters holds rope_theta and the scaling.
+    v5 = llama_dict(rope_scaling=None, rope_theta=None,
+                    rope_parameters={"rope_type": "default", "rope_theta": 1234.0})
+    cfg = config_from_dict(v5, 256)
+    assert cfg.rope_theta == 1234.0 and cfg.rope_scaling is None
+    qwen = llama_dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2",
+                      rope_scaling=None, tie_word_embeddings=False, use_sliding_window=False)
+    cfg = config_from_dict(qwen, 256)
+    assert cfg.qkv_bias and not cfg.tie_embeddings
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(architectures=["MistralForCausalLM"]), "field 'architectures'"),
+    (dict(architectures=None, model_type="gpt2"), "field 'model_type': 'gpt2'"),
+    (dict(hidden_act="gelu"), "field 'hidden_act'"),
+    (dict(attention_bias=True), "field 'attention_bias'"),
+    (dict(num_hidden_layers=None), "field 'num_hidden_layers' is missing"),
+    (dict(hidden_size="256"), "field 'hidden_size' must be int"),
+    (dict(num_key_value_heads=3), "field 'num_key_value_heads': 3 does not divide"),
+    (dict(rope_scaling={"rope_type": "yarn"}), "rope_type: 'yarn' is not supported"),
+    (dict(hidden_size=200, head_dim=64), "field 'hidden_size': 200 is not a multiple of 64"),
+])
+def test_a_config_json_we_cannot_serve_names_the_field(changes, message):
+    with pytest.raises(ValueError, match=message):
+        config_from_dict(llama_dict(**changes), 256, "ckpt/config.json")
+
+
+def test_read_config_names_the_file(tmp_path):
+    with pytest.raises(ValueError, match="config.json: no such file"):
+        read_config(str(tmp_path))
+    (tmp_path / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="config.json: not valid JSON"):
+        read_config(str(tmp_path))
+
+
+def _checkpoint(folder, cfg, drop=(), reshape=None, sharded=False):
+    """A random float32 checkpoint of cfg in transformers' names."""
+    from safetensors.numpy import save_file
+
+    from tilemega.mega.checkpoint import _part_shapes
+
+    rng = np.random.default_rng(0)
+    names = [n for parts in hf_names(cfg).values() for n in parts]
+    shapes = _part_shapes(cfg)
+    tensors = {n: rng.standard_normal(shapes[n]).astype(np.float32) for n in names
+               if n not in drop}
+    if reshape:
+        tensors[reshape] = tensors[reshape].reshape(-1)
+    if sharded:
+        half = len(names) // 2
+        parts = [dict(list(tensors.items())[:half]), dict(list(tensors.items())[half:])]
+        index = {}
+        for i, part in enumerate(parts):
+            save_file(part, str(folder / f"model-{i}.safetensors"))
+            index.update({n: f"model-{i}.safetensors" for n in part})
+        (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": index}))
+    else:
+        save_file(tensors, str(folder / "model.safetensors"))
+    return tensors
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_the_loader_fuses_qkv_and_gate_up_in_order(tmp_path, sharded):
+    cfg = config_from_dict(llama_dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2",
+                                      rope_scaling=None, tie_word_embeddings=False), 256)
+    hf = _checkpoint(tmp_path, cfg, sharded=sharded)
+    ours = fuse(cfg, reader(str(tmp_path), "np"), str(tmp_path), lambda t: t)
+    a = "model.layers.1.self_attn."
+    np.testing.assert_array_equal(ours["l1.wqkv"], np.concatenate(
+        [hf[a + "q_proj.weight"], hf[a + "k_proj.weight"], hf[a + "v_proj.weight"]]))
+    np.testing.assert_array_equal(ours["l1.bqkv"], np.concatenate(
+        [hf[a + "q_proj.bias"], hf[a + "k_proj.bias"], hf[a + "v_proj.bias"]]))
+    m = "model.layers.0.mlp."
+    np.testing.assert_array_equal(ours["l0.wgu"], np.concatenate(
+        [hf[m + "gate_proj.weight"], hf[m + "up_proj.weight"]]))
+    np.testing.assert_array_equal(ours["lm_head"], hf["lm_head.weight"])
+    assert set(ours) == set(hf_names(cfg))
+
+
+def test_a_checkpoint_with_a_missing_or_misshapen_tensor_names_it(tmp_path):
+    cfg = config_from_dict(llama_dict(), 256)
+    (tmp_path / "a").mkdir()
+    _checkpoint(tmp_path / "a", cfg, drop=("model.layers.1.mlp.up_proj.weight",))
+    with pytest.raises(ValueError, match=r"tensor 'model.layers.1.mlp.up_proj.weight' is "
+                                         r"missing \(needed for l1.wgu\)"):
+        fuse(cfg, reader(str(tmp_path / "a"), "np"), "a", lambda t: t)
+    (tmp_path / "b").mkdir()
+    _checkpoint(tmp_path / "b", cfg, reshape="model.layers.0.mlp.down_proj.weight")
+    with pytest.raises(ValueError, match=r"tensor 'model.layers.0.mlp.down_proj.weight' has "
+                                         r"shape \[131072\], the config implies \[256, 512\]"):
+        fuse(cfg, reader(str(tmp_path / "b"), "np"), "b", lambda t: t)
+
+
+def test_a_hostile_or_damaged_checkpoint_is_refused(tmp_path):
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"weight_map": {"model.norm.weight": "../outside.safetensors"}}))
+    with pytest.raises(ValueError, match=r"weight_map.model.norm.weight.*not a file name"):
+        reader(str(tmp_path), "np")
+    (tmp_path / "model.safetensors.index.json").unlink()
+    (tmp_path / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{broken")
+    with pytest.raises(ValueError, match="model.safetensors: not a readable safetensors file"):
+        reader(str(tmp_path), "np")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="neither model.safetensors nor"):
+        reader(str(empty), "np")
+
+
+# ---------------------------------------------------------------- the CLI
+
+
+def _cli(*args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(ROOT, "python")] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    return subprocess.run([sys.executable, "-m", "tilemega.generate", *args],
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "the following arguments are required: --model"),
+    (["--model", "/nonexistent", "--prompt-ids", "1"], "--model /nonexistent: not a folder"),
+    (["--model", ".", "--prompt-ids", "1"], "no config.json in it"),
+    (["--model", ".", "--prompt-ids", "1,x"], "expected comma-separated token ids"),
+    (["--model", ".", "--prompt-ids", "1", "--max-new-tokens", "0"], "must be >= 1"),
+    (["--model", ".", "--prompt", "hi", "--prompt-ids", "1"], "not allowed with"),
+])
+def test_cli_argument_errors(args, message, tmp_path):
+    proc = _cli(*[str(tmp_path) if a == "." else a for a in args])
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+def test_cli_text_prompt_without_a_tokenizer_is_an_argument_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(llama_dict()))
+    proc = _cli("--model", str(tmp_path), "--prompt", "hello")
+    assert proc.returncode == 2 and "--prompt needs a tokenizer" in proc.stderr, proc.stderr

@@ -1,0 +1,205 @@
+"""The generation engine against transformers on the GPU (issue 9, item 8).
+
+Random-weight checkpoints of two architectures, with the artifacts of
+examples/generation.py (out/ or $TILEMEGA_ARTIFACTS):
+
+  llama   Llama-3.2-1B configuration: llama3 rope scaling, tied embeddings
+          (gen_llama1b, max_seq_len 4096); saved with save_pretrained and
+          loaded by Engine.from_pretrained (safetensors)
+  qwen2   Qwen2-0.5B shape with q/k/v biases and a GQA group of 7, untied
+          LM head (gen_qwen2, max_seq_len 2048); from the in-memory model
+
+Teacher-forced over the whole cache (positions 0 .. max_seq_len - 1, so near
+1, in the middle and at the end): the same token sequence goes through
+transformers in float32, transformers in bfloat16 and our kernel one
+position per launch. At every step our logits' relative L2 to float32 must
+be within 1.5x of transformers-bf16's own (plus a floor for steps where
+both are tiny), the argmax agreement with float32 within 2 points of
+transformers-bf16's, and the k/v cache rows we wrote must match
+transformers' float32 cache as closely as its bf16 cache does (1.5x).
+Free-running greedy generation must equal transformers-bf16's until the
+first step where transformers' own top-2 logits are within bf16 noise.
+"""
+
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import gpu_skip_reason
+
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+ARTIFACTS = os.environ.get("TILEMEGA_ARTIFACTS", os.path.join(ROOT, "out"))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+_REASON = gpu_skip_reason()
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
+
+# What the checks compare, per architecture (filled by the tests, printed).
+REPORT = {}
+
+
+def _artifact(name):
+    path = os.path.join(ARTIFACTS, name + ".json")
+    if not os.path.exists(path):
+        pytest.fail(f"{path} is missing: build it with `python examples/generation.py out`")
+    return path
+
+
+def hf_model(kind):
+    """A random-weight transformers model of the artifact's configuration
+    (float32, on the GPU, eval mode), seeded."""
+    import torch
+    import transformers
+
+    import generation
+
+    c = generation.CONFIGS["gen_llama1b" if kind == "llama" else "gen_qwen2"]
+    common = dict(vocab_size=c["vocab"], hidden_size=c["hidden"],
+                  intermediate_size=c["intermediate"], num_hidden_layers=c["layers"],
+                  num_attention_heads=c["heads"], num_key_value_heads=c["kv_heads"],
+                  head_dim=c["head_dim"], rms_norm_eps=c.get("eps", 1e-5),
+                  tie_word_embeddings=c["tie_embeddings"], max_position_embeddings=32768)
+    rope = dict(c.get("rope_scaling") or {"rope_type": "default"}, rope_theta=c["rope_theta"])
+    if kind == "llama":
+        make, cls = transformers.LlamaConfig, transformers.LlamaForCausalLM
+    else:
+        make, cls = transformers.Qwen2Config, transformers.Qwen2ForCausalLM
+        common["use_sliding_window"] = False
+    # transformers 5 takes rope_parameters; 4.x took rope_theta + rope_scaling.
+    config = make(**common, rope_parameters=rope)
+    if getattr(config, "rope_parameters", None) != rope:
+        scaling = None if rope["rope_type"] == "default" else c["rope_scaling"]
+        config = make(**common, rope_theta=c["rope_theta"], rope_scaling=scaling)
+    torch.manual_seed(0)
+    model = cls(config).to("cuda").float().eval()
+    return model
+
+
+def _cache_layers(cache):
+    """[(keys, values)] per layer of a transformers cache ([1, Hkv, T, D])."""
+    if hasattr(cache, "layers"):
+        return [(layer.keys, layer.values) for layer in cache.layers]
+    return list(zip(cache.key_cache, cache.value_cache))
+
+
+def _rel(a, b):
+    import torch
+    a, b = a.double(), b.double()
+    return (torch.linalg.vector_norm(a - b, dim=-1) / torch.linalg.vector_norm(b, dim=-1))
+
+
+@pytest.fixture(scope="module", params=["llama", "qwen2"])
+def case(request, tmp_path_factory):
+    import torch
+
+    from tilemega.mega.engine import Engine
+
+    kind = request.param
+    name = "gen_llama1b" if kind == "llama" else "gen_qwen2"
+    model = hf_model(kind)
+    S = 4096 if kind == "llama" else 2048
+    if kind == "llama":
+        folder = tmp_path_factory.mktemp("llama")
+        model.to(torch.bfloat16).save_pretrained(folder)     # what a checkpoint holds
+        model.float()
+        engine = Engine.from_pretrained(str(folder), max_seq_len=S, artifact=_artifact(name))
+    else:
+        engine = Engine.from_model(model, max_seq_len=S, artifact=_artifact(name))
+    gen = torch.Generator(device="cpu").manual_seed(1)
+    seq = torch.randint(0, model.config.vocab_size, (S,), generator=gen)
+    return kind, model, engine, seq
+
+
+def test_teacher_forced_logits_and_cache_match_transformers(case):
+    import copy
+
+    import torch
+
+    kind, model, engine, seq = case
+    S = engine.cfg.max_seq_len
+    ids = seq.view(1, -1).cuda()
+    with torch.no_grad():
+        ref = model(ids, use_cache=True)
+        fp32_logits = ref.logits[0].float()
+        fp32_cache = _cache_layers(ref.past_key_values)
+        bf16 = copy.deepcopy(model).to(torch.bfloat16)
+        out16 = bf16(ids, use_cache=True)
+        bf16_logits = out16.logits[0].float()
+        bf16_cache = _cache_layers(out16.past_key_values)
+        del bf16, out16, ref
+
+    # Ours: every position given, one launch a position.
+    engine.start(seq.tolist(), max_new_tokens=1, given=S)
+    ours = torch.empty((S, engine.cfg.vocab), dtype=torch.bfloat16, device="cuda")
+    for p in range(S):
+        engine.step()
+        ours[p].copy_(engine.tensors["logits"])
+    engine.kernel.check()
+    state = engine.state()
+    assert state[0] == S - 1 and state[4] == 1, state   # walked to the end, no room left
+
+    e_ours = _rel(ours.float(), fp32_logits)
+    e_bf16 = _rel(bf16_logits, fp32_logits)
+    ratio = e_ours / torch.clamp(e_bf16, min=1e-3)
+    worst = int(torch.argmax(ratio))
+    a_ours = (ours.float().argmax(-1) == fp32_logits.argmax(-1)).double().mean().item()
+    a_bf16 = (bf16_logits.argmax(-1) == fp32_logits.argmax(-1)).double().mean().item()
+    rows = []
+    for layer, ((k32, v32), (k16, v16)) in enumerate(zip(fp32_cache, bf16_cache)):
+        for what, ref32, ref16 in (("k", k32, k16), ("v", v32, v16)):
+            mine = engine.tensors[f"l{layer}.{what}_cache"][:, :S].float()
+            e_mine = _rel(mine.reshape(-1), ref32[0].float().reshape(-1)).item()
+            e_theirs = _rel(ref16[0].float().reshape(-1), ref32[0].float().reshape(-1)).item()
+            rows.append((layer, what, e_mine, e_theirs))
+    REPORT[kind] = dict(
+        steps=S, logits_rel_l2_ours_mean=e_ours.mean().item(),
+        logits_rel_l2_bf16_mean=e_bf16.mean().item(), worst_ratio=ratio[worst].item(),
+        worst_step=worst, argmax_agreement_ours=a_ours, argmax_agreement_bf16=a_bf16,
+        cache_worst=max(rows, key=lambda r: r[2] / max(r[3], 1e-6)))
+    print(kind, json.dumps(REPORT[kind]))
+    assert ratio.max().item() <= 1.5, (
+        f"{kind}: step {worst}: our logits are at {e_ours[worst]:.3g} of float32, "
+        f"transformers-bf16 at {e_bf16[worst]:.3g}: {REPORT[kind]}")
+    assert a_ours >= a_bf16 - 0.02, REPORT[kind]
+    bad = [r for r in rows if r[2] > 1.5 * max(r[3], 1e-3)]
+    assert not bad, f"{kind}: cache rows further from float32 than bf16's: {bad[:4]}"
+
+
+def test_greedy_generation_matches_transformers_bf16(case):
+    import copy
+
+    import torch
+
+    kind, model, engine, seq = case
+    prompt, new = seq[:16].tolist(), 48
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)
+    with torch.no_grad():
+        out = bf16.generate(torch.tensor([prompt], device="cuda"), do_sample=False,
+                            max_new_tokens=new, min_new_tokens=new, output_scores=True,
+                            return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
+    theirs = out.sequences[0, len(prompt):].tolist()
+    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=-1)
+    assert len(ours) == new, ours
+    first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    REPORT.setdefault(kind, {})["greedy_first_difference"] = first
+    if first is None:
+        return
+    scores = out.scores[first][0].float()
+    top = torch.topk(scores, 2).values
+    noise = 3 * 2.0 ** -8 * scores.abs().max().item()
+    assert (top[0] - top[1]).item() <= noise, (
+        f"{kind}: ours and transformers-bf16 differ at generated token {first} ({ours[first]} "
+        f"vs {theirs[first]}) although transformers' top two logits are "
+        f"{(top[0] - top[1]).item():.4g} apart (bf16 noise {noise:.4g})")
+
+
+def test_a_prompt_the_engine_cannot_take_is_a_value_error(case):
+    kind, model, engine, seq = case
+    with pytest.raises(ValueError, match=r"prompt_ids\[1\] = -3 is not a token id"):
+        engine.generate([1, -3], max_new_tokens=4)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        engine.generate([1] * engine.cfg.max_seq_len, max_new_tokens=4)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        engine.generate([1, 2], max_new_tokens=0)
