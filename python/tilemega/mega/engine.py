@@ -104,6 +104,9 @@ class Engine:
         self.chunk = chunk
         self._graph = None
         self._torch = torch
+        # Buffers allocated and the grid's residency checked now, not inside
+        # the first CUDA-graph capture (which may not copy from the host).
+        self.kernel.prepare()
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
 
     # -- construction ---------------------------------------------------------------
@@ -136,7 +139,7 @@ class Engine:
 
     # -- generation -----------------------------------------------------------------
 
-    def _check_prompt(self, prompt_ids, max_new_tokens):
+    def _check_prompt(self, prompt_ids, max_new_tokens, room=1):
         if isinstance(prompt_ids, (str, bytes)) or not isinstance(prompt_ids, Sequence):
             raise ValueError(f"prompt_ids must be a sequence of token ids, got "
                              f"{type(prompt_ids).__name__}")
@@ -147,22 +150,26 @@ class Engine:
         for i, t in enumerate(ids):
             if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
                 raise ValueError(f"prompt_ids[{i}] = {t!r} is not a token id in [0, {V})")
-        if len(ids) >= S:
+        if len(ids) > S - room:
             raise ValueError(f"the prompt has {len(ids)} tokens; max_seq_len {S} leaves room "
-                             f"for at most {S - 1}")
+                             f"for at most {S - room}")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or \
                 max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
         return ids
 
-    def start(self, prompt_ids, max_new_tokens, eos_token_id=None, given=None):
+    def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False):
         """Writes the prompt and a fresh state: the next launch processes
-        position 0. `given` (default: the prompt's length) positions keep
-        their tokens (teacher forcing gives more). Returns the state words."""
+        position 0. Teacher-forced, every position of prompt_ids (up to
+        max_seq_len of them) keeps its token and the launches only walk them
+        (the logits of each step are the prediction of the next); else the
+        steps after the prompt generate. Returns the state words."""
         torch = self._torch
-        ids = self._check_prompt(prompt_ids, max_new_tokens)
+        ids = self._check_prompt(prompt_ids, max_new_tokens, room=0 if teacher_forced else 1)
         eos = self.eos_token_id if eos_token_id is None else eos_token_id
-        given = len(ids) if given is None else given
+        given = len(ids)
+        if teacher_forced:
+            max_new_tokens = 0
         end = min(self.cfg.max_seq_len, given + max_new_tokens)
         self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
         words = gs.initial(0, given, end, eos)

@@ -270,6 +270,17 @@ class MegaKernel:
 
     # -- launching --------------------------------------------------------------------
 
+    def prepare(self):
+        """What the first launch does besides launching: allocate the
+        buffers, check residency, build the argument list (every graph
+        tensor must be bound). Call it before capturing launches into a
+        CUDA graph, where copies from the host are not allowed."""
+        with self._launch_lock:
+            if self._args is None:
+                self._args = self._arguments()
+            if self._resident_on != self._device:
+                self.check_resident()
+
     def launch(self, stream=None):
         """Launch once, asynchronously (see Kernel.__call__ for `stream`).
 
