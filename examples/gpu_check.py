@@ -235,9 +235,13 @@ def main(argv=None):
     for name, path in found.items():
         entry = check_one(name, path, torch)
         entry.update(info)
-        old = doc["artifacts"].get(name, {})
-        if "sanitizers" in old and old.get("ptx_sha256") == entry["ptx_sha256"]:
-            entry["sanitizers"] = old["sanitizers"]
+        # Sanitizer results stay when they judged this PTX (each records the
+        # hash it ran on; gpu_sanitize.py may have run before any verdict).
+        kept = {tool: got for tool, got in
+                doc["artifacts"].get(name, {}).get("sanitizers", {}).items()
+                if got.get("ptx_sha256") == entry["ptx_sha256"]}
+        if kept:
+            entry["sanitizers"] = kept
         doc["artifacts"][name] = entry
         if entry["verdict"] != "pass":
             failed.append(name)
