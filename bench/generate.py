@@ -103,7 +103,7 @@ def main(argv=None):
                                  pad_token_id=0, eos_token_id=None)
     ref_tokens = ref_out.sequences[0, PROMPT:].tolist()
     scores = ref_out.scores
-    bf16 = copy.deepcopy(model).to(torch.bfloat16)
+    bf16 = tests.bf16_copy(model)
     _, noise = tests.bf16_noise(model, bf16, prompt + ref_tokens)
     del model
     extra = report.data["extra"]

@@ -92,6 +92,14 @@ def render_bench(rel, data):
                       f"{len(dispatch['points_tasks_ms'])} graphs of empty tasks"
                   + (f", {dispatch['us_per_task_per_worker']:.2f} us per task on one of "
                      f"{dispatch['workers']} workers." if dispatch.get("workers") else ".")]
+    generation = [r for r in data["rows"] if r.get("ttft_ms") is not None]
+    if generation:
+        lines += ["", "Per generation row: ms per token after the first (the `us` column "
+                      "above / 1000), time to first token and tokens per second:", ""]
+        lines += _table(["implementation", "ms/token", "time to first token ms", "tokens/s"],
+                        [[r["implementation"], _num(r.get("ms_per_token")),
+                          _num(r.get("ttft_ms")), _num(r.get("tokens_per_s"))]
+                         for r in generation])
     if extra.get("stages"):
         lines += ["", "Per task of the last step (graph order):", ""]
         lines += _table(["task", "instances", "first start us", "last end us", "mean us"],

@@ -36,8 +36,22 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 _REASON = gpu_skip_reason()
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(_REASON is not None, reason=_REASON or "")]
 
-# What the checks compare, per architecture (filled by the tests, printed).
+# What the checks compare, per architecture (filled by the tests, printed,
+# and written to $TILEMEGA_RESULTS_DIR/generation_vs_transformers.json).
 REPORT = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _write_report():
+    yield
+    folder = os.environ.get("TILEMEGA_RESULTS_DIR")
+    if folder and REPORT:
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "generation_vs_transformers.json"), "w") as f:
+            json.dump({"format": "tilemega.test-report", "version": 1,
+                       "test": "test/pytest/test_generation_gpu.py",
+                       "commit": os.environ.get("TILEMEGA_COMMIT", "unknown"),
+                       "reports": REPORT}, f, indent=1, default=str)
 
 
 def _artifact(name):
@@ -75,6 +89,23 @@ def hf_model(kind):
     torch.manual_seed(0)
     model = cls(config).to("cuda").float().eval()
     return model
+
+
+def bf16_copy(model):
+    """The model in bfloat16, as a bf16 checkpoint loads: weights and
+    activations bf16, the rotary frequencies kept in float32 (`.to(bf16)`
+    alone also rounds the inv_freq buffers, which moves the angles by
+    radians at positions in the thousands)."""
+    import copy
+
+    import torch
+
+    out = copy.deepcopy(model).to(torch.bfloat16)
+    exact = {name: buf for name, buf in model.named_buffers() if name.endswith("inv_freq")}
+    for name, buf in exact.items():
+        owner, leaf = out.get_submodule(name.rsplit(".", 1)[0]), name.rsplit(".", 1)[1]
+        setattr(owner, leaf, buf.clone())
+    return out
 
 
 def bf16_noise(fp32_model, bf16_model, ids):
@@ -133,8 +164,9 @@ def case(request, tmp_path_factory):
     S = 4096 if kind == "llama" else 2048
     if kind == "llama":
         folder = tmp_path_factory.mktemp("llama")
-        model.to(torch.bfloat16).save_pretrained(folder)     # what a checkpoint holds
-        model.float()
+        # A bf16 checkpoint, saved from a copy: `model.to(bfloat16)` in
+        # place would round the float32 reference's rotary inv_freq too.
+        bf16_copy(model).save_pretrained(folder)
         engine = Engine.from_pretrained(str(folder), max_seq_len=S, artifact=_artifact(name))
     else:
         engine = Engine.from_model(model, max_seq_len=S, artifact=_artifact(name))
@@ -144,8 +176,6 @@ def case(request, tmp_path_factory):
 
 
 def test_teacher_forced_logits_and_cache_match_transformers(case):
-    import copy
-
     import torch
 
     kind, model, engine, seq = case
@@ -155,7 +185,7 @@ def test_teacher_forced_logits_and_cache_match_transformers(case):
         ref = model(ids, use_cache=True)
         fp32_logits = ref.logits[0].float()
         fp32_cache = _cache_layers(ref.past_key_values)
-        bf16 = copy.deepcopy(model).to(torch.bfloat16)
+        bf16 = bf16_copy(model)
         out16 = bf16(ids, use_cache=True)
         bf16_logits = out16.logits[0].float()
         bf16_cache = _cache_layers(out16.past_key_values)
@@ -199,13 +229,11 @@ def test_teacher_forced_logits_and_cache_match_transformers(case):
 
 
 def test_greedy_generation_matches_transformers_bf16(case):
-    import copy
-
     import torch
 
     kind, model, engine, seq = case
     prompt, new = seq[:16].tolist(), 48
-    bf16 = copy.deepcopy(model).to(torch.bfloat16)
+    bf16 = bf16_copy(model)
     with torch.no_grad():
         out = bf16.generate(torch.tensor([prompt], device="cuda"), do_sample=False,
                             max_new_tokens=new, min_new_tokens=new, output_scores=True,

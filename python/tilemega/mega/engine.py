@@ -28,7 +28,7 @@ elsewhere; its tensors must be those of the checkpoint's config.
 import json
 import os
 import time
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Sequence
 
 from . import generation_state as gs
 from .checkpoint import from_transformers, load_tensors, read_config

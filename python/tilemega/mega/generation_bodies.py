@@ -26,12 +26,6 @@ import tilemega.language as T
 from . import generation_state as gs
 from .bodies import Access, Body, _check, t_body
 
-_INF = float("inf")
-
-
-def _dt(dtype):
-    return {"bfloat16": T.bfloat16, "float32": T.float32, "int32": T.int32}[dtype]
-
 
 def embed_token(V, H, S, *, threads=256, emit=True) -> Body:
     """x = table[tokens[gen[POS]]]: args (table [V, H], tokens [S] i32,
