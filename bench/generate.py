@@ -31,27 +31,22 @@ copy rate measured in the same run.
 """
 
 import argparse
-import importlib.util
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "examples"))
+# A script, not imported by tests: bench/ (common.py) and examples/ go on
+# the path as gpu_check.py puts them there.
+for _path in (HERE, os.path.join(ROOT, "examples")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+import common  # noqa: E402
+
 WORKLOAD = "Llama-3.2-1B generate, prompt 512 + 128 tokens, batch 1"
 PROMPT, NEW = 512, 128
-
-
-def _load_common():
-    spec = importlib.util.spec_from_file_location("tilemega_bench_common",
-                                                  os.path.join(HERE, "common.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-common = _load_common()
 
 
 def _tests():
