@@ -17,7 +17,10 @@ check_artifact(path, torch) is what gpu_check.py records: for each position
 of positions(cfg) (1, the middle, max_seq_len - 2 and max_seq_len - 1) one
 launch from random weights and a random history in the caches and tokens,
 judged against float64 (generation_reference.check_step: logits, the k/v
-rows written, the rows not to touch, the pick, the state). The positions
+rows written, the rows not to touch, the pick, the state); a sampled step
+(its pick against float64 scores with the seed's Philox noise); and the
+device loop: one launch of several steps equal, bit for bit, to as many
+single-step launches (check_loop). The positions
 near the end of the cache put attention's last chunk and the last split at
 the edge; the state at max_seq_len - 1 has no room for a next token.
 """
@@ -92,8 +95,10 @@ def positions(cfg):
 
 def check_artifact(path, torch, seed=0):
     """Launches the artifact once per position of positions(cfg) on fresh
-    random tensors; {"error": worst logits error, "tolerance", "passed",
-    "details": {position: check_step details}}."""
+    random tensors (greedy), once more at the middle position with sampling
+    (temperature 0.8, a fixed seed), and checks the device loop
+    (check_loop); {"error": worst logits error, "tolerance", "passed",
+    "details": {position: check_step details, "sampled": ..., "loop": ...}}."""
     from tilemega.mega import generation_reference as ref
     from tilemega.runtime import load_mega
 
@@ -101,11 +106,15 @@ def check_artifact(path, torch, seed=0):
     mk = load_mega(path)
     tensors = ref.make_tensors(cfg, seed=seed)
     mk.bind({p.name: tensors[p.name] for p in mk.user_params})
+    mk.set_step_limit(1)
     worst, passed, details = 0.0, True, {}
-    for pos in positions(cfg):
+    S = cfg.max_seq_len
+    runs = [(str(p), p, None) for p in positions(cfg)] + [("sampled", S // 2 + 3, 0.8)]
+    for key, pos, temperature in runs:
         # The step generates the token after pos (given = pos + 1) when
         # there is room; at max_seq_len - 1 there is none (DONE, pos stays).
-        ref.set_state(tensors, pos, given=pos + 1, end=cfg.max_seq_len, eos=None)
+        ref.set_state(tensors, pos, given=pos + 1, end=S, eos=None,
+                      seed=0x1234_5678_9ABC_DEF0, temperature=temperature)
         tensors["logits"].fill_(float("nan"))
         before = ref.snapshot(cfg, tensors)
         expected = ref.step_float64(cfg, tensors)
@@ -115,10 +124,51 @@ def check_artifact(path, torch, seed=0):
         got = ref.check_step(cfg, tensors, before, expected)
         worst = max(worst, got["error"])
         passed &= got["passed"]
-        details[str(pos)] = {k: v for k, v in got["details"].items()
-                             if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
+        details[key] = {k: v for k, v in got["details"].items()
+                        if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
+    loop = check_loop(mk, cfg, tensors, torch)
+    passed &= loop["passed"]
+    details["loop"] = loop
     return {"error": worst, "tolerance": ref.logits_tolerance(cfg), "passed": passed,
             "details": details}
+
+
+def check_loop(mk, cfg, tensors, torch, steps=6):
+    """The device loop against the single-step mode: from one state (greedy
+    at position 2, sampled near the end of the cache), `steps` launches of
+    one step and one launch of up to max_seq_len steps (stopping at DONE)
+    must leave the same tokens, state, caches and logits, bit for bit, and
+    the loop must report `steps` steps."""
+    from tilemega.mega import generation_reference as ref
+    from tilemega.mega import generation_state as gs
+
+    S = cfg.max_seq_len
+    names = ref.cache_names(cfg) + ["tokens", "gen", "sampling", "logits"]
+    out = {"passed": True, "steps": steps}
+    for start, temperature in ((2, None), (S - steps - 1, 1.3)):
+        ref.set_state(tensors, start, given=start + 1, end=start + 1 + steps, eos=None,
+                      seed=99, temperature=temperature)
+        tensors["logits"].zero_()
+        initial = {n: tensors[n].clone() for n in names}
+        mk.set_step_limit(1)
+        for _ in range(steps):
+            mk.launch()
+        mk.check()
+        single = {n: tensors[n].clone() for n in names}
+        for n in names:
+            tensors[n].copy_(initial[n])
+        mk.set_step_limit(S)
+        mk.launch()
+        mk.check()
+        done = mk.steps_done()
+        mk.set_step_limit(1)
+        differ = [n for n in names if not torch.equal(tensors[n], single[n])]
+        key = f"from {start}" + (f" sampled T={temperature}" if temperature else "")
+        gen = [int(v) for v in tensors["gen"].tolist()]
+        out[key] = {"steps_done": done, "differ": differ[:6], "generated": gen[gs.GENERATED]}
+        out["passed"] &= (done == steps and not differ and gen[gs.GENERATED] == steps
+                          and gen[gs.DONE] == 1)
+    return out
 
 
 def main():

@@ -102,6 +102,65 @@ def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_jit_queue(
     assert ms.simulate(meta, workers=11, seed=3).deadlock is None
 
 
+def test_compiled_graph_repeats_until_done_at_most_max_seq_len_steps(small_artifact):
+    from tilemega.runtime import load_mega
+
+    art, path = small_artifact
+    params = [p["name"] for p in art.kernels[0]["params"]]
+    loop = art.kernels[0]["mega"]["loop"]
+    assert loop == {"stop_argument": params.index("gen"), "stop_element": gs.DONE,
+                    "max_steps": SMALL["max_seq_len"]}
+    mk = load_mega(path)          # no GPU needed to check the step limit's argument
+    assert mk.max_steps == SMALL["max_seq_len"]
+    for bad in (0, SMALL["max_seq_len"] + 1, 2.0):
+        with pytest.raises(ValueError, match=r"steps must be an int in \[1, 256\]"):
+            mk.set_step_limit(bad)
+
+
+def test_repeat_until_needs_a_written_int32_word_and_a_bound():
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega.mega.graph import Graph
+
+    g = Graph("g", workers=2)
+    flag = g.cache("flag", [4], "int32")
+    x = g.cache("x", [4], "float32")
+    with pytest.raises(ValueError, match="no task writes 'flag'"):
+        g.repeat_until(flag, 1, 8)
+    g._written.add("flag")
+    with pytest.raises(ValueError, match="element 4 is outside 'flag'"):
+        g.repeat_until(flag, 4, 8)
+    with pytest.raises(ValueError, match="max_steps must be an int in"):
+        g.repeat_until(flag, 1, 0)
+    with pytest.raises(ValueError, match="must be int32"):
+        g.repeat_until(x, 1, 8)
+    g.repeat_until(flag, 1, 8)
+    assert "stop_word = array<i64: 0, 1>, max_steps = 8" in g.graph_mlir()
+
+
+def test_a_step_barrier_timeout_names_the_cta_and_the_epochs():
+    from tilemega.runtime.mega import decode_error
+
+    meta = {"workers": 4, "graph": "generate", "watchdog_ns": 2_000_000_000, "tasks": [],
+            "events": [], "entries": {"task": [], "instance": []}}
+    words = [0] * 16
+    words[4:10] = [4, -1, -1, 2, 6, 7]
+    err = decode_error(words, meta)
+    assert "worker 2 waited 2.0 s at the barrier after a step" in str(err)
+    assert "(epoch 6, expected 7)" in str(err)
+
+
+def test_a_loop_field_the_kernel_cannot_have_is_refused():
+    from tilemega.runtime import mega_meta as mm
+
+    base = {"workers": 1, "tasks": [], "events": [], "entries": {"task": [], "instance": []},
+            "waits": [], "signals": [], "aot": [[]], "jit": []}
+    with pytest.raises(ValueError, match=r"mega.loop.max_steps': 16777217 is over"):
+        mm.validate({**base, "loop": {"stop_argument": 0, "stop_element": 0,
+                                      "max_steps": (1 << 24) + 1}})
+    with pytest.raises(ValueError, match=r"mega.loop.stop_element': missing"):
+        mm.validate({**base, "loop": {"stop_argument": 0, "max_steps": 3}})
+
+
 def test_compiled_graph_takes_the_tensors_the_reference_describes(small_artifact):
     from tilemega.mega import generation_reference as ref
     from tilemega.mega.engine import check_artifact
@@ -143,6 +202,87 @@ def test_the_state_stops_at_eos_and_at_the_end_of_the_cache():
     words = gs.advance(gs.initial(3, 4, 4), 7, tokens)       # no room after position 3
     assert words[gs.DONE] and words[gs.POS] == 3 and tokens == [1, 2, 3, 4]
     assert words[gs.LAST] == 7
+
+
+def test_any_of_several_eos_ids_stops_and_the_seed_splits_into_two_words():
+    words = gs.initial(0, 1, 8, eos=[128001, 128008, 128009], seed=(7 << 32) | 0xFFFFFFFE)
+    assert [words[w] for w in gs.EOS_WORDS[:4]] == [128001, 128008, 128009, gs.NO_EOS]
+    assert words[gs.SEED_LO] == -2 and words[gs.SEED_HI] == 7     # int32 bit patterns
+    tokens = [1] + [0] * 7
+    words = gs.advance(words, 128008, tokens)
+    assert words[gs.DONE] and tokens[1] == 128008
+    assert not gs.advance(gs.initial(0, 1, 8, eos=[]), 0, [1] + [0] * 7)[gs.DONE]
+
+
+@pytest.mark.parametrize("eos, message", [
+    (list(range(9)), "9 stop ids; at most 8"), ([3, -1], "-1 is not a token id"),
+    ([True], "True is not a token id")])
+def test_bad_eos_ids_are_refused(eos, message):
+    with pytest.raises(ValueError, match=message):
+        gs.initial(0, 1, 8, eos=eos)
+
+
+@pytest.mark.parametrize("seed", [-1, 1 << 64, 1.5])
+def test_a_bad_seed_is_refused(seed):
+    with pytest.raises(ValueError, match="seed must be an int in"):
+        gs.initial(0, 1, 8, seed=seed)
+
+
+# ---------------------------------------------------------------- sampling
+
+
+def test_philox_matches_the_published_known_answers():
+    """Random123's kat_vectors for philox4x32 10."""
+    from tilemega.mega.philox import philox
+
+    cases = [((0, 0, 0, 0), (0, 0), (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)),
+             ((0xFFFFFFFF,) * 4, (0xFFFFFFFF,) * 2,
+              (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)),
+             ((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0),
+              (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1))]
+    for counter, key, want in cases:
+        assert [int(w) for w in philox(*counter, *key)] == list(want)
+
+
+def test_gumbel_noise_is_reproducible_and_gumbel_distributed():
+    from tilemega.mega.philox import gumbel, uniform
+
+    g = gumbel(np.arange(200000), 17, 0xDEADBEEF12345678)
+    assert np.array_equal(g, gumbel(np.arange(200000), 17, 0xDEADBEEF12345678))
+    assert not np.array_equal(g, gumbel(np.arange(200000), 18, 0xDEADBEEF12345678))
+    assert not np.array_equal(g, gumbel(np.arange(200000), 17, 0xDEADBEEF12345679))
+    # Gumbel(0, 1): mean = Euler's gamma, variance pi^2 / 6.
+    assert abs(g.mean() - 0.5772156649) < 0.01
+    assert abs(g.var() - math.pi ** 2 / 6) < 0.03
+    u = uniform(np.array([0, 0xFFFFFFFF], dtype=np.uint64))
+    assert u[0] == 2.0 ** -24 and u[1] == 1.0 - 2.0 ** -24     # never 0 or 1
+    assert np.isfinite(gumbel(np.arange(1 << 20), 3, 5)).all()
+
+
+def test_gumbel_max_samples_the_softmax():
+    """What the device does (argmax of logit / T + noise) draws from
+    softmax(logits / T): frequencies over many positions (independent
+    noise) match the probabilities."""
+    from tilemega.mega.philox import gumbel
+
+    logits, T = np.array([2.0, 1.0, 0.5, -1.0, 0.0]), 0.8
+    p = np.exp(logits / T) / np.exp(logits / T).sum()
+    picks = [int(np.argmax(logits / T + gumbel(np.arange(5), pos, 42))) for pos in range(20000)]
+    freq = np.bincount(picks, minlength=5) / len(picks)
+    assert np.abs(freq - p).max() < 0.015
+
+
+def test_the_engine_refuses_sampling_it_does_not_do():
+    from tilemega.mega.engine import Engine
+
+    assert Engine._inverse_temperature(None, None, None) == 0.0
+    assert Engine._inverse_temperature(0.5, None, 1.0) == 2.0
+    with pytest.raises(ValueError, match="top_k=50: top-k sampling is not built yet"):
+        Engine._inverse_temperature(0.7, 50, None)
+    with pytest.raises(ValueError, match="top_p=0.9: nucleus sampling is not built yet"):
+        Engine._inverse_temperature(0.7, None, 0.9)
+    with pytest.raises(ValueError, match="temperature must be 0"):
+        Engine._inverse_temperature(-1.0, None, None)
 
 
 # ---------------------------------------------------------------- rope

@@ -239,7 +239,7 @@ def test_greedy_generation_matches_transformers_bf16(case):
                             max_new_tokens=new, min_new_tokens=new, output_scores=True,
                             return_dict_in_generate=True, pad_token_id=0, eos_token_id=None)
     theirs = out.sequences[0, len(prompt):].tolist()
-    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=-1)
+    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
     assert len(ours) == new, ours
     f32, noise = bf16_noise(model, bf16, prompt + theirs)
     found = first_difference_is_a_near_tie(
@@ -260,3 +260,35 @@ def test_a_prompt_the_engine_cannot_take_is_a_value_error(case):
         engine.generate([1] * engine.cfg.max_seq_len, max_new_tokens=4)
     with pytest.raises(ValueError, match="max_new_tokens"):
         engine.generate([1, 2], max_new_tokens=0)
+
+
+def test_one_launch_generates_and_streams_the_same_tokens(case):
+    kind, model, engine, seq = case
+    prompt, new = seq[:16].tolist(), 40
+    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
+    # Steps 0 .. 14 walk the prompt, 15 .. 54 generate: one launch.
+    assert engine.kernel.steps_done() == len(prompt) + new - 1
+    streamed = list(engine.stream(prompt, max_new_tokens=new, eos_token_id=[]))
+    assert streamed == ours and len(ours) == new
+
+
+def test_generation_stops_at_any_of_several_eos_ids(case):
+    kind, model, engine, seq = case
+    prompt = seq[:16].tolist()
+    free = engine.generate(prompt, max_new_tokens=24, eos_token_id=[])
+    stops = [free[12], free[5]]
+    first = min(i for i, t in enumerate(free) if t in stops)
+    assert engine.generate(prompt, max_new_tokens=24, eos_token_id=stops) == free[:first + 1]
+    assert list(engine.stream(prompt, max_new_tokens=24, eos_token_id=stops)) == \
+        free[:first + 1]
+
+
+def test_a_seed_reproduces_a_sampled_generation(case):
+    kind, model, engine, seq = case
+    prompt = seq[:16].tolist()
+    a = engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=0.8, seed=5)
+    b = engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=0.8, seed=5)
+    c = engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=0.8, seed=6)
+    greedy = engine.generate(prompt, max_new_tokens=32, eos_token_id=[])
+    assert a == b and len(a) == 32
+    assert a != c and a != greedy

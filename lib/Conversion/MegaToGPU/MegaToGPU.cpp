@@ -137,8 +137,14 @@ struct ConvertMegaToGPUPass
     func::ReturnOp::create(b, loc);
     Block &body = kernel.getBody().front();
     b.setInsertionPointToStart(&body);
+    StepLoop stepLoop;
+    if (std::optional<ArrayRef<int64_t>> stop = graph.getStopWord()) {
+      stepLoop.stopArgument = (*stop)[0];
+      stepLoop.stopElement = (*stop)[1];
+      stepLoop.maxSteps = static_cast<int64_t>(*graph.getMaxSteps());
+    }
     PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
-                                    prefetchBytes, prefetchDepth);
+                                    prefetchBytes, prefetchDepth, stepLoop);
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args.take_front(numGlobals),
                   args[numGlobals], args[numGlobals + 1], args[numGlobals + 2],

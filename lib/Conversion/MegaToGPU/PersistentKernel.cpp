@@ -536,6 +536,13 @@ void PersistentKernelBuilder::buildScheduler() {
   scf::YieldOp::create(b, loc, after->getArguments());
 }
 
+void PersistentKernelBuilder::closeEpoch() {
+  for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
+    sync.storeVolatile(stateAddr(word), i32(0));
+  sync.fence();
+  sync.storeVolatile(stateAddr(kEpoch), epochTarget);
+}
+
 void PersistentKernelBuilder::buildExit() {
   // The last CTA to finish resets the JIT ring and opens the next epoch.
   gpu::BarrierOp::create(b, loc);
@@ -546,11 +553,93 @@ void PersistentKernelBuilder::buildExit() {
         b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
-    for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
-      sync.storeVolatile(stateAddr(word), i32(0));
-    sync.fence();
-    sync.storeVolatile(stateAddr(kEpoch), epochTarget);
+    closeEpoch();
   });
+}
+
+void PersistentKernelBuilder::buildStep(Value blockId) {
+  Value isWorker = cmp(arith::CmpIPredicate::ult, blockId, idx(t.workers));
+  auto role = scf::IfOp::create(b, loc, isWorker, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(role.thenBlock()->getTerminator());
+  buildWorker(blockId);
+  b.setInsertionPoint(role.elseBlock()->getTerminator());
+  buildScheduler();
+}
+
+Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
+  // Arrivals are acq_rel atomics, so the last CTA sees every step's
+  // writes; the others acquire them from its epoch store. Everyone then
+  // reads the stop word the step's tasks left, so all CTAs agree on
+  // whether to go on.
+  gpu::BarrierOp::create(b, loc);
+  ifThread0([&] {
+    int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
+    Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
+    auto last = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(last.thenBlock());
+      sync.storeVolatile(stateAddr(kStepsDone), add(step, i32(1)));
+      closeEpoch();
+      b.setInsertionPointToStart(last.elseBlock());
+      Value start = sync.globalTimer();
+      auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
+      Block *before = b.createBlock(&spin.getBefore());
+      Value seen = sync.loadAcquire(stateAddr(kEpoch));
+      Value reached = cmp(arith::CmpIPredicate::sge,
+                          arith::SubIOp::create(b, loc, seen, epochTarget), i32(0));
+      Value abort = andI(notI(reached), aborted());
+      Value late = andI(andI(notI(reached), notI(abort)), timedOut(start));
+      auto report = scf::IfOp::create(b, loc, late, false);
+      {
+        OpBuilder::InsertionGuard g2(b);
+        b.setInsertionPointToStart(report.thenBlock());
+        recordError(kStepBarrierTimeout, i32(-1),
+                    {Value(), i32(-1), seen, epochTarget});
+      }
+      scf::ConditionOp::create(b, loc, notI(orI(reached, orI(abort, late))),
+                               ValueRange{});
+      b.createBlock(&spin.getAfter());
+      scf::YieldOp::create(b, loc);
+    }
+    Value stopAddr = sync.address(sync.baseAddress(globals[stepLoop.stopArgument]),
+                                  i32(stepLoop.stopElement), 4);
+    Value stop = orI(cmp(arith::CmpIPredicate::ne, sync.loadVolatile(stopAddr), i32(0)),
+                     aborted());
+    memref::StoreOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), stop),
+                            control, idx(0));
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value halt = cmp(arith::CmpIPredicate::ne,
+                   memref::LoadOp::create(b, loc, control, idx(0)), i32(0));
+  // The next step's control words are written only after this read.
+  gpu::BarrierOp::create(b, loc);
+  Value next = add(step, i32(1));
+  return andI(notI(halt), cmp(arith::CmpIPredicate::slt, next, limit));
+}
+
+void PersistentKernelBuilder::buildStepLoop(Value blockId) {
+  Type i32Type = b.getI32Type();
+  Value base = sync.loadVolatile(stateAddr(kEpoch));
+  Value asked = sync.loadVolatile(stateAddr(kStepLimit));
+  Value most = i32(stepLoop.maxSteps);
+  Value inRange = andI(cmp(arith::CmpIPredicate::sge, asked, i32(1)),
+                       cmp(arith::CmpIPredicate::sle, asked, most));
+  // Unset (0) or out of range: one step, the single-step mode.
+  Value limit = select(inRange, asked, i32(1));
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{i32(0)});
+  OpBuilder::InsertionGuard guard(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
+  Value step = before->getArgument(0);
+  // Step n of a launch waits for counters at trigger * (base + n + 1).
+  epochTarget = add(base, add(step, i32(1)));
+  buildStep(blockId);
+  Value more = buildStepBarrier(step, limit);
+  scf::ConditionOp::create(b, loc, more, ValueRange{add(step, i32(1))});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type}, {loc});
+  scf::YieldOp::create(b, loc, after->getArguments());
 }
 
 void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
@@ -579,19 +668,13 @@ void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
   eventsBase = sync.baseAddress(events);
   stateBase = sync.baseAddress(state);
   timelineBase = sync.baseAddress(timelineBuf);
+  if (stepLoop.enabled()) {
+    buildStepLoop(blockId);
+    return;
+  }
   // Launch n waits for counters at trigger * (n + 1); n is stable during a
   // launch (only the last CTA to finish changes it).
   epochTarget = add(sync.loadVolatile(stateAddr(kEpoch)), i32(1));
-
-  Value isWorker = cmp(arith::CmpIPredicate::ult, blockId, idx(t.workers));
-  auto role = scf::IfOp::create(b, loc, isWorker, /*withElse=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(role.thenBlock()->getTerminator());
-    buildWorker(blockId);
-    b.setInsertionPoint(role.elseBlock()->getTerminator());
-    buildScheduler();
-  }
+  buildStep(blockId);
   buildExit();
 }
-

@@ -34,6 +34,11 @@ enum StateWord : int64_t {
   kErrorSeen = 8,
   kErrorExpected = 9,
   kAbort = 10,
+  /// Repeating graphs: the most steps the next launch may run (set by the
+  /// host; outside [1, max_steps] means max_steps) and the steps the
+  /// current launch has completed.
+  kStepLimit = 11,
+  kStepsDone = 12,
   kStateWords = 16,
 };
 
@@ -41,6 +46,14 @@ enum ErrorCode : int64_t {
   kWorkerWaitTimeout = 1,
   kSchedulerWaitTimeout = 2,
   kJitWaitTimeout = 3,
+  kStepBarrierTimeout = 4,
+};
+
+/// How a repeating graph (mega.graph stop_word / max_steps) loops: the
+/// argument and element of its stop word and the step bound.
+struct StepLoop {
+  int64_t stopArgument = -1, stopElement = 0, maxSteps = 1;
+  bool enabled() const { return stopArgument >= 0; }
 };
 
 /// Emits the persistent kernel of one graph.
@@ -48,10 +61,11 @@ class PersistentKernelBuilder {
 public:
   PersistentKernelBuilder(OpBuilder &b, Location loc, const TaskTables &t,
                           bool timeline, int64_t watchdogNs,
-                          int64_t prefetchBytes, int64_t prefetchDepth)
+                          int64_t prefetchBytes, int64_t prefetchDepth,
+                          StepLoop stepLoop = {})
       : b(b), loc(loc), t(t), sync(b, loc), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
-        prefetchDepth(prefetchDepth) {}
+        prefetchDepth(prefetchDepth), stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `globals` are the graph's arguments as kernel
   /// values; the four runtime buffers follow.
@@ -150,6 +164,18 @@ private:
   void buildScheduler();
   void emitPrefetch(Value entry);
   void buildExit();
+  /// One step of the whole graph (the worker or the scheduler role).
+  void buildStep(Value blockId);
+  /// A repeating graph's launch: steps until the stop word, the limit or
+  /// an abort, each closed by buildStepBarrier.
+  void buildStepLoop(Value blockId);
+  /// The grid barrier after a step: the last CTA to arrive resets the JIT
+  /// ring and opens the next epoch; returns (uniformly over the grid)
+  /// whether another step follows.
+  Value buildStepBarrier(Value step, Value limit);
+  /// What the last CTA of a step or launch does: reset the JIT ring and
+  /// publish the epoch `epochTarget`.
+  void closeEpoch();
   void ifThread0(function_ref<void()> body) {
     auto op = scf::IfOp::create(b, loc, isThread0, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
@@ -164,6 +190,7 @@ private:
   bool timeline;
   int64_t watchdogNs;
   int64_t prefetchBytes, prefetchDepth;
+  StepLoop stepLoop;
 
   SmallVector<Value> globals;
   Value tablesBuf, eventsBase, stateBase, timelineBase;

@@ -192,7 +192,7 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
   SmallVector<NamedAttribute> sections;
   for (const auto &[name, offset] : t.sections)
     sections.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(offset)));
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> fields = {
       b.getNamedAttr("graph", b.getStringAttr(graph.getSymName())),
       b.getNamedAttr("workers", b.getI64IntegerAttr(t.workers)),
       b.getNamedAttr("schedulers", b.getI64IntegerAttr(graph.getNumSchedulers())),
@@ -206,5 +206,16 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
       b.getNamedAttr("events", b.getArrayAttr(events)),
       b.getNamedAttr("tables", b.getDenseI32ArrayAttr(t.data)),
       b.getNamedAttr("table_sections", b.getDictionaryAttr(sections)),
-  });
+  };
+  // A repeating graph: the runtime sets the step limit and reads the steps.
+  if (std::optional<ArrayRef<int64_t>> stop = graph.getStopWord())
+    fields.push_back(b.getNamedAttr(
+        "loop", b.getDictionaryAttr({
+                    b.getNamedAttr("stop_argument", b.getI64IntegerAttr((*stop)[0])),
+                    b.getNamedAttr("stop_element", b.getI64IntegerAttr((*stop)[1])),
+                    b.getNamedAttr("max_steps",
+                                   b.getI64IntegerAttr(static_cast<int64_t>(
+                                       *graph.getMaxSteps()))),
+                })));
+  return b.getDictionaryAttr(fields);
 }

@@ -235,7 +235,7 @@ def fuse(cfg, get, source, convert):
 
 def assemble(cfg, get, source, device="cuda"):
     """The graph's tensors (torch, on `device`) from `get` (fuse): the
-    weights in bfloat16, the rope tables, the state (tokens, gen) and the
+    weights in bfloat16, the rope tables, the state (tokens, gen, sampling) and the
     caches and logits, zeroed."""
     import torch
 
@@ -253,7 +253,7 @@ def assemble(cfg, get, source, device="cuda"):
     out["rope_sin"] = torch.from_numpy(sin).to(device)
     for name, (shape, dtype) in ref.tensor_specs(cfg).items():
         if name not in out:
-            dt = {"bfloat16": torch.bfloat16, "int32": torch.int32}[dtype]
+            dt = {"bfloat16": torch.bfloat16, "int32": torch.int32, "float32": torch.float32}[dtype]
             out[name] = torch.zeros(shape, dtype=dt, device=device)
     return out
 

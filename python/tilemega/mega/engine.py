@@ -4,17 +4,20 @@ generation kernel (models.generation_graph).
     from tilemega.mega import Engine
     engine = Engine.from_pretrained("llama-dir", max_seq_len=4096)
     ids = engine.generate([128000, 791, 6460], max_new_tokens=64)
+    ids = engine.generate(prompt, max_new_tokens=64, temperature=0.8, seed=7)
     for token in engine.stream(prompt, max_new_tokens=64): ...
 
-One launch of the kernel is one decode step at the position its device
-state holds (generation_state.py); the step appends the greedy pick and
-advances the state itself, so a generation is a sequence of launches with
-no host work between them. The engine captures `chunk` launches in a CUDA
-graph once and replays it: the host's work per generation is a few replays
-and one 32-byte read of the state per replay (to stream and to stop at
-EOS), nothing per token.
+The kernel repeats its decode step on the device (mega.graph stop_word):
+one launch runs a whole generation, each step's pick feeding the next
+step's embedding, until the state's DONE (max_new_tokens, an EOS id, the end
+of the cache). The host's work per generation is the prompt upload, one
+launch (the arguments packed once at bind) and, when streaming, reads of
+the state's GENERATED counter on a second stream while the kernel runs.
+`step()` keeps the single-step mode (one step per launch) for tests and
+callers that own the loop. Sampling: temperature from a seeded Philox
+generator (generation_state.py); top-k and top-p are not built yet.
 
-The prompt is processed by the same decode step, one position per launch
+The prompt is processed by the same decode step, one position per step
 (positions whose next token is given only advance): correct, but a
 512-token prompt costs 511 decode steps; prefill with tile GEMMs is not
 built yet.
@@ -87,27 +90,37 @@ def check_artifact(path, cfg):
 
 
 class Engine:
-    """Greedy generation with one persistent kernel per step (see the module)."""
+    """Generation with one persistent-kernel launch per generation (see the
+    module)."""
 
-    def __init__(self, cfg, tensors, artifact, eos_token_id=None, chunk=16):
+    def __init__(self, cfg, tensors, artifact, eos_token_id=None, poll_s=2e-4):
         import torch
 
         from ..runtime import load_mega
 
         check_artifact(artifact, cfg)
         self.cfg, self.tensors = cfg, tensors
-        self.eos_token_id = eos_token_id
+        self.eos_token_id = gs.eos_ids(eos_token_id)
         self.kernel = load_mega(artifact)
+        if self.kernel.max_steps < cfg.max_seq_len:
+            raise ValueError(f"{artifact}: the kernel repeats at most {self.kernel.max_steps} "
+                             f"steps per launch; a generation needs up to {cfg.max_seq_len}")
         self.kernel.bind({p.name: tensors[p.name] for p in self.kernel.user_params})
-        if not isinstance(chunk, int) or chunk < 1:
-            raise ValueError(f"chunk must be a positive int, got {chunk!r}")
-        self.chunk = chunk
-        self._graph = None
+        self.poll_s = poll_s
         self._torch = torch
-        # Buffers allocated and the grid's residency checked now, not inside
-        # the first CUDA-graph capture (which may not copy from the host).
+        # The kernel runs on its own stream and the host reads the state on
+        # another while it runs (both non-blocking: neither waits for the
+        # legacy default stream).
+        self._run = torch.cuda.Stream()
+        self._poll = torch.cuda.Stream()
+        self._finished = torch.cuda.Event()
+        # Buffers allocated, residency checked and the launch packed now, not
+        # inside the first generation.
         self.kernel.prepare()
+        self._limit = None
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
+        self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
+        self.last_launch_host_s = None   # host time of the last generation's launch
 
     # -- construction ---------------------------------------------------------------
 
@@ -158,86 +171,143 @@ class Engine:
             raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
         return ids
 
-    def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False):
-        """Writes the prompt and a fresh state: the next launch processes
-        position 0. Teacher-forced, every position of prompt_ids (up to
-        max_seq_len of them) keeps its token and the launches only walk them
-        (the logits of each step are the prediction of the next); else the
-        steps after the prompt generate. Returns the state words."""
+    @staticmethod
+    def _inverse_temperature(temperature, top_k, top_p):
+        """sampling[0] for these settings: 0 (greedy) or 1 / temperature."""
+        if top_k not in (None, 0):
+            raise ValueError(f"top_k={top_k!r}: top-k sampling is not built yet (the device "
+                             "samples from the whole softmax); pass top_k=None")
+        if top_p not in (None, 1, 1.0):
+            raise ValueError(f"top_p={top_p!r}: nucleus sampling is not built yet (the device "
+                             "samples from the whole softmax); pass top_p=None")
+        if temperature is None or temperature == 0:
+            return 0.0
+        if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
+                not 1e-3 <= temperature <= 1e3:
+            raise ValueError(f"temperature must be 0 (greedy) or a number in [1e-3, 1e3], "
+                             f"got {temperature!r}")
+        return 1.0 / float(temperature)
+
+    def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False,
+              temperature=None, top_k=None, top_p=None, seed=0):
+        """Writes the prompt, the sampling settings and a fresh state: the
+        next step processes position 0. Teacher-forced, every position of
+        prompt_ids (up to max_seq_len of them) keeps its token and the steps
+        only walk them (the logits of each step are the prediction of the
+        next); else the steps after the prompt generate. Returns the state
+        words."""
         torch = self._torch
         ids = self._check_prompt(prompt_ids, max_new_tokens, room=0 if teacher_forced else 1)
-        eos = self.eos_token_id if eos_token_id is None else eos_token_id
+        eos = self.eos_token_id if eos_token_id is None else gs.eos_ids(eos_token_id)
+        inv_t = self._inverse_temperature(temperature, top_k, top_p)
         given = len(ids)
         if teacher_forced:
             max_new_tokens = 0
         end = min(self.cfg.max_seq_len, given + max_new_tokens)
-        self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
-        words = gs.initial(0, given, end, eos)
-        self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
+        words = gs.initial(0, given, end, eos, seed)
+        with torch.cuda.stream(self._run):
+            self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
+            self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
+            self.tensors["sampling"].fill_(inv_t)
         return words
 
+    def _set_limit(self, steps):
+        if self._limit != steps:
+            self.kernel.set_step_limit(steps, stream=self._run)
+            self._limit = steps
+
     def step(self):
-        """One launch: one decode step (single-step mode)."""
-        self.kernel.launch()
+        """One launch of one decode step (single-step mode)."""
+        self._set_limit(1)
+        self.kernel.launch(stream=self._run)
 
     def state(self) -> List[int]:
         """The state words (synchronises)."""
-        self._host_gen.copy_(self.tensors["gen"])
         self._torch.cuda.synchronize()
+        self._host_gen.copy_(self.tensors["gen"])
         return [int(v) for v in self._host_gen.tolist()]
 
-    def _replay(self, launches):
-        torch = self._torch
-        if launches == self.chunk:
-            if self._graph is None:
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    for _ in range(self.chunk):
-                        self.kernel.launch()
-                self._graph = graph
-            self._graph.replay()
-        else:
-            for _ in range(launches):
-                self.kernel.launch()
+    def _read_state(self):
+        """The state words, read on the poll stream while the kernel runs."""
+        with self._torch.cuda.stream(self._poll):
+            self._host_gen.copy_(self.tensors["gen"], non_blocking=True)
+        self._poll.synchronize()
+        return self._host_gen.tolist()
 
-    def stream(self, prompt_ids, max_new_tokens=64, eos_token_id=None) -> Iterator[int]:
-        """Yields the generated ids as the kernel produces them (a chunk of
-        launches at a time); stops at max_new_tokens, EOS (yielded) or the
-        end of the cache. A watchdog stop raises MegaKernelError."""
-        words = self.start(prompt_ids, max_new_tokens, eos_token_id)
+    def _read_tokens(self, begin, end):
+        with self._torch.cuda.stream(self._poll):
+            self._host_tokens[begin:end].copy_(self.tensors["tokens"][begin:end],
+                                               non_blocking=True)
+        self._poll.synchronize()
+        return [int(t) for t in self._host_tokens[begin:end].tolist()]
+
+    def stream(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
+               top_k=None, top_p=None, seed=0) -> Iterator[int]:
+        """Yields the generated ids while the kernel runs: one launch runs
+        the whole generation on the device (up to max_new_tokens, an EOS id
+        (yielded) or the end of the cache); the host reads the state's
+        GENERATED counter every poll_s. A token is yielded once a later one
+        is counted (the newest one's store may not be visible yet) or the
+        kernel finished. A watchdog stop raises MegaKernelError; at the end
+        the streamed ids are checked against the final tokens."""
+        words = self.start(prompt_ids, max_new_tokens, eos_token_id, temperature=temperature,
+                           top_k=top_k, top_p=top_p, seed=seed)
         given, end = words[gs.GIVEN], words[gs.END]
-        # Launches to reach the last position: pos walks 0 .. end - 1.
-        remaining, seen = end - 1, 0
-        while remaining > 0:
-            launches = min(self.chunk, remaining)
-            self._replay(launches)
-            remaining -= launches
-            words = self.state()
-            produced = words[gs.GENERATED]
-            if produced > seen:
-                new = self.tensors["tokens"][given + seen:given + produced].tolist()
-                seen = produced
-                yield from (int(t) for t in new)
-            if words[gs.DONE]:
+        if end - 1 <= words[gs.POS]:
+            return
+        self._set_limit(self.cfg.max_seq_len)
+        began = time.perf_counter()
+        self.kernel.launch(stream=self._run)
+        self.last_launch_host_s = time.perf_counter() - began
+        self._finished.record(self._run)
+        streamed = []
+        while True:
+            finished = self._finished.query()
+            produced = self._read_state()[gs.GENERATED]
+            ready = produced if finished else produced - 1
+            if ready > len(streamed):
+                new = self._read_tokens(given + len(streamed), given + ready)
+                streamed += new
+                yield from new
+            if finished:
                 break
+            time.sleep(self.poll_s)
         self.kernel.check()
+        final = self._read_tokens(given, given + produced)
+        if final != streamed:
+            raise RuntimeError(f"streamed tokens {streamed[:8]}... differ from the final "
+                               f"tokens {final[:8]}...: the state was read torn")
 
-    def generate(self, prompt_ids, max_new_tokens=64, eos_token_id=None) -> List[int]:
-        """The generated ids (without the prompt)."""
-        return list(self.stream(prompt_ids, max_new_tokens, eos_token_id))
+    def generate(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
+                 top_k=None, top_p=None, seed=0) -> List[int]:
+        """The generated ids (without the prompt): one launch, then one read."""
+        words = self.start(prompt_ids, max_new_tokens, eos_token_id, temperature=temperature,
+                           top_k=top_k, top_p=top_p, seed=seed)
+        given, end = words[gs.GIVEN], words[gs.END]
+        if end - 1 <= words[gs.POS]:
+            return []
+        self._set_limit(self.cfg.max_seq_len)
+        began = time.perf_counter()
+        self.kernel.launch(stream=self._run)
+        self.last_launch_host_s = time.perf_counter() - began
+        self._run.synchronize()
+        self.kernel.check()
+        produced = self._read_state()[gs.GENERATED]
+        return self._read_tokens(given, given + produced)
 
 
 def _eos_of(path):
-    """eos_token_id of generation_config.json or config.json (the first of a
-    list), else None."""
+    """eos_token_id of generation_config.json or config.json (an id or a
+    list of ids), else None."""
     for name in ("generation_config.json", "config.json"):
         try:
             with open(os.path.join(path, name)) as f:
                 value = json.load(f).get("eos_token_id")
         except (OSError, json.JSONDecodeError, AttributeError):
             continue
-        if isinstance(value, list) and value:
-            value = value[0]
+        if isinstance(value, list) and value and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return value
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None

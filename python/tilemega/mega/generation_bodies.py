@@ -10,8 +10,9 @@ cache length S:
   attention_at      flash-decoding partials over keys 0..pos (the last chunk
                     masked), any GQA group (padded to the warps)
   attention_merge   the partials of the splits, as attention_combine
-  argmax_partial    per chunk of the logits: the largest and its first index
-  pick_advance      the first index of the largest logit; advances `gen` and
+  argmax_partial    per chunk of the scores (the logits, or logit / T +
+                    Gumbel noise when sampling): the largest, its first index
+  pick_advance      the first index of the largest score; advances `gen` and
                     appends to `tokens` (generation_state.advance)
 
 Each factory returns a bodies.Body (bodies.t_body) with its footprint.
@@ -270,16 +271,49 @@ def argmax_chunk(V, threads=256):
     return min(8 * threads, -(-V // threads) * threads)
 
 
+def philox_word0(c0, c1, k0, k1):
+    """Word 0 of Philox-4x32-10 (philox.py) for counter (c0, c1, 0, 0) and
+    key (k0, k1), as T int64 expressions holding uint32 values: a 32x32-bit
+    product fits 64 bits (wrapping in the sign bit only), its high and low
+    words are shifts and masks."""
+    from . import philox as ph
+
+    mask = ph.MASK
+    c = [c0, c1, 0, 0]
+    for r in range(ph.ROUNDS):
+        if r:
+            k0, k1 = (k0 + ph.W0) & mask, (k1 + ph.W1) & mask
+        p0, p1 = c[0] * ph.M0, c[2] * ph.M1
+        hi0, lo0 = (p0 >> 32) & mask, p0 & mask
+        hi1, lo1 = (p1 >> 32) & mask, p1 & mask
+        c = [hi1 ^ c[1] ^ k0, lo1, hi0 ^ c[3] ^ k1, lo0]
+    return c[0]
+
+
+def gumbel_noise(token, pos, k0, k1):
+    """-log(-log(u)) in float32, u from Philox word 0 as philox.uniform
+    makes it (int64 T expressions in, float32 out)."""
+    word = philox_word0(token, pos, k0, k1)
+    u = (T.cast(word >> 9, "float32") + 0.5) * float(2.0 ** -23)
+    return -T.log(-T.log(u))
+
+
 def argmax_partial(V, *, threads=256, emit=True) -> Body:
-    """Per chunk u of the logits: the largest value and the first index that
+    """Per chunk u of the scores: the largest value and the first index that
     holds it (as an exact float: indices < 2^24), at partial[2u], [2u+1]:
-    args (logits [V] bf16, partial [2*units] f32). The last chunk is masked
-    past V. Ties pick the lowest index, as torch.argmax does."""
+    args (logits [V] bf16, gen [GEN_WORDS] i32, sampling [1] f32, partial
+    [2*units] f32). The scores are the logits (greedy) or, when sampling[0]
+    = 1/T is > 0, logit / T + the Gumbel noise of each token at gen[POS]
+    under the seed words (generation_state.py): their argmax is a sample
+    of softmax(logits / T). The last chunk is masked past V. Ties pick the
+    lowest index, as torch.argmax does."""
     chunk = argmax_chunk(V, threads)
     units = -(-V // chunk)
     _check(V < (1 << 24), f"argmax_partial: vocabulary {V} is over 2^24 (indices as floats)")
+    W = gs.GEN_WORDS
 
-    def partial(logits: T.Tensor((V,), "bfloat16"),
+    def partial(logits: T.Tensor((V,), "bfloat16"), gen: T.Tensor((W,), "int32"),
+                sampling: T.Tensor((1,), "float32"),
                 best: T.Tensor((2 * units,), "float32")):
         with T.Kernel(units, threads=threads) as u:
             x = T.alloc_fragment((1, chunk), "float32")
@@ -289,6 +323,16 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
             T.copy(logits.view(1, V)[0, u * chunk], x)
             for i, j in T.Parallel(1, chunk):
                 x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
+            inv_t = sampling[0]
+            # Greedy steps skip the noise: a loop of zero or one trip.
+            for _ in T.serial(T.if_then_else(inv_t > 0.0, 1, 0)):
+                mask = 0xFFFFFFFF
+                pos = T.cast(gen[gs.POS], "int64")
+                k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
+                k1 = T.cast(gen[gs.SEED_HI], "int64") & mask
+                for i, j in T.Parallel(1, chunk):
+                    token = T.cast(u * chunk + j, "int64")
+                    x[i, j] = x[i, j] * inv_t + gumbel_noise(token, pos, k0, k1)
             T.reduce_max(x, top, dim=1)
             for i, j in T.Parallel(1, chunk):
                 at[i, j] = T.if_then_else(x[i, j] == top[i],
@@ -301,7 +345,8 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
     whole = (Access("read", 0, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()
     foot = whole + (Access("read", 0, 0, (units - 1) * chunk, V - (units - 1) * chunk,
                            units - 1, units),                      # the last, maybe short
-                    Access("write", 1, 2, 0, 2))
+                    Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, 1),
+                    Access("write", 3, 2, 0, 2))
     return t_body(f"argmax_partial_{V}_c{chunk}", partial, units, foot, threads, emit)
 
 
@@ -347,8 +392,10 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
             # thread: one writer per word of the state and for the token.
             for k in T.Parallel(W):
                 picked = pick_s[0]
-                stop = live & ((nxt >= end) | (emits & ((picked == state[gs.EOS]) |
-                                                        (nxt == end - 1))))
+                eos = picked == state[gs.EOS]
+                for w in gs.EOS_MORE:
+                    eos = eos | (picked == state[w])
+                stop = live & ((nxt >= end) | (emits & (eos | (nxt == end - 1))))
                 new[k] = T.if_then_else(
                     (k == gs.POS) & live & room, nxt, T.if_then_else(
                         (k == gs.DONE) & stop, 1, T.if_then_else(

@@ -46,7 +46,7 @@ def tensor_specs(cfg):
     bf, n = "bfloat16", (Hq + 2 * Hkv) * D
     specs = {"embed": ((V, H), bf), "rope_cos": ((S, D // 2), "float32"),
              "rope_sin": ((S, D // 2), "float32"), "tokens": ((S,), "int32"),
-             "gen": ((gs.GEN_WORDS,), "int32")}
+             "gen": ((gs.GEN_WORDS,), "int32"), "sampling": ((1,), "float32")}
     for layer in range(cfg.layers):
         p = f"l{layer}."
         specs[p + "attn_norm"] = ((H,), bf)
@@ -91,6 +91,8 @@ def make_tensors(cfg, seed=0, device="cuda"):
             t = torch.randint(0, cfg.vocab, shape, generator=gen, dtype=torch.int32)
         elif name == "gen":
             t = torch.zeros(shape, dtype=torch.int32)
+        elif name == "sampling":
+            t = torch.zeros(shape, dtype=torch.float32)
         elif name == "logits":
             t = torch.full(shape, float("nan"))
         else:
@@ -210,11 +212,12 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
     at the position; every other cache position unchanged bit for bit; the
     pick equal to the first maximum of the kernel's own logits, and to the
     float64 argmax unless the float64 top two are closer than the logits'
-    error; gen and tokens as generation_state.advance makes them.
+    error (with sampling: the largest of logit / T + the seed's noise,
+    float64 noise from philox.py); gen and tokens as
+    generation_state.advance makes them.
 
     Returns {"error": the logits' relative L2, "tolerance", "passed",
     "details": {...every check..., "failed": [names]}}."""
-    import torch
 
     tolerance = logits_tolerance(cfg) if tolerance is None else tolerance
     row_tolerance = kv_row_tolerance(cfg) if row_tolerance is None else row_tolerance
@@ -233,20 +236,34 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
         now, then = tensors[name], before[name]
         if not (_same(now[:, :pos], then[:, :pos]) and _same(now[:, pos + 1:], then[:, pos + 1:])):
             failed.append(f"{name} positions other than {pos}")
-    # The pick: the kernel's own logits decide it exactly.
-    ours = logits.float() if hasattr(logits, "float") else np.asarray(logits, np.float32)
-    own_pick = int(torch.argmax(ours).item()) if hasattr(ours, "item") else int(np.argmax(ours))
+    # The pick: the kernel's own logits decide it (exactly when greedy).
+    ours = _f64(logits)
     ref = expected["logits"]
+    words_before = _ints(before["gen"])
+    inv_t = float(_f64(tensors["sampling"])[0]) if "sampling" in tensors else 0.0
+    noise = 3 * err * float(np.linalg.norm(ref)) / math.sqrt(ref.size)
+    if inv_t > 0:
+        g = gumbel_of(words_before, ref.size)
+        ours, ref, noise = ours * inv_t + g, ref * inv_t + g, noise * inv_t
+    own_pick = int(np.argmax(ours))
     top2 = np.sort(ref)[-2:]
     ref_pick = int(np.argmax(ref))
-    noise = 3 * err * float(np.linalg.norm(ref)) / math.sqrt(ref.size)
     tokens_now, expect_tokens = _ints(tensors["tokens"]), _ints(before["tokens"])
-    new_words = gs.advance(_ints(before["gen"]), own_pick, expect_tokens)
     picked = _ints(tensors["gen"])[gs.LAST]
     details.update(pick=picked, own_argmax=own_pick, float64_argmax=ref_pick,
-                   float64_top2_gap=float(top2[1] - top2[0]), noise=noise)
-    if picked != own_pick:
+                   float64_top2_gap=float(top2[1] - top2[0]), noise=noise,
+                   inverse_temperature=inv_t)
+    if inv_t > 0:
+        # The device's noise is float32 (its log differs from numpy's in
+        # the last bits): any score that close to the largest may win.
+        slack = 1e-4 * max(1.0, abs(float(ours[own_pick])))
+        if not (0 <= picked < ours.size and ours[picked] >= ours[own_pick] - slack):
+            failed.append("pick is not the largest of logit / T + the noise of its seed")
+        elif ours[picked] < ours[own_pick]:
+            own_pick = picked              # a float32 near-tie, judged by the slack
+    elif picked != own_pick:
         failed.append("pick is not the first maximum of the logits")
+    new_words = gs.advance(words_before, own_pick, expect_tokens)
     if ref_pick != own_pick and top2[1] - top2[0] > noise:
         failed.append("pick differs from float64's clear argmax")
     if _ints(tensors["gen"]) != new_words:
@@ -258,10 +275,23 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
     return {"error": err, "tolerance": tolerance, "passed": not failed, "details": details}
 
 
-def set_state(tensors, pos, given, end, eos=None):
-    """Writes a fresh generation state into tensors["gen"] (in place)."""
+def gumbel_of(words, vocab):
+    """The Gumbel noise of every token for the step of state `words` (its
+    position and seed words), float64 (philox.gumbel)."""
+    from . import philox
+
+    seed = (words[gs.SEED_LO] & 0xFFFFFFFF) | ((words[gs.SEED_HI] & 0xFFFFFFFF) << 32)
+    return philox.gumbel(np.arange(vocab), words[gs.POS], seed)
+
+
+def set_state(tensors, pos, given, end, eos=None, seed=0, temperature=None):
+    """Writes a fresh generation state into tensors["gen"] and the sampling
+    setting (greedy unless a temperature) into tensors["sampling"] (in
+    place)."""
     import torch
 
-    words = gs.initial(pos, given, end, eos)
+    if "sampling" in tensors:
+        tensors["sampling"].fill_(0.0 if not temperature else 1.0 / temperature)
+    words = gs.initial(pos, given, end, eos, seed)
     tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
     return words

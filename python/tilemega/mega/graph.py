@@ -128,6 +128,7 @@ class Graph:
         self.tensors: List[Tensor] = []
         self.tasks: List[Task] = []
         self._written = set()   # names of tensors some task wrote
+        self.stop = None        # (tensor, element, max_steps) of repeat_until
 
     # --- tensors -------------------------------------------------------------
 
@@ -369,10 +370,11 @@ class Graph:
         return self._task("attention_at", f"{base}_merge", merge,
                           [("o_part", o_part), ("lse", lse), ("o", o)])
 
-    def pick_next(self, logits, tokens, gen, name=None):
-        """The next token: the first index of the largest logit (greedy),
-        appended to tokens and the state advanced (generation_state.py), in
-        two tasks through a scratch tensor of per-chunk maxima."""
+    def pick_next(self, logits, tokens, gen, sampling, name=None):
+        """The next token: the first index of the largest logit (greedy), or
+        a sample when sampling[0] = 1/T > 0 (generation_state.py), appended
+        to tokens and the state advanced, in two tasks through a scratch
+        tensor of per-chunk maxima."""
         self._need("pick_next", "logits", logits, rank=1)
         self._need("pick_next", "tokens", tokens, rank=1, dtype="int32")
         V = logits.size
@@ -380,9 +382,11 @@ class Graph:
         units = part.units
         pick = gbodies.pick_advance(V, tokens.size, units, threads=self.threads, emit=False)
         self._check_args("pick_next", part, [("logits", logits)])
-        best = self.scratch(f"{logits.name}.best", part.args[1][1], "float32")
+        best = self.scratch(f"{logits.name}.best", part.args[3][1], "float32")
         base = name or "pick"
-        self._task("pick_next", f"{base}_partial", part, [("logits", logits), ("best", best)])
+        self._need("pick_next", "sampling", sampling, rank=1, dtype="float32")
+        self._task("pick_next", f"{base}_partial", part,
+                   [("logits", logits), ("gen", gen), ("sampling", sampling), ("best", best)])
         return self._task("pick_next", f"{base}_advance", pick,
                           [("best", best), ("tokens", tokens), ("gen", gen)])
 
@@ -399,6 +403,26 @@ class Graph:
         body = bodies.residual_add(y.size, chunk or elementwise_chunk(y.size, self.threads),
                                    threads=self.threads, emit=False)
         return self._task("add", name, body, [("a", a), ("b", b), ("y", y)])
+
+    def repeat_until(self, flag, element, max_steps):
+        """One launch repeats the whole graph on the device, up to max_steps
+        steps (the runtime may set fewer: MegaKernel.set_step_limit), and
+        stops after the first step that leaves flag[element] nonzero
+        (mega.graph stop_word / max_steps). flag: a 1-D int32 tensor some
+        task writes."""
+        self._need("repeat_until", "flag", flag, rank=1, dtype="int32")
+        if isinstance(element, bool) or not isinstance(element, int) or \
+                not 0 <= element < flag.size:
+            raise ValueError(f"repeat_until: element {element!r} is outside '{flag.name}' "
+                             f"({flag.size} elements)")
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or \
+                not 1 <= max_steps <= 1 << 24:
+            raise ValueError(f"repeat_until: max_steps must be an int in [1, 2^24], "
+                             f"got {max_steps!r}")
+        if flag.name not in self._written:
+            raise ValueError(f"repeat_until: no task writes '{flag.name}', so the loop "
+                             "could never stop early")
+        self.stop = (flag, element, max_steps)
 
     # --- output --------------------------------------------------------------
 
@@ -418,6 +442,9 @@ class Graph:
         names = attr_names()
         attrs = (f"{names['graph_arg_names']} = {strings(t.name for t in self.tensors)}, "
                  f"{names['graph_arg_roles']} = {strings(t.role for t in self.tensors)}")
+        if self.stop is not None:
+            flag, element, steps = self.stop
+            attrs += f", stop_word = array<i64: {flag.index}, {element}>, max_steps = {steps}"
         lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
                  f"schedulers {self.schedulers} attributes {{{attrs}}} {{"]
         lines += ["  " + task.mlir() for task in self.tasks]

@@ -224,9 +224,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     rope_cos / rope_sin [max_seq_len, head_dim/2] f32; per layer l{i}.attn_norm,
     .wqkv, .bqkv (qkv_bias), .wo, .mlp_norm, .wgu, .wd and the caches
     l{i}.k_cache / .v_cache [kv_heads, max_seq_len, head_dim]; the state
-    tokens [max_seq_len] and gen [GEN_WORDS] (int32, role cache); the
-    output logits."""
-    from .generation_state import GEN_WORDS
+    tokens [max_seq_len] and gen [GEN_WORDS] (int32, role cache), sampling
+    [1] f32 (the inverse temperature, 0 for greedy); the output logits.
+    A launch runs one step, or up to max_seq_len steps when the runtime
+    sets a step limit (MegaKernel.set_step_limit), stopping at DONE."""
+    from .generation_state import DONE, GEN_WORDS
 
     cfg.check()
     threads = threads or generation_threads(cfg)
@@ -240,6 +242,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
            g.weight("rope_sin", [S, D // 2], "float32"))
     tokens = g.cache("tokens", [S], "int32")
     gen = g.cache("gen", [GEN_WORDS], "int32")
+    sampling = g.cache("sampling", [1], "float32")
     x = g.scratch("x", [H], dt)
     g.embed_token(embed, tokens, gen, x, name="embed")
     for layer in range(cfg.layers):
@@ -273,5 +276,8 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     head = embed if cfg.tie_embeddings else g.weight("lm_head", [V, H], dt)
     logits = g.output("logits", [V], dt)
     g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, name="lm_head")
-    g.pick_next(logits, tokens, gen, name="pick")
+    g.pick_next(logits, tokens, gen, sampling, name="pick")
+    # One launch may run a whole generation: it stops after the step that
+    # sets DONE (at max_new_tokens, EOS or the end of the cache).
+    g.repeat_until(gen, DONE, max_steps=S)
     return g

@@ -144,44 +144,10 @@ class FastLauncher:
         """
         if stream is not None:
             handle = stream if type(stream) is int else stream_handle(stream)
-        if len(args) != self.nparams:
+        checked = self._checked(args)
+        if checked is None:
             return False
-        tensor_type = self.tensor_type
-        values = []
-        device = -1
-        for arg, (kind, a, b, c, d) in zip(args, self.checks):
-            if kind == _TENSOR:          # a: torch dtype, b: shape, c: strides, d: alignment
-                if not isinstance(arg, tensor_type) or arg.dtype is not a or not arg.is_cuda:
-                    return False
-                if arg.shape != b:
-                    return False
-                strides = arg.stride()
-                if strides != c and not _strides_match(b, strides, c):
-                    return False
-                ptr = arg.data_ptr()
-                if ptr % d:
-                    return False
-                index = arg.get_device()
-                if index != device:
-                    if device >= 0 or index < 0:
-                        return False     # tensors on different devices
-                    device = index
-                values.append(ptr)
-            elif kind == _INT:           # the range is checked by pack_into
-                if type(arg) is not int:
-                    return False
-                values.append(arg)
-            else:
-                t = type(arg)
-                if t is not float and t is not int:
-                    return False
-                if kind == _BF16:
-                    try:
-                        arg = _bfloat16_bits(float(arg))
-                    except OverflowError:
-                        return False
-                values.append(arg)
-
+        values, device = checked
         entry = self.devices.get(device)
         if entry is None:
             entry = self._prepare(device)
@@ -219,6 +185,63 @@ class FastLauncher:
             check_result(result, self.what, self.kernel.name, self.grid)
         return True
 
+    def _checked(self, args):
+        """(packed values, device) when every argument passes the fast
+        checks, else None (the general path decides)."""
+        tensor_type = self.tensor_type
+        if len(args) != self.nparams:
+            return None
+        values = []
+        device = -1
+        for arg, (kind, a, b, c, d) in zip(args, self.checks):
+            if kind == _TENSOR:          # a: torch dtype, b: shape, c: strides, d: alignment
+                if not isinstance(arg, tensor_type) or arg.dtype is not a or not arg.is_cuda:
+                    return None
+                if arg.shape != b:
+                    return None
+                strides = arg.stride()
+                if strides != c and not _strides_match(b, strides, c):
+                    return None
+                ptr = arg.data_ptr()
+                if ptr % d:
+                    return None
+                index = arg.get_device()
+                if index != device:
+                    if device >= 0 or index < 0:
+                        return None     # tensors on different devices
+                    device = index
+                values.append(ptr)
+            elif kind == _INT:           # the range is checked by pack_into
+                if type(arg) is not int:
+                    return None
+                values.append(arg)
+            else:
+                t = type(arg)
+                if t is not float and t is not int:
+                    return None
+                if kind == _BF16:
+                    try:
+                        arg = _bfloat16_bits(float(arg))
+                    except OverflowError:
+                        return None
+                values.append(arg)
+
+        return values, device
+
+    def bound(self, args) -> Optional["BoundLaunch"]:
+        """A launch with `args` packed once (see BoundLaunch), or None where
+        the fast checks do not accept them."""
+        checked = self._checked(args)
+        if checked is None:
+            return None
+        values, device = checked
+        if device not in self.devices:
+            self._prepare(device)
+        try:
+            return BoundLaunch(self, values, device)
+        except (OverflowError, struct.error):
+            return None
+
     def _prepare(self, device: int):
         """Load the module on `device` (once) and remember its context and function."""
         self.drv = driver.cuda()
@@ -229,3 +252,47 @@ class FastLauncher:
         entry = (int(ctx), function)
         self.devices[device] = entry
         return entry
+
+
+class BoundLaunch:
+    """One kernel's arguments checked and packed once, for a caller that
+    launches the same tensors many times (a persistent kernel whose tensors
+    are bound once): a launch is the context check, the stream lookup and
+    the driver call, whatever the number of parameters. The caller keeps
+    the tensors alive and unchanged (MegaKernel holds them while bound)."""
+
+    def __init__(self, launcher: FastLauncher, values, device: int):
+        self.launcher = launcher
+        self.device = device
+        self.buffer = ctypes.create_string_buffer(_SLOT * launcher.nparams)
+        launcher.pack_into(self.buffer, 0, *values)
+        base = ctypes.addressof(self.buffer)
+        self.pointers = (ctypes.c_void_p * launcher.nparams)(
+            *(base + _SLOT * i for i in range(launcher.nparams)))
+        self.params_address = ctypes.addressof(self.pointers)
+
+    def launch(self, handle: int) -> bool:
+        """Launch on the raw stream `handle`; False (nothing launched) when
+        the device's primary context is not current on this thread."""
+        fl = self.launcher
+        drv = fl.drv
+        context, function = fl.devices[self.device]
+        current = drv.cuCtxGetCurrent()[1]
+        if current is None or int(current) != context:
+            return False
+        cu_stream = _streams.get(handle)
+        if cu_stream is None:
+            cu_stream = _cu_stream(drv, handle)
+        grid, block = fl.grid, fl.block
+        if fl.cooperative:
+            result = drv.cuLaunchCooperativeKernel(function, grid[0], grid[1], grid[2],
+                                                   block[0], block[1], block[2], fl.smem,
+                                                   cu_stream, self.params_address)
+        else:
+            result = drv.cuLaunchKernel(function, grid[0], grid[1], grid[2], block[0],
+                                        block[1], block[2], fl.smem, cu_stream,
+                                        self.params_address, 0)
+        err = result[0]
+        if err and driver._code(err) != 0:
+            check_result(result, fl.what, fl.kernel.name, fl.grid)
+        return True

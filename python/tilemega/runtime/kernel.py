@@ -72,6 +72,18 @@ class Kernel:
         if fast is None or not fast.try_launch(args, stream):
             self.launch(*args, stream=stream)
 
+    def bind_launch(self, args):
+        """The arguments checked and packed once for repeated launches
+        (fast.BoundLaunch), or None where the fast path does not apply to
+        them (then launch through __call__)."""
+        torch = _modules.get("torch")
+        if torch is None:
+            return None
+        if torch is not self._fast_torch:
+            self._fast = FastLauncher.build(self, torch)
+            self._fast_torch = torch
+        return None if self._fast is None else self._fast.bound(tuple(args))
+
     def check(self, *args, stream=None) -> BoundArgs:
         """Check and pack `args` without launching (never touches the GPU)."""
         return bind(self.spec, args, launch.stream_handle(stream))

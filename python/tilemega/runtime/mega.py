@@ -25,7 +25,8 @@ from .errors import ArgumentError, LaunchError, MegaKernelError, RuntimeUnavaila
 from .kernel import Kernel
 
 ERROR_KINDS = {1: "worker wait timed out", 2: "scheduler wait timed out",
-               3: "worker waited for the JIT queue too long"}
+               3: "worker waited for the JIT queue too long",
+               4: "step barrier timed out"}
 
 
 def _duration(ns) -> str:
@@ -56,6 +57,9 @@ def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKer
                 + (on_event.replace(" on", " and on", 1) if on_event
                    else f" (counter {seen}, expected {expected})")
                 + (f" while {task} was not ready" if task else ""))
+    elif code == 4:
+        what = (f"{who} waited {_duration(meta.get('watchdog_ns'))} at the barrier after "
+                f"a step for the other CTAs (epoch {seen}, expected {expected})")
     else:
         what = (f"{who} reported {kind} (entry {entry}, event {event}, counter {seen}, "
                 f"expected {expected})")
@@ -137,6 +141,7 @@ class MegaKernel:
         self._device = device
         self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
+        self._packed = None                      # its BoundLaunch (packed once), if any
         self._resident_on: Optional[int] = None # the device whose residency was checked
         # Launches share the events and state buffers, so they must not overlap:
         # one lock orders launches from several threads, and a launch on another
@@ -169,6 +174,16 @@ class MegaKernel:
         if "threads" in meta and spec.block != (meta["threads"], 1, 1):
             raise ValueError(f"{where}: block {list(spec.block)} does not match the "
                              f"{meta['threads']} threads of field 'mega.threads'")
+        loop = meta.get("loop")
+        if loop:
+            graph = spec.params[:-4]
+            arg, element = loop["stop_argument"], loop["stop_element"]
+            param = graph[arg] if arg < len(graph) else None
+            if param is None or param.kind != "tensor" or param.dtype != "int32" or \
+                    len(param.shape or ()) != 1 or not element < param.shape[0]:
+                raise ValueError(f"{where}: field 'mega.loop': the stop word (argument {arg}, "
+                                 f"element {element}) must be an element of a 1-D int32 "
+                                 "tensor param")
         expected = meta["workers"] + (1 if meta["jit"] else 0)
         if spec.grid != (expected, 1, 1):
             raise ValueError(f"{where}: grid {list(spec.grid)} does not match {meta['workers']} "
@@ -208,6 +223,7 @@ class MegaKernel:
                 check_scalar(param, value, where)
         self._bound.update(pairs)
         self._args = None
+        self._packed = None
         return self
 
     def _unknown(self, name: str) -> str:
@@ -276,10 +292,15 @@ class MegaKernel:
         tensor must be bound). Call it before capturing launches into a
         CUDA graph, where copies from the host are not allowed."""
         with self._launch_lock:
-            if self._args is None:
-                self._args = self._arguments()
-            if self._resident_on != self._device:
-                self.check_resident()
+            self._ready()
+
+    def _ready(self):
+        """The argument list and its packed launch, built once per binding."""
+        if self._args is None:
+            self._args = self._arguments()
+            self._packed = self.kernel.bind_launch(self._args)
+        if self._resident_on != self._device:
+            self.check_resident()
 
     def launch(self, stream=None):
         """Launch once, asynchronously (see Kernel.__call__ for `stream`).
@@ -292,14 +313,14 @@ class MegaKernel:
         sync) for the work enqueued on that stream, so two launches never run
         at once on the shared events and state (docs/mega.md)."""
         with self._launch_lock:
-            if self._args is None:
-                self._args = self._arguments()
-            if self._resident_on != self._device:
-                self.check_resident()
+            self._ready()
             handle = self._stream_handle(stream)
             if handle != self._last_stream:
                 self._follow(handle)
-            self.kernel(*self._args, stream=handle)
+            # Bound tensors were checked at bind: the packed launch only
+            # makes the driver call, whatever the number of tensors.
+            if self._packed is None or not self._packed.launch(handle):
+                self.kernel(*self._args, stream=handle)
 
     def _stream_handle(self, stream) -> int:
         """The stream the launch goes to, resolved as Kernel.__call__ would."""
@@ -362,6 +383,37 @@ class MegaKernel:
         self.launch(stream)
         if check:
             self.check()
+
+    # -- repeating graphs (mega.graph stop_word / max_steps) ------------------------
+
+    @property
+    def max_steps(self) -> int:
+        """Steps one launch may run: the graph's max_steps, 1 unless it repeats."""
+        loop = self.meta.get("loop")
+        return int(loop["max_steps"]) if loop else 1
+
+    def set_step_limit(self, steps: int, stream=None):
+        """Later launches of a repeating graph run at most `steps` steps
+        (stream-ordered write of the state word; 1 is the single-step mode)."""
+        if not self.meta.get("loop"):
+            raise ValueError(f"{self.name}: the graph does not repeat (no mega.graph "
+                             "stop_word), so every launch is one step")
+        if isinstance(steps, bool) or not isinstance(steps, int) or \
+                not 1 <= steps <= self.max_steps:
+            raise ValueError(f"{self.name}: steps must be an int in [1, {self.max_steps}] "
+                             f"(max_steps), got {steps!r}")
+        torch = _torch()
+        self.allocate()
+        word = self._buffers["mega_state"][mm.STEP_LIMIT_WORD:mm.STEP_LIMIT_WORD + 1]
+        if stream is None:
+            word.fill_(steps)
+        else:
+            with torch.cuda.stream(stream):
+                word.fill_(steps)
+
+    def steps_done(self) -> int:
+        """Steps the last launch of a repeating graph completed (synchronises)."""
+        return self.state()[mm.STEPS_DONE_WORD]
 
     def state(self) -> List[int]:
         """mega_state words 0-15 after synchronising the device."""

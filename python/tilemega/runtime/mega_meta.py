@@ -18,6 +18,10 @@ from typing import Any, Dict, List
 RUNTIME_PARAMS = ("mega_tables", "mega_events", "mega_state", "mega_timeline")
 # Number of mega_state words (docs/mega.md).
 STATE_WORDS = 16
+# Words of a repeating graph (PersistentKernel.h): the host's step limit for
+# the next launches, and the steps the last launch completed.
+STEP_LIMIT_WORD, STEPS_DONE_WORD = 11, 12
+MAX_STEPS = 1 << 24
 # The sections of `tables`, in the order the compiler packs them (TaskTables.cpp).
 TABLE_SECTIONS = ("records", "aot_records", "entry_case", "entry_task", "entry_instance",
                   "wait_offsets", "waits", "signal_offsets", "signals", "triggers",
@@ -105,6 +109,16 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
     for key, minimum in (("watchdog_ns", 0), ("threads", 1), ("schedulers", 0)):
         if key in mega and _int(mega[key], where, f"{field}.{key}", minimum) >= 2**63:
             _fail(where, f"{field}.{key}", f"{mega[key]} does not fit an int64")
+    if "loop" in mega:
+        loop = mega["loop"]
+        if not isinstance(loop, dict):
+            _fail(where, f"{field}.loop", f"expected an object, got {type(loop).__name__}")
+        for key in ("stop_argument", "stop_element", "max_steps"):
+            if key not in loop:
+                _fail(where, f"{field}.loop.{key}", "missing")
+            _int(loop[key], where, f"{field}.loop.{key}", 1 if key == "max_steps" else 0)
+        if loop["max_steps"] > MAX_STEPS:
+            _fail(where, f"{field}.loop.max_steps", f"{loop['max_steps']} is over {MAX_STEPS}")
     if "timeline" in mega and not isinstance(mega["timeline"], bool):
         _fail(where, f"{field}.timeline", f"expected true or false, got {mega['timeline']!r}")
     return mega

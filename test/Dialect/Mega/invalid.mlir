@@ -1015,3 +1015,43 @@ mega.graph @g(%a: memref<8x8xf32>) workers 1 {
   mega.task @t body @f(%a : memref<8x8xf32>) count 8
       footprint [#mega.access<read operand 0 offset 8 * u + 0 size 8 units 0 to -7>]
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// mega.graph stop_word / max_steps (a repeating graph)
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{stop_word and max_steps go together}}
+mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 0, 1>} {
+}
+
+// -----
+
+// expected-error @+1 {{stop_word must be [argument, element], got 1 values}}
+mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 0>, max_steps = 8} {
+}
+
+// -----
+
+// expected-error @+1 {{max_steps must be in [1, 16777216], got 0}}
+mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 0, 1>, max_steps = 0} {
+}
+
+// -----
+
+// expected-error @+1 {{stop_word argument 3 is not one of the graph's 1 arguments}}
+mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 3, 1>, max_steps = 8} {
+}
+
+// -----
+
+// expected-error @+1 {{stop_word argument 0 must be a 1-D i32 memref of static size, got 'memref<4xf32>'}}
+mega.graph @g(%f: memref<4xf32>) workers 1 attributes {stop_word = array<i64: 0, 1>, max_steps = 8} {
+}
+
+// -----
+
+// expected-error @+1 {{stop_word element 4 is outside argument 0 (4 elements)}}
+mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 0, 4>, max_steps = 8} {
+}

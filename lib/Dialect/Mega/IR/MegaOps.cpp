@@ -140,6 +140,41 @@ LogicalResult GraphOp::verify() {
                          << getNumSchedulers() << ") exceed the " << most
                          << " CTAs that any known chip ("
                          << getKnownChips() << ") keeps resident at once";
+  return verifyLoop();
+}
+
+LogicalResult GraphOp::verifyLoop() {
+  std::optional<ArrayRef<int64_t>> stop = getStopWord();
+  std::optional<uint64_t> steps = getMaxSteps();
+  if (stop.has_value() != steps.has_value())
+    return emitOpError() << "stop_word and max_steps go together (a repeating "
+                            "graph needs both)";
+  if (!stop)
+    return success();
+  if (stop->size() != 2)
+    return emitOpError() << "stop_word must be [argument, element], got "
+                         << stop->size() << " values";
+  int64_t arg = (*stop)[0], word = (*stop)[1];
+  // Each step is one epoch of 32-bit event counters: bounded so that the
+  // counters never wrap within a launch.
+  int64_t most = int64_t(1) << 24;
+  if (static_cast<int64_t>(*steps) < 1 || static_cast<int64_t>(*steps) > most)
+    return emitOpError() << "max_steps must be in [1, " << most << "], got "
+                         << static_cast<int64_t>(*steps);
+  if (arg < 0 || arg >= static_cast<int64_t>(getGlobals().size()))
+    return emitOpError() << "stop_word argument " << arg
+                         << " is not one of the graph's "
+                         << getGlobals().size() << " arguments";
+  auto type = dyn_cast<MemRefType>(getGlobals()[arg].getType());
+  if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32) ||
+      !type.hasStaticShape())
+    return emitOpError() << "stop_word argument " << arg
+                         << " must be a 1-D i32 memref of static size, got "
+                         << getGlobals()[arg].getType();
+  if (word < 0 || word >= type.getNumElements())
+    return emitOpError() << "stop_word element " << word
+                         << " is outside argument " << arg << " ("
+                         << type.getNumElements() << " elements)";
   return success();
 }
 

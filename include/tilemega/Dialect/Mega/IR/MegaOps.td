@@ -146,9 +146,20 @@ def Mega_GraphOp : Mega_Op<"graph", [
           : memref<4096xf16>, memref<4096xf16>, i32) count 16 signals [@done]
     }
     ```
+
+    A graph may repeat on the device: with `stop_word = array<i64: A, W>`
+    and `max_steps = N`, one launch runs up to N steps of the whole graph
+    (as many as the host sets in the state, one by default), every CTA meeting
+    the others at a grid barrier after each step, and stops after the first
+    step that leaves element W of argument A (an i32 memref) nonzero. Each
+    step is one epoch of the events, so a step waits exactly as a launch
+    did; the bodies of step n + 1 see everything step n wrote. This is how
+    a decode step becomes a whole generation in one launch.
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$workers,
-                       DefaultValuedAttr<I64Attr, "1">:$schedulers);
+                       DefaultValuedAttr<I64Attr, "1">:$schedulers,
+                       OptionalAttr<DenseI64ArrayAttr>:$stop_word,
+                       OptionalAttr<I64Attr>:$max_steps);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -169,6 +180,10 @@ def Mega_GraphOp : Mega_Op<"graph", [
     /// of I64Attr return uint64_t).
     int64_t getNumWorkers() { return static_cast<int64_t>(getWorkers()); }
     int64_t getNumSchedulers() { return static_cast<int64_t>(getSchedulers()); }
+    /// Whether one launch repeats the graph (stop_word and max_steps).
+    bool isLooping() { return getStopWord().has_value(); }
+    /// The stop_word / max_steps checks of the verifier.
+    ::mlir::LogicalResult verifyLoop();
   }];
 }
 
