@@ -205,21 +205,38 @@ class Engine:
             max_new_tokens = 0
         end = min(self.cfg.max_seq_len, given + max_new_tokens)
         words = gs.initial(0, given, end, eos, seed)
-        with torch.cuda.stream(self._run):
-            self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
-            self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
-            self.tensors["sampling"].fill_(inv_t)
+        # On the caller's stream, as step() runs; a generation's launch
+        # waits for it (_launch_generation).
+        self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
+        self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
+        self.tensors["sampling"].fill_(inv_t)
         return words
 
-    def _set_limit(self, steps):
+    def _set_limit(self, steps, stream):
         if self._limit != steps:
-            self.kernel.set_step_limit(steps, stream=self._run)
+            self.kernel.set_step_limit(steps, stream=stream)
             self._limit = steps
 
     def step(self):
-        """One launch of one decode step (single-step mode)."""
-        self._set_limit(1)
+        """One launch of one decode step (single-step mode), on the caller's
+        current stream: what the caller enqueues next there sees its
+        logits and state."""
+        stream = self._torch.cuda.current_stream()
+        self._set_limit(1, stream)
+        self.kernel.launch(stream=stream)
+
+    def _launch_generation(self):
+        """The generation's one launch, on the engine's stream after the
+        caller's work so far (the prompt and state writes of start())."""
+        self._run.wait_stream(self._torch.cuda.current_stream())
+        self._set_limit(self.cfg.max_seq_len, self._run)
+        began = time.perf_counter()
         self.kernel.launch(stream=self._run)
+        self.last_launch_host_s = time.perf_counter() - began
+
+    def _after_generation(self):
+        """The caller's stream continues after the generation."""
+        self._torch.cuda.current_stream().wait_stream(self._run)
 
     def state(self) -> List[int]:
         """The state words (synchronises)."""
@@ -255,11 +272,9 @@ class Engine:
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return
-        self._set_limit(self.cfg.max_seq_len)
-        began = time.perf_counter()
-        self.kernel.launch(stream=self._run)
-        self.last_launch_host_s = time.perf_counter() - began
+        self._launch_generation()
         self._finished.record(self._run)
+        self._after_generation()
         streamed = []
         while True:
             finished = self._finished.query()
@@ -286,10 +301,8 @@ class Engine:
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return []
-        self._set_limit(self.cfg.max_seq_len)
-        began = time.perf_counter()
-        self.kernel.launch(stream=self._run)
-        self.last_launch_host_s = time.perf_counter() - began
+        self._launch_generation()
+        self._after_generation()
         self._run.synchronize()
         self.kernel.check()
         produced = self._read_state()[gs.GENERATED]
