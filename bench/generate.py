@@ -18,6 +18,13 @@ and tokens/s beside it):
                             decode step repeats on the device); the prompt
                             runs through the same decode step (no prefill
                             kernels yet)
+  our per-operator kernels  the same T.* bodies as one kernel per operator
+                            (ops_gen_llama1b.json), one step's 116 launches
+                            captured in a CUDA graph, replayed per position
+  torch step, CUDA graph    torch_generation_step.py: the step in plain
+                            torch (position on the device, masked attention
+                            over the whole static cache), captured once,
+                            replayed per position
 
 Every row is checked before it is timed: its 128 greedy tokens must equal
 transformers-float32's until the first step where float32's own top two
@@ -178,14 +185,72 @@ def main(argv=None):
             firsts.append(ms1)
             alls.append(msn)
         ttft, total = sorted(firsts)[1], sorted(alls)[1]
+        # The launch alone, back to back on the engine's stream (the state
+        # is DONE: each launch runs one step and stops).
+        alone = []
+        for _ in range(41):
+            began = time.perf_counter()
+            e.kernel.launch(stream=e._run)
+            alone.append((time.perf_counter() - began) * 1e6)
+        torch.cuda.synchronize()
+        e.kernel.check()
         state.update(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1),
-                     launches_per_generation=1, host_us_per_generation_launch=sorted(host)[2])
+                     launches_per_generation=1,
+                     host_us_launch_in_generate=sorted(host)[2],
+                     host_us_launch_back_to_back=sorted(alone)[20])
         return state["ms_per_token"]
 
     report.row(WORKLOAD, "tilemega engine (one persistent-kernel launch per generation)",
                check_ours,
                time_ours, 0.0, metric="tokens")
     report.data["rows"][-1].update(state)
+    def graph_row(name, make_step, role):
+        """A step captured once into a CUDA graph, replayed once per
+        position (the prompt walked as our engine walks it)."""
+        graph = {}
+
+        def generate(n):
+            e = engine["e"]
+            e.start(prompt, max_new_tokens=n, eos_token_id=[])
+            for _ in range(PROMPT + n - 1):
+                graph["g"].replay()
+            torch.cuda.synchronize()
+            return e.tensors["tokens"][PROMPT:PROMPT + n].tolist()
+
+        def check():
+            e = engine["e"]
+            step = make_step(e)
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                e.start(prompt, max_new_tokens=NEW, eos_token_id=[])
+                step()                                    # warm-up outside the capture
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                step()
+            graph["g"] = g
+            return {"tokens vs float32": agreement(generate(NEW))}
+
+        def time_it():
+            ttft = sorted(timed(lambda: generate(1))[0] for _ in range(3))[1]
+            total = sorted(timed(lambda: generate(NEW))[0] for _ in range(3))[1]
+            state = dict(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1),
+                         launches_per_generation=PROMPT + NEW - 1)
+            graph["state"] = state
+            return state["ms_per_token"]
+
+        report.row(WORKLOAD, name, check, time_it, 0.0, role=role, metric="tokens")
+        report.data["rows"][-1].update(graph.get("state", {}))
+
+    import generation
+    import torch_generation_step
+
+    ops = os.path.join(args.artifacts, "ops_gen_llama1b.json")
+    graph_row("our per-operator kernels, one step replayed from a CUDA graph",
+              lambda e: generation.per_operator_step(ops, dict(e.tensors), torch), "ours")
+    graph_row("torch eager step replayed from a CUDA graph",
+              lambda e: torch_generation_step.make_step(e.cfg, e.tensors), "peer")
     for row in report.data["rows"]:
         if row.get("ms_per_token"):
             row["tokens_per_s"] = 1e3 / row["ms_per_token"]

@@ -12,6 +12,9 @@ Artifacts:
                   vocab 151936, untied LM head, max_seq_len 2048 (128 threads)
   gen_small       2 layers, hidden 256, vocab 1000, max_seq_len 256: the
                   quick one (tests, sanitizers)
+  ops_gen_llama1b gen_llama1b's bodies as one kernel per operator, with
+                  ops_gen_llama1b.launches.json (bench/generate.py's
+                  per-operator row); checked by the same step checks
 
 check_artifact(path, torch) is what gpu_check.py records: for each position
 of positions(cfg) (1, the middle, max_seq_len - 2 and max_seq_len - 1) one
@@ -47,22 +50,61 @@ CONFIGS = {
 }
 
 
+# The same bodies as one kernel per operator (artifacts.compile_per_operator):
+# the baseline of bench/generate.py, checked as the persistent kernel is.
+PER_OPERATOR = {"ops_gen_llama1b": "gen_llama1b"}
+
+
 def config(name):
     from tilemega.mega.models import ModelConfig
-    return ModelConfig(**CONFIGS[name])
+    return ModelConfig(**CONFIGS[PER_OPERATOR.get(name, name)])
+
+
+def names():
+    return list(CONFIGS) + list(PER_OPERATOR)
 
 
 def build_all(out):
-    """Compiles every CONFIGS graph into `out`; returns the JSON paths."""
+    """Compiles every CONFIGS graph and PER_OPERATOR artifact into `out`;
+    returns the JSON paths."""
     import tilemega
     from tilemega import mega
+    from tilemega.mega.artifacts import compile_per_operator
 
     paths = []
     for name in CONFIGS:
         graph = mega.generation_graph(config(name))
         art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name=name)
         paths.append(art.save(out))
+        for ops, of in PER_OPERATOR.items():
+            if of == name:
+                compile_per_operator(graph, out, ops)
+                paths.append(os.path.join(out, ops + ".json"))
     return paths
+
+
+def per_operator_step(path, tensors, torch):
+    """One decode step as the per-operator artifact's kernels launched in
+    graph order on `tensors` (its scratch tensors added, zeros); returns the
+    function that launches them (on torch's current stream)."""
+    import json
+
+    from tilemega.runtime import load_artifact
+
+    with open(path[:-len(".json")] + ".launches.json") as f:
+        spec = json.load(f)
+    art = load_artifact(path)
+    for n, s in spec["tensors"].items():
+        if n not in tensors:
+            tensors[n] = torch.zeros(tuple(s["shape"]), dtype=getattr(torch, s["dtype"]),
+                                     device="cuda")
+    calls = [(art[c["kernel"]], [tensors[a] if isinstance(a, str) else a for a in c["args"]])
+             for c in spec["launches"]]
+
+    def step():
+        for kernel, args in calls:
+            kernel(*args)
+    return step
 
 
 def config_of(path):
@@ -73,9 +115,11 @@ def config_of(path):
     from tilemega.mega import generation_reference as ref
 
     name = os.path.basename(path)[:-len(".json")]
-    if name not in CONFIGS:
+    if name not in names():
         raise ValueError(f"{path}: not a generation artifact of examples/generation.py")
     cfg = config(name)
+    if name in PER_OPERATOR:
+        return cfg
     with open(path) as f:
         meta = json.load(f)
     (kernel,) = [k for k in meta["kernels"] if "mega" in k]
@@ -103,10 +147,16 @@ def check_artifact(path, torch, seed=0):
     from tilemega.runtime import load_mega
 
     cfg = config_of(path)
-    mk = load_mega(path)
     tensors = ref.make_tensors(cfg, seed=seed)
-    mk.bind({p.name: tensors[p.name] for p in mk.user_params})
-    mk.set_step_limit(1)
+    per_operator = os.path.basename(path)[:-len(".json")] in PER_OPERATOR
+    if per_operator:
+        mk = None
+        launch = per_operator_step(path, tensors, torch)
+    else:
+        mk = load_mega(path)
+        mk.bind({p.name: tensors[p.name] for p in mk.user_params})
+        mk.set_step_limit(1)
+        launch = mk.launch
     worst, passed, details = 0.0, True, {}
     S = cfg.max_seq_len
     runs = [(str(p), p, None) for p in positions(cfg)] + [("sampled", S // 2 + 3, 0.8)]
@@ -118,17 +168,19 @@ def check_artifact(path, torch, seed=0):
         tensors["logits"].fill_(float("nan"))
         before = ref.snapshot(cfg, tensors)
         expected = ref.step_float64(cfg, tensors)
-        mk.launch()
-        mk.check()
+        launch()
+        if mk is not None:
+            mk.check()
         torch.cuda.synchronize()
         got = ref.check_step(cfg, tensors, before, expected)
         worst = max(worst, got["error"])
         passed &= got["passed"]
         details[key] = {k: v for k, v in got["details"].items()
                         if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
-    loop = check_loop(mk, cfg, tensors, torch)
-    passed &= loop["passed"]
-    details["loop"] = loop
+    if mk is not None:
+        loop = check_loop(mk, cfg, tensors, torch)
+        passed &= loop["passed"]
+        details["loop"] = loop
     return {"error": worst, "tolerance": ref.logits_tolerance(cfg), "passed": passed,
             "details": details}
 
@@ -183,7 +235,7 @@ def main():
     import torch
 
     ok = True
-    for name in CONFIGS:
+    for name in names():
         got = check_artifact(os.path.join(args.out, name + ".json"), torch)
         ok &= got["passed"]
         print(f"{name}: worst logits error {got['error']:.3g}: "

@@ -73,11 +73,12 @@ def compile_mega(out):
 
 def generation_names():
     import generation
-    return list(generation.CONFIGS)
+    return generation.names()
 
 
 def compile_generation(out):
-    """{artifact name: json path} of the generation graphs (generation.py)."""
+    """{artifact name: json path} of the generation graphs and their
+    per-operator artifacts (generation.py)."""
     import generation
     return {os.path.basename(p)[:-len(".json")]: p for p in generation.build_all(out)}
 
