@@ -6,8 +6,9 @@
 
 Prints the tokens as they arrive (text through the checkpoint's tokenizer
 when `tokenizers` or `transformers` is installed and the folder has one;
-ids otherwise), then time to first token, ms/token and tokens/s. Greedy
-decoding (tilemega.mega.Engine). Without --artifact the graph is compiled
+ids otherwise), then time to first token, ms/token and tokens/s. One
+kernel launch generates everything (tilemega.mega.Engine); greedy, or
+sampled with --temperature (and --seed, which reproduces a run). Without --artifact the graph is compiled
 here (needs the compiler; cached on disk). Exit status 2 on bad arguments,
 1 on a failed generation.
 """
@@ -28,6 +29,10 @@ def _ids(text):
     return ids
 
 
+def _eos(text):
+    return [] if text.strip().lower() == "none" else _ids(text)
+
+
 def _positive(text):
     try:
         value = int(text)
@@ -35,6 +40,26 @@ def _positive(text):
         raise argparse.ArgumentTypeError(f"expected an int, got {text!r}")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _temperature(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}")
+    if value != 0 and not 1e-3 <= value <= 1e3:
+        raise argparse.ArgumentTypeError(f"0 (greedy) or in [1e-3, 1e3], got {value}")
+    return value
+
+
+def _seed(text):
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int, got {text!r}")
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"must be in [0, 2^64), got {value}")
     return value
 
 
@@ -67,8 +92,12 @@ def parse_args(argv=None):
     parser.add_argument("--max-new-tokens", type=_positive, default=64)
     parser.add_argument("--max-seq-len", type=_positive, default=4096)
     parser.add_argument("--artifact", help="a prebuilt generation artifact (.json)")
-    parser.add_argument("--eos-id", type=int, default=None,
-                        help="stop at this id (default: the checkpoint's eos_token_id)")
+    parser.add_argument("--eos-id", type=_eos, default=None,
+                        help="stop at these comma-separated ids, or 'none' (default: the "
+                             "checkpoint's eos_token_id)")
+    parser.add_argument("--temperature", type=_temperature, default=0.0,
+                        help="0 (default): greedy; > 0: sample from softmax(logits / T)")
+    parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
     args = parser.parse_args(argv)
     if not os.path.isdir(args.model):
         parser.error(f"--model {args.model}: not a folder")
@@ -100,7 +129,8 @@ def main(argv=None):
                                         progress=progress)
         start = time.perf_counter()
         first, out = None, []
-        for token in engine.stream(ids, max_new_tokens=args.max_new_tokens):
+        for token in engine.stream(ids, max_new_tokens=args.max_new_tokens,
+                                   temperature=args.temperature, seed=args.seed):
             if first is None:
                 first = time.perf_counter() - start
             out.append(token)
@@ -111,9 +141,13 @@ def main(argv=None):
         return 1
     print()
     if out:
+        # A streamed token arrives once the next one is counted (or at the
+        # end), so the first arrival is one step late: ms/token is measured
+        # from it over the rest.
         rest = (total - first) / max(1, len(out) - 1) * 1e3
-        print(f"[tilemega] {len(out)} tokens; time to first token {first * 1e3:.1f} ms "
-              f"({len(ids)} prompt tokens); {rest:.3f} ms/token after it, "
+        print(f"[tilemega] {len(out)} tokens in one launch "
+              f"({engine.last_launch_host_s * 1e6:.0f} us of host time); first token after "
+              f"{first * 1e3:.1f} ms ({len(ids)} prompt tokens); {rest:.3f} ms/token after it, "
               f"{len(out) / total:.1f} tokens/s overall", file=sys.stderr)
     return 0
 

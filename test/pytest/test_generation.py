@@ -461,6 +461,9 @@ def _cli(*args):
     (["--model", ".", "--prompt-ids", "1,x"], "expected comma-separated token ids"),
     (["--model", ".", "--prompt-ids", "1", "--max-new-tokens", "0"], "must be >= 1"),
     (["--model", ".", "--prompt", "hi", "--prompt-ids", "1"], "not allowed with"),
+    (["--model", ".", "--prompt-ids", "1", "--temperature", "-1"], "0 (greedy) or in"),
+    (["--model", ".", "--prompt-ids", "1", "--seed", "-5"], "must be in [0, 2^64)"),
+    (["--model", ".", "--prompt-ids", "1", "--eos-id", "2,b"], "expected comma-separated"),
 ])
 def test_cli_argument_errors(args, message, tmp_path):
     proc = _cli(*[str(tmp_path) if a == "." else a for a in args])

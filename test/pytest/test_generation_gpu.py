@@ -292,3 +292,35 @@ def test_a_seed_reproduces_a_sampled_generation(case):
     greedy = engine.generate(prompt, max_new_tokens=32, eos_token_id=[])
     assert a == b and len(a) == 32
     assert a != c and a != greedy
+
+
+def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):
+    """python -m tilemega.generate on a saved random-weight checkpoint: the
+    ids it prints are the engine's, greedy and sampled."""
+    import subprocess
+
+    import torch
+
+    from tilemega.mega.engine import Engine
+
+    folder = tmp_path / "llama"
+    bf16_copy(hf_model("llama")).save_pretrained(folder)
+    artifact = _artifact("gen_llama1b")
+    engine = Engine.from_pretrained(str(folder), max_seq_len=4096, artifact=artifact)
+    prompt = [5, 17, 923, 4000]
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(root, "python")] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+    for extra, kw in (([], {}), (["--temperature", "0.9", "--seed", "11"],
+                                 dict(temperature=0.9, seed=11))):
+        want = engine.generate(prompt, max_new_tokens=12, eos_token_id=[], **kw)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tilemega.generate", "--model", str(folder),
+             "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", "12",
+             "--artifact", artifact, "--eos-id", "none", *extra],
+            capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert [int(t) for t in proc.stdout.split()] == want, (proc.stdout, want)
+        assert "12 tokens in one launch" in proc.stderr, proc.stderr
+    del engine
+    torch.cuda.empty_cache()
