@@ -12,6 +12,8 @@ Artifacts:
                   vocab 151936, untied LM head, max_seq_len 2048 (128 threads)
   gen_small       2 layers, hidden 256, vocab 1000, max_seq_len 256: the
                   quick one (tests, sanitizers)
+  prefill_<name>  the prompt's prefill kernels of each config
+                  (tilemega.mega.prefill), checked by check_prefill_artifact
   ops_gen_llama1b gen_llama1b's bodies as one kernel per operator, with
                   ops_gen_llama1b.launches.json (bench/generate.py's
                   per-operator row); checked by the same step checks
@@ -53,15 +55,17 @@ CONFIGS = {
 # The same bodies as one kernel per operator (artifacts.compile_per_operator):
 # the baseline of bench/generate.py, checked as the persistent kernel is.
 PER_OPERATOR = {"ops_gen_llama1b": "gen_llama1b"}
+# The prompt's prefill kernels of each config (tilemega.mega.prefill).
+PREFILL = {f"prefill_{name}": name for name in CONFIGS}
 
 
 def config(name):
     from tilemega.mega.models import ModelConfig
-    return ModelConfig(**CONFIGS[PER_OPERATOR.get(name, name)])
+    return ModelConfig(**CONFIGS[PER_OPERATOR.get(name, PREFILL.get(name, name))])
 
 
 def names():
-    return list(CONFIGS) + list(PER_OPERATOR)
+    return list(CONFIGS) + list(PER_OPERATOR) + list(PREFILL)
 
 
 def build_all(out):
@@ -70,6 +74,7 @@ def build_all(out):
     import tilemega
     from tilemega import mega
     from tilemega.mega.artifacts import compile_per_operator
+    from tilemega.mega.prefill import compile_prefill
 
     paths = []
     for name in CONFIGS:
@@ -80,7 +85,47 @@ def build_all(out):
             if of == name:
                 compile_per_operator(graph, out, ops)
                 paths.append(os.path.join(out, ops + ".json"))
+    for pre, of in PREFILL.items():
+        paths.append(compile_prefill(config(of), out, pre))
     return paths
+
+
+def prefill_positions(cfg):
+    """Prompt rows the prefill check fills: less than a chunk, and across
+    chunks up to the end of a small cache."""
+    from tilemega.mega.prefill import CHUNK
+
+    return [37, min(CHUNK + 45, cfg.max_seq_len - 1)]
+
+
+def check_prefill_artifact(path, torch, seed=0):
+    """Prefill of prefill_positions(cfg) prompt rows on random tensors, each
+    judged against float64 (generation_reference.check_prefill: every
+    layer's k/v rows, the rows past the prompt untouched); launched one
+    kernel per operator and, the second time, from the chunk's CUDA graph."""
+    from tilemega.mega import generation_reference as ref
+    from tilemega.mega.prefill import Prefill
+
+    cfg = config_of(path)
+    tensors = ref.make_tensors(cfg, seed=seed)
+    pre = Prefill(cfg, tensors, path)
+    worst, passed, details = 0.0, True, {}
+    for graph in (False, True):
+        for positions in prefill_positions(cfg):
+            before = ref.snapshot(cfg, tensors)
+            expected = ref.prefill_float64(cfg, tensors, positions)
+            chunks = pre.run(positions, graph=graph)
+            torch.cuda.synchronize()
+            got = ref.check_prefill(cfg, tensors, before, expected, positions)
+            worst = max(worst, got["error"])
+            passed &= got["passed"]
+            key = f"{positions} rows{' (CUDA graph)' if graph else ''}"
+            details[key] = dict(got["details"], chunks=chunks)
+            # The next run must rewrite the rows: random ones again.
+            for name in ref.cache_names(cfg):
+                tensors[name].copy_(before[name])
+    return {"error": worst, "tolerance": ref.kv_row_tolerance(cfg), "passed": passed,
+            "details": details}
 
 
 def per_operator_step(path, tensors, torch):
@@ -118,7 +163,7 @@ def config_of(path):
     if name not in names():
         raise ValueError(f"{path}: not a generation artifact of examples/generation.py")
     cfg = config(name)
-    if name in PER_OPERATOR:
+    if name in PER_OPERATOR or name in PREFILL:
         return cfg
     with open(path) as f:
         meta = json.load(f)
@@ -236,7 +281,8 @@ def main():
 
     ok = True
     for name in names():
-        got = check_artifact(os.path.join(args.out, name + ".json"), torch)
+        check = check_prefill_artifact if name in PREFILL else check_artifact
+        got = check(os.path.join(args.out, name + ".json"), torch)
         ok &= got["passed"]
         print(f"{name}: worst logits error {got['error']:.3g}: "
               f"{'ok' if got['passed'] else 'FAILED'} {got['details']}")

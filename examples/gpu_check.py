@@ -182,6 +182,8 @@ def _check_empty(name, path, torch):
 
 def _check_generation(name, path, torch):
     import generation
+    if name in generation.PREFILL:
+        return generation.check_prefill_artifact(path, torch)
     return generation.check_artifact(path, torch)
 
 

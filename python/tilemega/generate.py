@@ -92,6 +92,10 @@ def parse_args(argv=None):
     parser.add_argument("--max-new-tokens", type=_positive, default=64)
     parser.add_argument("--max-seq-len", type=_positive, default=4096)
     parser.add_argument("--artifact", help="a prebuilt generation artifact (.json)")
+    parser.add_argument("--prefill", help="a prebuilt prefill artifact (.json); without it "
+                        "the prefill kernels are compiled here when the compiler is installed")
+    parser.add_argument("--no-prefill", action="store_true",
+                        help="walk the prompt with the decode steps instead")
     parser.add_argument("--eos-id", type=_eos, default=None,
                         help="stop at these comma-separated ids, or 'none' (default: the "
                              "checkpoint's eos_token_id)")
@@ -103,8 +107,12 @@ def parse_args(argv=None):
         parser.error(f"--model {args.model}: not a folder")
     if not os.path.isfile(os.path.join(args.model, "config.json")):
         parser.error(f"--model {args.model}: no config.json in it")
-    if args.artifact is not None and not os.path.isfile(args.artifact):
-        parser.error(f"--artifact {args.artifact}: no such file")
+    for flag in ("artifact", "prefill"):
+        value = getattr(args, flag)
+        if value is not None and not os.path.isfile(value):
+            parser.error(f"--{flag} {value}: no such file")
+    if args.prefill and args.no_prefill:
+        parser.error("--prefill and --no-prefill exclude each other")
     return parser, args
 
 
@@ -126,7 +134,8 @@ def main(argv=None):
     try:
         engine = Engine.from_pretrained(args.model, max_seq_len=args.max_seq_len,
                                         artifact=args.artifact, eos_token_id=args.eos_id,
-                                        progress=progress)
+                                        progress=progress,
+                                        prefill=False if args.no_prefill else args.prefill)
         start = time.perf_counter()
         first, out = None, []
         for token in engine.stream(ids, max_new_tokens=args.max_new_tokens,

@@ -285,6 +285,62 @@ def test_the_engine_refuses_sampling_it_does_not_do():
         Engine._inverse_temperature(-1.0, None, None)
 
 
+# ---------------------------------------------------------------- prefill
+
+
+def _numpy_tensors(cfg, seed=0):
+    """Random numpy tensors of cfg's specs (the caches random, as on the
+    GPU: a row nobody wrote differs from the one a step writes)."""
+    from tilemega.mega import generation_reference as ref
+
+    rng = np.random.default_rng(seed)
+    cos, sin = rope.tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+    out = {}
+    for name, (shape, dtype) in ref.tensor_specs(cfg).items():
+        if name in ("rope_cos", "rope_sin"):
+            out[name] = cos if name == "rope_cos" else sin
+        elif dtype == "int32":
+            out[name] = rng.integers(0, cfg.vocab, shape).astype(np.int32)
+        else:
+            t = rng.standard_normal(shape)
+            out[name] = 1 + 0.05 * t if name.endswith("norm") else \
+                t / math.sqrt(shape[-1]) if len(shape) == 2 else t
+    return out
+
+
+def test_prefill_reference_is_the_decode_steps_one_after_another():
+    """prefill_float64 (all rows at once, causal) equals step_float64 run
+    position by position on caches the earlier steps filled."""
+    from tilemega.mega import generation_reference as ref
+
+    cfg = ModelConfig(layers=2, hidden=128, intermediate=256, heads=4, kv_heads=2,
+                      head_dim=64, vocab=50, max_seq_len=64, qkv_bias=True,
+                      tie_embeddings=False)
+    t = _numpy_tensors(cfg)
+    rows = ref.prefill_float64(cfg, t, 6)
+    for pos in range(6):
+        got = ref.step_float64(cfg, t, pos=pos)
+        for name, row in got["rows"].items():
+            t[name][:, pos] = row
+    for name in ref.cache_names(cfg):
+        np.testing.assert_allclose(rows[name], t[name][:, :6], rtol=1e-9, atol=1e-12)
+
+
+def test_prefill_kernels_build_for_both_architectures_and_name_their_config():
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega.mega import prefill
+
+    for fields in ({}, dict(qkv_bias=True, eps=1e-6)):
+        cfg = ModelConfig(**{**SMALL, **fields})
+        names = {b.name for b in prefill.prefill_bodies(cfg).values()}
+        text = prefill.prefill_mlir(cfg)
+        assert all(f"func.func @{n}(" in text for n in names), names
+    assert "prefill_linear_512x256_c256_bias" in names       # q/k/v with their biases
+    assert "prefill_rmsnorm_256_c256_eps1em06" in names
+    with pytest.raises(ValueError, match="chunk 100 is not a multiple of 128"):
+        prefill.prefill_bodies(ModelConfig(**SMALL), C=100)
+
+
 # ---------------------------------------------------------------- rope
 
 

@@ -167,9 +167,11 @@ def case(request, tmp_path_factory):
         # A bf16 checkpoint, saved from a copy: `model.to(bfloat16)` in
         # place would round the float32 reference's rotary inv_freq too.
         bf16_copy(model).save_pretrained(folder)
-        engine = Engine.from_pretrained(str(folder), max_seq_len=S, artifact=_artifact(name))
+        engine = Engine.from_pretrained(str(folder), max_seq_len=S, artifact=_artifact(name),
+                                        prefill=_artifact("prefill_" + name))
     else:
-        engine = Engine.from_model(model, max_seq_len=S, artifact=_artifact(name))
+        engine = Engine.from_model(model, max_seq_len=S, artifact=_artifact(name),
+                                   prefill=_artifact("prefill_" + name))
     gen = torch.Generator(device="cpu").manual_seed(1)
     seq = torch.randint(0, model.config.vocab_size, (S,), generator=gen)
     return kind, model, engine, seq
@@ -228,6 +230,36 @@ def test_teacher_forced_logits_and_cache_match_transformers(case):
     assert not bad, f"{kind}: cache rows further from float32 than bf16's: {bad[:4]}"
 
 
+def test_prefilled_cache_matches_transformers(case):
+    """The prefill kernels' k/v rows for a 300-token prompt (two chunks)
+    are as close to transformers-float32's cache as its bf16 cache is."""
+    import torch
+
+    kind, model, engine, seq = case
+    P = 301
+    ids = seq[:P].view(1, -1).cuda()
+    with torch.no_grad():
+        fp32_cache = _cache_layers(model(ids, use_cache=True).past_key_values)
+        bf16 = bf16_copy(model)
+        bf16_cache = _cache_layers(bf16(ids, use_cache=True).past_key_values)
+        del bf16
+    engine.start(seq[:P].tolist(), max_new_tokens=1)      # prefills rows 0 .. P - 2
+    torch.cuda.synchronize()
+    rows = []
+    for layer, ((k32, v32), (k16, v16)) in enumerate(zip(fp32_cache, bf16_cache)):
+        for what, ref32, ref16 in (("k", k32, k16), ("v", v32, v16)):
+            mine = engine.tensors[f"l{layer}.{what}_cache"][:, :P - 1].float()
+            e_mine = _rel(mine.reshape(-1), ref32[0, :, :P - 1].float().reshape(-1)).item()
+            e_theirs = _rel(ref16[0, :, :P - 1].float().reshape(-1),
+                            ref32[0, :, :P - 1].float().reshape(-1)).item()
+            rows.append((layer, what, e_mine, e_theirs))
+    REPORT.setdefault(kind, {})["prefill_cache_worst"] = max(
+        rows, key=lambda r: r[2] / max(r[3], 1e-6))
+    REPORT[kind]["prefill_ms_300_rows"] = engine.last_prefill_s * 1e3
+    bad = [r for r in rows if r[2] > 1.5 * max(r[3], 1e-3)]
+    assert not bad, f"{kind}: prefilled rows further from float32 than bf16's: {bad[:4]}"
+
+
 def test_greedy_generation_matches_transformers_bf16(case):
     import torch
 
@@ -266,8 +298,8 @@ def test_one_launch_generates_and_streams_the_same_tokens(case):
     kind, model, engine, seq = case
     prompt, new = seq[:16].tolist(), 40
     ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
-    # Steps 0 .. 14 walk the prompt, 15 .. 54 generate: one launch.
-    assert engine.kernel.steps_done() == len(prompt) + new - 1
+    # The prefill wrote rows 0 .. 14; steps 15 .. 54 generate: one launch.
+    assert engine.kernel.steps_done() == new
     streamed = list(engine.stream(prompt, max_new_tokens=new, eos_token_id=[]))
     assert streamed == ours and len(ours) == new
 
@@ -306,7 +338,9 @@ def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):
     folder = tmp_path / "llama"
     bf16_copy(hf_model("llama")).save_pretrained(folder)
     artifact = _artifact("gen_llama1b")
-    engine = Engine.from_pretrained(str(folder), max_seq_len=4096, artifact=artifact)
+    prefill = _artifact("prefill_gen_llama1b")
+    engine = Engine.from_pretrained(str(folder), max_seq_len=4096, artifact=artifact,
+                                    prefill=prefill)
     prompt = [5, 17, 923, 4000]
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -317,7 +351,7 @@ def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):
         proc = subprocess.run(
             [sys.executable, "-m", "tilemega.generate", "--model", str(folder),
              "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", "12",
-             "--artifact", artifact, "--eos-id", "none", *extra],
+             "--artifact", artifact, "--prefill", prefill, "--eos-id", "none", *extra],
             capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert [int(t) for t in proc.stdout.split()] == want, (proc.stdout, want)

@@ -17,10 +17,12 @@ the state's GENERATED counter on a second stream while the kernel runs.
 callers that own the loop. Sampling: temperature from a seeded Philox
 generator (generation_state.py); top-k and top-p are not built yet.
 
-The prompt is processed by the same decode step, one position per step
-(positions whose next token is given only advance): correct, but a
-512-token prompt costs 511 decode steps; prefill with tile GEMMs is not
-built yet.
+The prompt: with a prefill artifact (prefill.py; compiled here when the
+compiler is installed, or passed as prefill=PATH) its cache rows but the
+last come from our tile kernels, a chunk of 256 positions at a time
+(tensor-core GEMMs, causal GQA flash attention), and the decode steps start
+at its last token. Without one (prefill=False, or teacher-forced) the
+decode steps walk the prompt one position a step.
 
 Compilation: on a machine with the compiler, from_pretrained compiles the
 graph of the checkpoint's config once (tilemega.cache, on disk). On a GPU
@@ -53,6 +55,18 @@ def compile_generation(cfg, progress=None):
     if progress:
         progress(f"compiled in {time.perf_counter() - start:.1f} s ({entry.source})")
     return os.path.join(entry.path, "generate.json")
+
+
+def compile_prefill_cached(cfg, progress=None):
+    """The prefill artifact JSON path of cfg (prefill.py), compiled or from
+    the disk cache (needs the compiler)."""
+    from .. import cache
+    from .prefill import prefill_mlir
+
+    if progress:
+        progress("compiling the prefill kernels (cached on disk after the first time)")
+    entry = cache.compile_cached(prefill_mlir(cfg), name="prefill")
+    return os.path.join(entry.path, "prefill.json")
 
 
 def check_artifact(path, cfg):
@@ -93,10 +107,12 @@ class Engine:
     """Generation with one persistent-kernel launch per generation (see the
     module)."""
 
-    def __init__(self, cfg, tensors, artifact, eos_token_id=None, poll_s=2e-4):
+    def __init__(self, cfg, tensors, artifact, eos_token_id=None, poll_s=2e-4,
+                 prefill=None):
         import torch
 
         from ..runtime import load_mega
+        from .prefill import Prefill
 
         check_artifact(artifact, cfg)
         self.cfg, self.tensors = cfg, tensors
@@ -121,34 +137,43 @@ class Engine:
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
         self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
         self.last_launch_host_s = None   # host time of the last generation's launch
+        self.last_prefill_s = None       # host-timed prefill of the last start()
+        # The prompt's cache rows from the prefill kernels (a prefill
+        # artifact's path), else (None) by the decode steps themselves.
+        self.prefill = None if prefill is None else Prefill(cfg, tensors, prefill)
 
     # -- construction ---------------------------------------------------------------
 
     @classmethod
     def from_pretrained(cls, path, max_seq_len=4096, artifact=None, device="cuda",
-                        eos_token_id=None, progress=None, **options):
+                        eos_token_id=None, progress=None, prefill=None, **options):
         """From a checkpoint folder (config.json + safetensors). artifact:
-        a prebuilt generation artifact (else compiled here, cached)."""
+        a prebuilt generation artifact (else compiled here, cached);
+        prefill: a prebuilt prefill artifact (else compiled here when the
+        compiler is installed; False: the decode steps walk the prompt)."""
         cfg = read_config(path, max_seq_len)
         if artifact is None:
             artifact = compile_generation(cfg, progress)
         else:
             check_artifact(artifact, cfg)
+        prefill = _prefill_path(cfg, prefill, progress)
         if progress:
             progress(f"loading {path}")
         tensors = load_tensors(path, cfg, device)
         if eos_token_id is None:
             eos_token_id = _eos_of(path)
-        return cls(cfg, tensors, artifact, eos_token_id, **options)
+        return cls(cfg, tensors, artifact, eos_token_id, prefill=prefill, **options)
 
     @classmethod
     def from_model(cls, model, max_seq_len=4096, artifact=None, device="cuda",
-                   eos_token_id=None, **options):
-        """From an in-memory transformers LlamaForCausalLM / Qwen2ForCausalLM."""
+                   eos_token_id=None, prefill=None, **options):
+        """From an in-memory transformers LlamaForCausalLM / Qwen2ForCausalLM
+        (artifact and prefill as from_pretrained)."""
         cfg, tensors = from_transformers(model, max_seq_len, device)
         if artifact is None:
             artifact = compile_generation(cfg)
-        return cls(cfg, tensors, artifact, eos_token_id, **options)
+        prefill = _prefill_path(cfg, prefill, None)
+        return cls(cfg, tensors, artifact, eos_token_id, prefill=prefill, **options)
 
     # -- generation -----------------------------------------------------------------
 
@@ -204,12 +229,19 @@ class Engine:
         if teacher_forced:
             max_new_tokens = 0
         end = min(self.cfg.max_seq_len, given + max_new_tokens)
-        words = gs.initial(0, given, end, eos, seed)
+        # With prefill kernels, rows 0 .. given - 2 come from them (run by
+        # _prefill) and the decode steps start at the prompt's last token.
+        first = given - 1 if self.prefill is not None and not teacher_forced else 0
+        words = gs.initial(first, given, end, eos, seed)
         # On the caller's stream, as step() runs; a generation's launch
         # waits for it (_launch_generation).
         self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
         self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
         self.tensors["sampling"].fill_(inv_t)
+        self.last_prefill_s = None
+        if first > 0:
+            self.prefill.run(first)
+            self.last_prefill_s = self.prefill.last_s
         return words
 
     def _set_limit(self, steps, stream):
@@ -307,6 +339,20 @@ class Engine:
         self.kernel.check()
         produced = self._read_state()[gs.GENERATED]
         return self._read_tokens(given, given + produced)
+
+
+def _prefill_path(cfg, prefill, progress):
+    """The prefill artifact to use: the one given, none (False), or compiled
+    here when the compiler is installed (None)."""
+    if prefill is False:
+        return None
+    if prefill is not None:
+        return prefill
+    import importlib.util
+
+    if importlib.util.find_spec("tilemega.ir") is None:   # no compiler here
+        return None
+    return compile_prefill_cached(cfg, progress)
 
 
 def _eos_of(path):

@@ -176,6 +176,66 @@ def step_float64(cfg, tensors, pos=None, token=None):
     return {"logits": logits, "rows": rows, "x": x}
 
 
+def prefill_float64(cfg, tensors, positions):
+    """The k/v cache rows 0 .. positions - 1 that the prompt tokens[0 ..
+    positions - 1] give, in float64, all positions at once (causal
+    attention within them): {cache name: [kv_heads, positions, head_dim]}."""
+    P = int(positions)
+    Hq, Hkv, D, G = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.heads // cfg.kv_heads
+    tokens = [int(v) for v in _ints(tensors["tokens"])[:P]]
+    x = _f64(tensors["embed"][tokens])
+    cos = _f64(tensors["rope_cos"][:P])[:, None, :]
+    sin = _f64(tensors["rope_sin"][:P])[:, None, :]
+    causal = np.tril(np.ones((P, P), dtype=bool))
+    rows = {}
+    for layer in range(cfg.layers):
+        def w(name, p=f"l{layer}."):
+            return _f64(tensors[p + name])
+
+        def norm(v, weight):
+            return v / np.sqrt(np.mean(v * v, axis=-1, keepdims=True) + cfg.eps) * weight
+
+        qkv = norm(x, w("attn_norm")) @ w("wqkv").T
+        if cfg.qkv_bias:
+            qkv = qkv + w("bqkv")
+        q, k, v = np.split(qkv, [Hq * D, (Hq + Hkv) * D], axis=-1)
+        q = _rope(q.reshape(P, Hq, D), cos, sin)
+        k = _rope(k.reshape(P, Hkv, D), cos, sin)
+        v = v.reshape(P, Hkv, D)
+        p = f"l{layer}."
+        rows[p + "k_cache"], rows[p + "v_cache"] = k.transpose(1, 0, 2), v.transpose(1, 0, 2)
+        scores = np.einsum("pkgd,lkd->kgpl", q.reshape(P, Hkv, G, D), k) / math.sqrt(D)
+        scores = np.where(causal, scores, -np.inf)
+        prob = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        prob /= prob.sum(axis=-1, keepdims=True)
+        attn = np.einsum("kgpl,lkd->pkgd", prob, v).reshape(P, Hq * D)
+        x = x + attn @ w("wo").T
+        gate, up = np.split(norm(x, w("mlp_norm")) @ w("wgu").T, 2, axis=-1)
+        x = x + (gate / (1.0 + np.exp(-gate)) * up) @ w("wd").T
+    return rows
+
+
+def check_prefill(cfg, tensors, before, expected, positions, row_tolerance=None):
+    """Judges a prefill of `positions` rows: every layer's k and v rows
+    against prefill_float64 (relative L2 over the rows), the rows past them
+    unchanged bit for bit (`before` = snapshot()). {"error", "tolerance",
+    "passed", "details"}."""
+    tolerance = kv_row_tolerance(cfg) if row_tolerance is None else row_tolerance
+    P = int(positions)
+    details, failed, worst = {}, [], 0.0
+    for name in cache_names(cfg):
+        err = rel_l2(tensors[name][:, :P], expected[name])
+        worst = max(worst, err)
+        if err > 1e-2 or name.startswith("l0."):
+            details[name] = err
+        if not err <= tolerance:
+            failed.append(name)
+        if not _same(tensors[name][:, P:], before[name][:, P:]):
+            failed.append(f"{name} rows from {P} on")
+    details["failed"] = failed
+    return {"error": worst, "tolerance": tolerance, "passed": not failed, "details": details}
+
+
 # ----------------------------------------------------------- judging a step
 
 

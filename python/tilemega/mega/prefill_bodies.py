@@ -1,0 +1,239 @@
+"""Kernels of the prompt's prefill, written in `T.*`: a chunk of C prompt
+positions [start, start + count) at a time, `span` = (start, count) an
+int32 tensor on the device, so one artifact serves every prompt length
+(prefill.py launches them one per operator).
+
+  embed_rows      x[r] = embedding[tokens[start + r]] (rows >= count: row 0)
+  rmsnorm_rows    y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w
+  linear          y = a @ w^T (+ bias) (+ residual): tensor-core GEMM tiles,
+                  cp.async pipelined over K
+  rope_rows_kv    RoPE of row r's q and k heads at position start + r; the
+                  k and v heads go to the caches' row start + r (r < count)
+  attention_rows  causal GQA attention of the chunk's queries over the
+                  cache's keys 0 .. start + r, online softmax
+                  (FlashAttention-2 style), one (query block, head) a CTA
+  silu_mul_rows   a[r] = silu(gu[r, :I]) * gu[r, I:]
+
+Rows past `count` compute on whatever they hold and are never written to
+the caches: nothing valid depends on them (each row is independent except
+in attention, where a query reads only keys at or before its position).
+The numbers are the decode step's: the same bf16 roundings at the same
+places (generation_bodies.py), so a prefilled cache is what the decode
+steps would have written, within the bf16 noise of summation order.
+"""
+
+import math as _math
+
+import tilemega.language as T
+
+from .bodies import Body, _check, t_body
+
+
+def embed_rows(V, H, S, C, *, threads=128) -> Body:
+    def embed(table: T.Tensor((V, H), "bfloat16"), tokens: T.Tensor((S,), "int32"),
+              span: T.Tensor((2,), "int32"), x: T.Tensor((C, H), "bfloat16")):
+        with T.Kernel(C, threads=threads) as r:
+            p = T.min(span[0] + r, S - 1)
+            token = T.if_then_else(r < span[1], tokens[p], 0)
+            row = T.alloc_shared((1, H), "bfloat16")
+            T.copy(table[token, 0], row)
+            T.copy(row, x[r, 0])
+
+    return t_body(f"prefill_embed_{V}x{H}_s{S}_c{C}", embed, C, (), threads, False)
+
+
+def rmsnorm_rows(H, C, eps, *, threads=128) -> Body:
+    from .bodies import _tag
+
+    def norm(x: T.Tensor((C, H), "bfloat16"), w: T.Tensor((H,), "bfloat16"),
+             y: T.Tensor((C, H), "bfloat16")):
+        with T.Kernel(C, threads=threads) as r:
+            xs = T.alloc_fragment((1, H), "float32")
+            sq = T.alloc_fragment((1, H), "float32")
+            ws = T.alloc_fragment((1, H), "float32")
+            total = T.alloc_fragment((1,), "float32")
+            ys = T.alloc_fragment((1, H), "bfloat16")
+            T.copy(x[r, 0], xs)
+            T.copy(w.view(1, H)[0, 0], ws)
+            for i, j in T.Parallel(1, H):
+                sq[i, j] = xs[i, j] * xs[i, j]
+            T.reduce_sum(sq, total, dim=1)
+            for i, j in T.Parallel(1, H):
+                # As gemv_rmsnorm: the normalised row rounds to bf16 before
+                # the weight multiplies it.
+                n = T.cast(xs[i, j] * T.rsqrt(total[i] / H + eps), "bfloat16")
+                ys[i, j] = T.cast(T.cast(n, "float32") * ws[i, j], "bfloat16")
+            T.copy(ys, y[r, 0])
+
+    tag = "" if eps == 1e-5 else f"_eps{_tag(eps)}"
+    return t_body(f"prefill_rmsnorm_{H}_c{C}{tag}", norm, C, (), threads, False)
+
+
+LINEAR_TILE = (128, 64, 32)      # block M, N, K: N = 64 gives the few-row GEMMs more CTAs
+
+
+def linear(N, K, C, bias=False, residual=False, *, threads=128, stages=3) -> Body:
+    """y [C, N] = a [C, K] @ w [N, K]^T (+ bias [N]) (+ residual [C, N]),
+    f32 accumulation, one bf16 rounding at the store."""
+    BM, BN, BK = LINEAR_TILE
+    _check(C % BM == 0, f"prefill linear: chunk {C} is not a multiple of {BM}")
+    _check(N % BN == 0, f"prefill linear: {N} outputs are not a multiple of {BN}")
+    _check(K % BK == 0, f"prefill linear: {K} inputs are not a multiple of {BK}")
+    grid_n = N // BN
+
+    def body(a, w, y, b=None, res=None):
+        with T.Kernel(C // BM * grid_n, threads=threads) as u:
+            bx, by = u // grid_n, u % grid_n
+            a_s = T.alloc_shared((BM, BK), "bfloat16")
+            w_s = T.alloc_shared((BN, BK), "bfloat16")
+            acc = T.alloc_fragment((BM, BN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // BK, num_stages=stages):
+                T.copy(a[bx * BM, k * BK], a_s)
+                T.copy(w[by * BN, k * BK], w_s)
+                T.gemm(a_s, w_s, acc, transpose_B=True)
+            if b is not None:
+                for i, j in T.Parallel(BM, BN):
+                    acc[i, j] = acc[i, j] + T.cast(b[by * BN + j], "float32")
+            if res is not None:
+                res_f = T.alloc_fragment((BM, BN), "bfloat16")
+                T.copy(res[bx * BM, by * BN], res_f)
+                for i, j in T.Parallel(BM, BN):
+                    acc[i, j] = acc[i, j] + T.cast(res_f[i, j], "float32")
+            T.copy(acc, y[bx * BM, by * BN])
+
+    A = T.Tensor((C, K), "bfloat16")
+    Wt = T.Tensor((N, K), "bfloat16")
+    Y = T.Tensor((C, N), "bfloat16")
+    if bias and residual:
+        raise ValueError("prefill linear: bias and residual together are not used")
+    if bias:
+        def kernel(a: A, w: Wt, b: T.Tensor((N,), "bfloat16"), y: Y):
+            body(a, w, y, b=b)
+    elif residual:
+        def kernel(a: A, w: Wt, res: Y, y: Y):
+            body(a, w, y, res=res)
+    else:
+        def kernel(a: A, w: Wt, y: Y):
+            body(a, w, y)
+    tag = "_bias" if bias else "_res" if residual else ""
+    return t_body(f"prefill_linear_{N}x{K}_c{C}{tag}", kernel, C // BM * grid_n, (),
+                  threads, False)
+
+
+def rope_rows_kv(Hq, Hkv, D, S, C, *, threads=128) -> Body:
+    """Row r at position p = start + r: its Hq q heads rotated into q_out[r],
+    its Hkv k heads rotated and v heads copied to the caches' row p when
+    r < count (bodies.rope_kv_at's numbers)."""
+    half, total = D // 2, (Hq + 2 * Hkv) * D
+    R = Hq + Hkv
+
+    def rope(qkv: T.Tensor((C, total), "bfloat16"), cos: T.Tensor((S, half), "float32"),
+             sin: T.Tensor((S, half), "float32"), span: T.Tensor((2,), "int32"),
+             q_out: T.Tensor((C, Hq * D), "bfloat16"),
+             k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+             v_cache: T.Tensor((Hkv, S, D), "bfloat16")):
+        with T.Kernel(C, threads=threads) as r:
+            p = T.min(span[0] + r, S - 1)
+            heads = qkv.view(C * (Hq + 2 * Hkv), D)
+            x_s = T.alloc_shared((R, D), "bfloat16")
+            o_s = T.alloc_shared((R, D), "bfloat16")
+            v_s = T.alloc_shared((Hkv, D), "bfloat16")
+            base = r * (Hq + 2 * Hkv)
+            T.copy(heads[base:base + R, 0:D], x_s)
+            T.copy(heads[base + R:base + R + Hkv, 0:D], v_s)
+            for h, j in T.Parallel(R, D):
+                i = j % half
+                a = T.cast(x_s[h, j], "float32")
+                b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
+                o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
+            T.copy(o_s[0:Hq, 0:D], q_out.view(C * Hq, D)[r * Hq, 0])
+            # Only rows of the prompt write the caches: a loop of 0 or 1 trip.
+            for _ in T.serial(T.if_then_else(r < span[1], 1, 0)):
+                for g in range(Hkv):
+                    T.copy(o_s[Hq + g:Hq + g + 1, 0:D], k_cache.view(Hkv * S, D)[g * S + p, 0])
+                    T.copy(v_s[g:g + 1, 0:D], v_cache.view(Hkv * S, D)[g * S + p, 0])
+
+    return t_body(f"prefill_rope_kv_{Hq}x{Hkv}x{D}_s{S}_c{C}", rope, C, (), threads, False)
+
+
+ATTENTION_TILE = (64, 64)        # query rows, keys per block
+
+
+def attention_rows(Hq, Hkv, D, S, C, *, threads=128, stages=2) -> Body:
+    """o[r, h] = softmax(q[r, h] . k[g, 0..p] / sqrt(D)) v[g, 0..p], p =
+    start + r, g = h / (Hq / Hkv): the cache holds every position up to the
+    chunk's end (rope_rows_kv wrote the chunk's rows before)."""
+    BM, BN = ATTENTION_TILE
+    _check(C % BM == 0, f"prefill attention: chunk {C} is not a multiple of {BM}")
+    G = Hq // Hkv
+    c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
+    blocks = C // BM
+
+    def attention(q: T.Tensor((C, Hq * D), "bfloat16"),
+                  k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                  v_cache: T.Tensor((Hkv, S, D), "bfloat16"), span: T.Tensor((2,), "int32"),
+                  o: T.Tensor((C, Hq * D), "bfloat16")):
+        with T.Kernel(blocks * Hq, threads=threads) as u:
+            bx, h = u // Hq, u % Hq
+            g = h // G
+            first_pos = span[0] + bx * BM
+            # Keys 0 .. first_pos + BM - 1 (the block's last query), clipped
+            # to the cache.
+            keys = T.min(first_pos + BM, S)
+            chunks = (keys + (BN - 1)) // BN
+            K2, V2 = k_cache.view(Hkv * S, D), v_cache.view(Hkv * S, D)
+            q_s = T.alloc_shared((BM, D), "bfloat16")
+            k_s = T.alloc_shared((BN, D), "bfloat16")
+            v_s = T.alloc_shared((BN, D), "bfloat16")
+            p_s = T.alloc_shared((BM, BN), "bfloat16")
+            sc = T.alloc_fragment((BM, BN), "float32")
+            acc = T.alloc_fragment((BM, D), "float32")
+            m = T.alloc_fragment((BM,), "float32")
+            l = T.alloc_fragment((BM,), "float32")
+            m_cur = T.alloc_fragment((BM,), "float32")
+            alpha = T.alloc_fragment((BM,), "float32")
+            T.copy(q[bx * BM, h * D], q_s)
+            T.fill(m, -T.infinity("float32"))
+            T.clear(l)
+            T.clear(acc)
+            for t in T.Pipelined(0, chunks, num_stages=stages):
+                T.copy(K2[g * S + t * BN, 0], k_s)
+                T.copy(V2[g * S + t * BN, 0], v_s)
+                T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
+                for i, j in T.Parallel(BM, BN):
+                    sc[i, j] = T.if_then_else(t * BN + j <= first_pos + i, sc[i, j],
+                                              -T.infinity("float32"))
+                T.reduce_max(sc, m_cur, dim=1)
+                for i in T.Parallel(BM):
+                    m_new = T.max(m[i], m_cur[i] * c)
+                    alpha[i] = T.exp2(m[i] - m_new)
+                    l[i] = l[i] * alpha[i]
+                    m[i] = m_new
+                for i, j in T.Parallel(BM, BN):
+                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
+                for i, j in T.Parallel(BM, D):
+                    acc[i, j] = acc[i, j] * alpha[i]
+                T.reduce_sum(sc, l, dim=1, clear=False)
+                T.copy(sc, p_s)
+                T.gemm(p_s, v_s, acc)
+            for i, j in T.Parallel(BM, D):
+                acc[i, j] = acc[i, j] / l[i]
+            T.copy(acc, o[bx * BM, h * D])
+
+    return t_body(f"prefill_attention_{Hq}x{Hkv}x{D}_s{S}_c{C}", attention, blocks * Hq, (),
+                  threads, False)
+
+
+def silu_mul_rows(I, C, *, threads=128) -> Body:
+    def silu_mul(gu: T.Tensor((C, 2 * I), "bfloat16"), a: T.Tensor((C, I), "bfloat16")):
+        with T.Kernel(C, threads=threads) as r:
+            g_f = T.alloc_fragment((1, I), "float32")
+            u_f = T.alloc_fragment((1, I), "float32")
+            T.copy(gu[r, 0], g_f)
+            T.copy(gu[r, I], u_f)
+            for i, j in T.Parallel(1, I):
+                g_f[i, j] = g_f[i, j] / (1.0 + T.exp(-g_f[i, j])) * u_f[i, j]
+            T.copy(g_f, a[r, 0])
+
+    return t_body(f"prefill_silu_mul_{I}_c{C}", silu_mul, C, (), threads, False)
