@@ -285,6 +285,17 @@ def test_the_engine_refuses_sampling_it_does_not_do():
         Engine._inverse_temperature(-1.0, None, None)
 
 
+def test_a_stopped_generation_says_what_it_left():
+    from tilemega.mega.engine import stopped_generation
+
+    words = gs.initial(9, 6, 40)
+    words[gs.GENERATED] = 3
+    note = stopped_generation(words, 3, given=6)
+    assert "stopped in step 4 of its launch, at position 9" in note
+    assert "tokens[6:9] (3 generated)" in note and "rows 0 .. 8 are complete" in note
+    assert "resets the kernel at the next start()" in note
+
+
 # ---------------------------------------------------------------- prefill
 
 

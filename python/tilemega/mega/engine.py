@@ -138,6 +138,7 @@ class Engine:
         self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
         self.last_launch_host_s = None   # host time of the last generation's launch
         self.last_prefill_s = None       # host-timed prefill of the last start()
+        self._failed = False             # a watchdog stopped the last generation
         # The prompt's cache rows from the prefill kernels (a prefill
         # artifact's path), else (None) by the decode steps themselves.
         self.prefill = None if prefill is None else Prefill(cfg, tensors, prefill)
@@ -223,6 +224,9 @@ class Engine:
         words."""
         torch = self._torch
         ids = self._check_prompt(prompt_ids, max_new_tokens, room=0 if teacher_forced else 1)
+        if self._failed:               # a watchdog stop left events and state half-way
+            self.kernel.reset()
+            self._limit, self._failed = None, False
         eos = self.eos_token_id if eos_token_id is None else gs.eos_ids(eos_token_id)
         inv_t = self._inverse_temperature(temperature, top_k, top_p)
         given = len(ids)
@@ -243,6 +247,22 @@ class Engine:
             self.prefill.run(first)
             self.last_prefill_s = self.prefill.last_s
         return words
+
+    def _check_kernel(self, given):
+        """kernel.check(), the watchdog's error extended with what the stopped
+        generation left (stopped_generation); the kernel is reset at the
+        next start()."""
+        from ..runtime import MegaKernelError
+        from ..runtime import mega_meta as mm
+
+        try:
+            self.kernel.check()
+        except MegaKernelError as e:
+            self._failed = True
+            note = stopped_generation(self.state(), self.kernel.state()[mm.STEPS_DONE_WORD],
+                                      given)
+            raise MegaKernelError(f"{e}; {note}", e.code, e.kind, e.cta, e.entry, e.event,
+                                  e.seen, e.expected) from None
 
     def _set_limit(self, steps, stream):
         if self._limit != steps:
@@ -319,7 +339,7 @@ class Engine:
             if finished:
                 break
             time.sleep(self.poll_s)
-        self.kernel.check()
+        self._check_kernel(given)
         final = self._read_tokens(given, given + produced)
         if final != streamed:
             raise RuntimeError(f"streamed tokens {streamed[:8]}... differ from the final "
@@ -336,9 +356,20 @@ class Engine:
         self._launch_generation()
         self._after_generation()
         self._run.synchronize()
-        self.kernel.check()
+        self._check_kernel(given)
         produced = self._read_state()[gs.GENERATED]
         return self._read_tokens(given, given + produced)
+
+
+def stopped_generation(words, steps_done, given):
+    """What a generation stopped by the watchdog left, for its error: the
+    state words after the stop, the steps the launch completed, the prompt
+    length."""
+    pos, generated = words[gs.POS], words[gs.GENERATED]
+    return (f"the generation stopped in step {steps_done + 1} of its launch, at position "
+            f"{pos}: tokens[{given}:{given + generated}] ({generated} generated) and the "
+            f"caches' rows 0 .. {pos - 1} are complete, row {pos} and the logits may be "
+            "half-written; the engine resets the kernel at the next start()")
 
 
 def _prefill_path(cfg, prefill, progress):
