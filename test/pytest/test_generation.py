@@ -285,6 +285,21 @@ def test_the_engine_refuses_sampling_it_does_not_do():
         Engine._inverse_temperature(-1.0, None, None)
 
 
+def test_a_cache_that_does_not_fit_the_device_names_max_seq_len():
+    from tilemega.mega.checkpoint import check_fits, device_bytes
+
+    cfg = ModelConfig(max_seq_len=32768)            # Llama-3.2-1B shape
+    need = device_bytes(cfg)
+    weights = 2 * (128256 * 2048 + 16 * (2048 * 3072 + 2048 * 2048 + 2 * 8192 * 2048
+                                         + 8192 * 2048 + 2 * 2048) + 2048)
+    caches = 2 * 16 * 8 * 32768 * 64 * 2
+    assert need > weights + caches
+    check_fits(cfg, "llama/config.json", need + 2 ** 31)           # fits: no error
+    with pytest.raises(ValueError, match=r"llama/config.json: max_seq_len 32768: the model's "
+                                         r"tensors need 6\.\d GiB \(the k/v caches 4\.0 GiB"):
+        check_fits(cfg, "llama/config.json", 4 * 2 ** 30)
+
+
 def test_a_stopped_generation_says_what_it_left():
     from tilemega.mega.engine import stopped_generation
 

@@ -233,6 +233,35 @@ def fuse(cfg, get, source, convert):
     return out
 
 
+def device_bytes(cfg):
+    """Bytes of every tensor the generation graph binds (weights, tables,
+    caches, state, logits)."""
+    from . import generation_reference as ref
+
+    size = {"bfloat16": 2, "float32": 4, "int32": 4}
+    total = 0
+    for shape, dtype in ref.tensor_specs(cfg).values():
+        count = 1
+        for extent in shape:
+            count *= extent
+        total += count * size[dtype]
+    return total
+
+
+def check_fits(cfg, source, free_bytes):
+    """ValueError naming max_seq_len when the graph's tensors (device_bytes)
+    and a margin of 1 GiB for the kernel's scratch and the runtime do not fit
+    `free_bytes`; called before anything is allocated."""
+    need = device_bytes(cfg)
+    margin = 1 << 30
+    if need + margin > free_bytes:
+        caches = 2 * cfg.layers * cfg.kv_heads * cfg.max_seq_len * cfg.head_dim * 2
+        raise ValueError(f"{source}: max_seq_len {cfg.max_seq_len}: the model's tensors need "
+                         f"{need / 2**30:.1f} GiB (the k/v caches {caches / 2**30:.1f} GiB of "
+                         f"it) plus 1 GiB of scratch, but the device has "
+                         f"{free_bytes / 2**30:.1f} GiB free")
+
+
 def assemble(cfg, get, source, device="cuda"):
     """The graph's tensors (torch, on `device`) from `get` (fuse): the
     weights in bfloat16, the rope tables, the state (tokens, gen, sampling) and the
@@ -241,6 +270,10 @@ def assemble(cfg, get, source, device="cuda"):
 
     from . import generation_reference as ref
     from .rope import tables
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        check_fits(cfg, source, torch.cuda.mem_get_info(dev)[0])
 
     def convert(t):
         if not isinstance(t, torch.Tensor):
