@@ -296,7 +296,7 @@ def test_a_cache_that_does_not_fit_the_device_names_max_seq_len():
     assert need > weights + caches
     check_fits(cfg, "llama/config.json", need + 2 ** 31)           # fits: no error
     with pytest.raises(ValueError, match=r"llama/config.json: max_seq_len 32768: the model's "
-                                         r"tensors need 6\.\d GiB \(the k/v caches 4\.0 GiB"):
+                                         r"tensors need 3\.\d GiB \(the k/v caches 1\.0 GiB"):
         check_fits(cfg, "llama/config.json", 4 * 2 ** 30)
 
 
