@@ -1,9 +1,11 @@
 """compute-sanitizer memcheck, racecheck, synccheck and initcheck over every
-example kernel and both mega workloads (the MLP chain, and the decode step
-at a small layer count), with the counts recorded per artifact and tool in
+example kernel, the mega workloads (the MLP chain, the decode step at a
+small layer count, the small generation graph with its multi-step launches)
+and the small prefill, with the counts recorded per artifact and tool in
 test/gpu/results.json next to the verdicts of gpu_check.py.
 
     scripts/tilemega.sh sanitize   # = python3 examples/gpu_sanitize.py --artifacts out
+    python3 examples/gpu_sanitize.py --artifacts out --only gen_small prefill_gen_small
 
 Each tool runs gpu_check.py once over a group of artifacts under
 compute-sanitizer; an error record is charged to the artifact whose kernel
@@ -33,6 +35,8 @@ TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # The decode step at 2 layers and the MLP chain at full size: the
 # persistent-kernel protocol under every tool at a cost the lease can pay.
 MEGA_WORKLOADS = ("mega_mlp", "test_mega_small_aot", "test_mega_small_jit", "gen_small")
+# The prompt's prefill kernels at the small config (every kernel kind).
+PREFILL_WORKLOADS = ("prefill_gen_small",)
 TIMEOUT_S = 420
 
 # cuda-python resolves the driver's entry points lazily with
@@ -125,15 +129,23 @@ def main(argv=None):
     parser.add_argument("--results", default=gpu_check.RESULTS)
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument("--log", help="append each tool's summary (JSON lines) here")
+    parser.add_argument("--only", nargs="*",
+                        help="sanitize only these artifacts (one group), e.g. the ones whose "
+                             "PTX changed")
     args = parser.parse_args(argv)
 
     binary = sanitizer_binary()
     found = gpu_check.artifacts_in(args.artifacts)
     examples = [n for n in shipped.example_names() if n in found]
-    missing = sorted((set(shipped.example_names()) | set(MEGA_WORKLOADS)) - set(found))
+    wanted = set(args.only) if args.only else \
+        set(shipped.example_names()) | set(MEGA_WORKLOADS) | set(PREFILL_WORKLOADS)
+    missing = sorted(wanted - set(found))
     if missing:
         parser.error(f"artifacts missing in {args.artifacts}: {missing}")
-    groups = {"examples": examples, "mega": list(MEGA_WORKLOADS)}
+    groups = {"examples": examples, "mega": list(MEGA_WORKLOADS),
+              "prefill": list(PREFILL_WORKLOADS)}
+    if args.only:
+        groups = {"only": list(args.only)}
     command = "python3 examples/gpu_sanitize.py " + " ".join(argv if argv is not None else sys.argv[1:])
     info = gpu_check.run_info(command.strip())
     doc = gpu_check.load_results(args.results)
