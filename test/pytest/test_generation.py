@@ -352,6 +352,28 @@ def test_prefill_reference_is_the_decode_steps_one_after_another():
         np.testing.assert_allclose(rows[name], t[name][:, :6], rtol=1e-9, atol=1e-12)
 
 
+def test_the_engine_compiles_its_artifacts_once_into_the_disk_cache(tmp_path, monkeypatch):
+    """compile_generation / compile_prefill_cached: what from_pretrained
+    compiles on a machine with the compiler; the second call is a cache
+    hit, and the artifacts are those of the config."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega.mega.engine import check_artifact, compile_generation, compile_prefill_cached
+    from tilemega.mega.prefill import prefill_bodies
+    from tilemega.runtime import load_artifact
+
+    monkeypatch.setenv("TILEMEGA_CACHE_DIR", str(tmp_path))
+    cfg = ModelConfig(**SMALL)
+    said = []
+    gen = compile_generation(cfg, said.append)
+    pre = compile_prefill_cached(cfg, said.append)
+    assert gen.startswith(str(tmp_path)) and pre.startswith(str(tmp_path))
+    check_artifact(gen, cfg)
+    art = load_artifact(pre)
+    assert {b.name for b in prefill_bodies(cfg).values()} <= set(art.kernels)
+    assert compile_generation(cfg) == gen and compile_prefill_cached(cfg) == pre
+    assert any("compiled in" in m for m in said), said
+
+
 def test_prefill_kernels_build_for_both_architectures_and_name_their_config():
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     from tilemega.mega import prefill

@@ -54,7 +54,17 @@ def compile_generation(cfg, progress=None):
     entry = cache.compile_cached(text, name="generate")
     if progress:
         progress(f"compiled in {time.perf_counter() - start:.1f} s ({entry.source})")
-    return os.path.join(entry.path, "generate.json")
+    return _artifact_path(entry)
+
+
+def _artifact_path(entry):
+    """The artifact JSON of a cache entry: the disk cache's file, or (the
+    disk cache off) one saved in a fresh temporary folder."""
+    if entry.path is not None:
+        return entry.path
+    import tempfile
+
+    return entry.compiled.save(tempfile.mkdtemp(prefix="tilemega-"))
 
 
 def compile_prefill_cached(cfg, progress=None):
@@ -66,7 +76,7 @@ def compile_prefill_cached(cfg, progress=None):
     if progress:
         progress("compiling the prefill kernels (cached on disk after the first time)")
     entry = cache.compile_cached(prefill_mlir(cfg), name="prefill")
-    return os.path.join(entry.path, "prefill.json")
+    return _artifact_path(entry)
 
 
 def check_artifact(path, cfg):
