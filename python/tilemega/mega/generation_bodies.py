@@ -101,6 +101,31 @@ def rope_kv_at(Hq, Hkv, D, S, *, threads=256, emit=True) -> Body:
     return t_body(f"rope_kv_at_{Hq}x{Hkv}x{D}_s{S}", rope_kv, Hkv, foot, threads, emit)
 
 
+def online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c):
+    """One key block of flash attention (FlashAttention-2's online softmax),
+    after the masked scores `sc` [rows, block_n] of the block: in base 2,
+    m' = max(m, rowmax(sc) * c) with c = log2(e) / sqrt(D), alpha = exp2(m -
+    m') rescales l and the output `acc` [rows, D] (0 while m = -inf), p =
+    exp2(sc * c - m') adds to l and, through shared `p_s`, p @ `v_s` to acc.
+    The decode (attention_at) and prefill (prefill_bodies.attention_rows)
+    attentions share it."""
+    rows, block_n = sc.shape
+    D = acc.shape[1]
+    T.reduce_max(sc, m_cur, dim=1)
+    for i in T.Parallel(rows):
+        m_new = T.max(m[i], m_cur[i] * c)
+        alpha[i] = T.exp2(m[i] - m_new)
+        l[i] = l[i] * alpha[i]
+        m[i] = m_new
+    for i, j in T.Parallel(rows, block_n):
+        sc[i, j] = T.exp2(sc[i, j] * c - m[i])
+    for i, j in T.Parallel(rows, D):
+        acc[i, j] = acc[i, j] * alpha[i]
+    T.reduce_sum(sc, l, dim=1, clear=False)
+    T.copy(sc, p_s)
+    T.gemm(p_s, v_s, acc)
+
+
 def padded_group(G, D, threads):
     """(Gp, row_warps, col_threads): the G query rows of a kv group padded to
     Gp rows that spread over the warps (Gp a divisor or a multiple of the
@@ -191,21 +216,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
                 for i, j in T.Parallel(Gp, BN):
                     sc[i, j] = T.if_then_else(t * BN + j < keys, sc[i, j],
                                               -T.infinity("float32"))
-                T.reduce_max(sc, m_cur, dim=1)
-                # Online softmax in base 2: m' = max(m, rowmax * c),
-                # alpha = exp2(m - m') rescales l and acc (0 while m = -inf).
-                for i in T.Parallel(Gp):
-                    m_new = T.max(m[i], m_cur[i] * c)
-                    alpha[i] = T.exp2(m[i] - m_new)
-                    l[i] = l[i] * alpha[i]
-                    m[i] = m_new
-                for i, j in T.Parallel(Gp, BN):
-                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
-                for i, j in T.Parallel(Gp, D):
-                    acc[i, j] = acc[i, j] * alpha[i]
-                T.reduce_sum(sc, l, dim=1, clear=False)
-                T.copy(sc, p_s)
-                T.gemm(p_s, v_s, acc)
+                online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
             # A split with no keys has l = 0: o = 0 and lse = -inf.
             for i, j in T.Parallel(Gp, D):
                 acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)

@@ -27,6 +27,7 @@ import math as _math
 import tilemega.language as T
 
 from .bodies import Body, _check, t_body
+from .generation_bodies import online_softmax_step
 
 
 def embed_rows(V, H, S, C, *, threads=128) -> Body:
@@ -204,19 +205,7 @@ def attention_rows(Hq, Hkv, D, S, C, *, threads=128, stages=2) -> Body:
                 for i, j in T.Parallel(BM, BN):
                     sc[i, j] = T.if_then_else(t * BN + j <= first_pos + i, sc[i, j],
                                               -T.infinity("float32"))
-                T.reduce_max(sc, m_cur, dim=1)
-                for i in T.Parallel(BM):
-                    m_new = T.max(m[i], m_cur[i] * c)
-                    alpha[i] = T.exp2(m[i] - m_new)
-                    l[i] = l[i] * alpha[i]
-                    m[i] = m_new
-                for i, j in T.Parallel(BM, BN):
-                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
-                for i, j in T.Parallel(BM, D):
-                    acc[i, j] = acc[i, j] * alpha[i]
-                T.reduce_sum(sc, l, dim=1, clear=False)
-                T.copy(sc, p_s)
-                T.gemm(p_s, v_s, acc)
+                online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
             for i, j in T.Parallel(BM, D):
                 acc[i, j] = acc[i, j] / l[i]
             T.copy(acc, o[bx * BM, h * D])
