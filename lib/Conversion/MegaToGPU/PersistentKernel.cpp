@@ -543,14 +543,17 @@ void PersistentKernelBuilder::closeEpoch() {
   sync.storeVolatile(stateAddr(kEpoch), epochTarget);
 }
 
+Value PersistentKernelBuilder::arriveIsLast() {
+  int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
+  Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
+  return cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1));
+}
+
 void PersistentKernelBuilder::buildExit() {
   // The last CTA to finish resets the JIT ring and opens the next epoch.
   gpu::BarrierOp::create(b, loc);
   ifThread0([&] {
-    int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
-    Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
-    auto last = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), false);
+    auto last = scf::IfOp::create(b, loc, arriveIsLast(), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(last.thenBlock());
     closeEpoch();
@@ -574,10 +577,7 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
   // whether to go on.
   gpu::BarrierOp::create(b, loc);
   ifThread0([&] {
-    int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
-    Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
-    auto last = scf::IfOp::create(
-        b, loc, cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1)), true);
+    auto last = scf::IfOp::create(b, loc, arriveIsLast(), true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(last.thenBlock());

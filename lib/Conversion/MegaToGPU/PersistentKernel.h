@@ -176,6 +176,9 @@ private:
   /// What the last CTA of a step or launch does: reset the JIT ring and
   /// publish the epoch `epochTarget`.
   void closeEpoch();
+  /// Thread 0 of a CTA arrives at the end of a step or launch (an acq_rel
+  /// increment of the done counter); whether it is the last of the grid.
+  Value arriveIsLast();
   void ifThread0(function_ref<void()> body) {
     auto op = scf::IfOp::create(b, loc, isThread0, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
