@@ -204,12 +204,15 @@ def check_artifact(path, torch, seed=0):
         launch = mk.launch
     worst, passed, details = 0.0, True, {}
     S = cfg.max_seq_len
-    runs = [(str(p), p, None) for p in positions(cfg)] + [("sampled", S // 2 + 3, 0.8)]
-    for key, pos, temperature in runs:
+    runs = [(str(p), p, None, 0, 1.0) for p in positions(cfg)] + [
+        ("sampled", S // 2 + 3, 0.8, 0, 1.0), ("sampled top-k 50", S // 2 + 3, 0.8, 50, 1.0),
+        ("sampled top-k 64 top-p 0.6", 1, 1.5, 64, 0.6)]
+    for key, pos, temperature, top_k, top_p in runs:
         # The step generates the token after pos (given = pos + 1) when
         # there is room; at max_seq_len - 1 there is none (DONE, pos stays).
         ref.set_state(tensors, pos, given=pos + 1, end=S, eos=None,
-                      seed=0x1234_5678_9ABC_DEF0, temperature=temperature)
+                      seed=0x1234_5678_9ABC_DEF0, temperature=temperature, top_k=top_k,
+                      top_p=top_p)
         tensors["logits"].fill_(float("nan"))
         before = ref.snapshot(cfg, tensors)
         expected = ref.step_float64(cfg, tensors)
@@ -242,9 +245,9 @@ def check_loop(mk, cfg, tensors, torch, steps=6):
     S = cfg.max_seq_len
     names = ref.cache_names(cfg) + ["tokens", "gen", "sampling", "logits"]
     out = {"passed": True, "steps": steps}
-    for start, temperature in ((2, None), (S - steps - 1, 1.3)):
+    for start, temperature, top_k in ((2, None, 0), (S - steps - 1, 1.3, 0), (40, 1.0, 20)):
         ref.set_state(tensors, start, given=start + 1, end=start + 1 + steps, eos=None,
-                      seed=99, temperature=temperature)
+                      seed=99, temperature=temperature, top_k=top_k, top_p=0.9 if top_k else 1.0)
         tensors["logits"].zero_()
         initial = {n: tensors[n].clone() for n in names}
         mk.set_step_limit(1)
@@ -260,7 +263,8 @@ def check_loop(mk, cfg, tensors, torch, steps=6):
         done = mk.steps_done()
         mk.set_step_limit(1)
         differ = [n for n in names if not torch.equal(tensors[n], single[n])]
-        key = f"from {start}" + (f" sampled T={temperature}" if temperature else "")
+        key = f"from {start}" + (f" sampled T={temperature}" if temperature else "") + \
+            (f" top-k {top_k} top-p 0.9" if top_k else "")
         gen = [int(v) for v in tensors["gen"].tolist()]
         out[key] = {"steps_done": done, "differ": differ[:6], "generated": gen[gs.GENERATED]}
         out["passed"] &= (done == steps and not differ and gen[gs.GENERATED] == steps

@@ -101,8 +101,18 @@ def parse_args(argv=None):
                              "checkpoint's eos_token_id)")
     parser.add_argument("--temperature", type=_temperature, default=0.0,
                         help="0 (default): greedy; > 0: sample from softmax(logits / T)")
+    parser.add_argument("--top-k", type=int, default=None,
+                        help="sample from the k largest logits (1 to 64)")
+    parser.add_argument("--top-p", type=float, default=None,
+                        help="and of those from the smallest set of mass >= p (needs --top-k)")
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
     args = parser.parse_args(argv)
+    from .mega.engine import Engine
+
+    try:
+        Engine._sampling(args.temperature, args.top_k, args.top_p)
+    except ValueError as e:
+        parser.error(str(e))
     if not os.path.isdir(args.model):
         parser.error(f"--model {args.model}: not a folder")
     if not os.path.isfile(os.path.join(args.model, "config.json")):
@@ -118,6 +128,8 @@ def parse_args(argv=None):
 
 def main(argv=None):
     parser, args = parse_args(argv)
+    from .mega.engine import Engine
+
     codec = tokenizer_of(args.model)
     if args.prompt is not None:
         if codec is None:
@@ -126,8 +138,6 @@ def main(argv=None):
         ids = codec[0](args.prompt)
     else:
         ids = args.prompt_ids
-    from .mega.engine import Engine
-
     def progress(message):
         print(f"[tilemega] {message}", file=sys.stderr, flush=True)
 
@@ -139,7 +149,8 @@ def main(argv=None):
         start = time.perf_counter()
         first, out = None, []
         for token in engine.stream(ids, max_new_tokens=args.max_new_tokens,
-                                   temperature=args.temperature, seed=args.seed):
+                                   temperature=args.temperature, top_k=args.top_k,
+                                   top_p=args.top_p, seed=args.seed):
             if first is None:
                 first = time.perf_counter() - start
             out.append(token)

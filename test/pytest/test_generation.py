@@ -272,17 +272,48 @@ def test_gumbel_max_samples_the_softmax():
     assert np.abs(freq - p).max() < 0.015
 
 
-def test_the_engine_refuses_sampling_it_does_not_do():
+def test_the_engine_checks_its_sampling_settings():
     from tilemega.mega.engine import Engine
 
-    assert Engine._inverse_temperature(None, None, None) == 0.0
-    assert Engine._inverse_temperature(0.5, None, 1.0) == 2.0
-    with pytest.raises(ValueError, match="top_k=50: top-k sampling is not built yet"):
-        Engine._inverse_temperature(0.7, 50, None)
-    with pytest.raises(ValueError, match="top_p=0.9: nucleus sampling is not built yet"):
-        Engine._inverse_temperature(0.7, None, 0.9)
+    assert Engine._sampling(None, 50, 0.9) == [0.0, 0.0, 1.0]      # greedy ignores them
+    assert Engine._sampling(0.5, None, None) == [2.0, 0.0, 1.0]
+    assert Engine._sampling(0.5, 50, 0.9) == [2.0, 50.0, 0.9]
+    with pytest.raises(ValueError, match=r"top_k=65: 0 \(the whole vocabulary\) or an int in"):
+        Engine._sampling(0.7, 65, None)
+    with pytest.raises(ValueError, match="top_p=0.9 needs top_k in"):
+        Engine._sampling(0.7, None, 0.9)
+    with pytest.raises(ValueError, match=r"top_p=0: a number in \(0, 1\]"):
+        Engine._sampling(0.7, 5, 0)
     with pytest.raises(ValueError, match="temperature must be 0"):
-        Engine._inverse_temperature(-1.0, None, None)
+        Engine._sampling(-1.0, None, None)
+
+
+def test_top_k_keeps_exactly_k_and_top_p_the_prefix_below_its_mass():
+    from tilemega.mega.generation_reference import sampled_set
+
+    logits = np.array([3.0, 2.0, 2.0, 1.0, 0.0, 2.0])
+    assert sampled_set(logits, 1.0, 0, 1.0).all()
+    assert list(np.flatnonzero(sampled_set(logits, 1.0, 3, 1.0))) == [0, 1, 2]  # ties: lower
+    four = np.array([3.0, 2.0, 1.0, 0.0])
+    # masses e^3, e^2, e^1, e^0 of 31.19: ranked above each 0, 20.1, 27.5, 30.2
+    assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.6))) == [0]
+    assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.7))) == [0, 1]
+    assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.95))) == [0, 1, 2]
+    assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.97))) == [0, 1, 2, 3]
+
+
+def test_gumbel_max_within_the_kept_set_samples_its_renormalised_softmax():
+    from tilemega.mega.generation_reference import sampled_set
+    from tilemega.mega.philox import gumbel
+
+    logits, T = np.array([2.0, 1.0, 0.5, -1.0, 0.0, 1.5]), 0.8
+    keep = sampled_set(logits, 1 / T, 4, 0.9)
+    p = np.where(keep, np.exp(logits / T), 0.0)
+    p /= p.sum()
+    picks = [int(np.argmax(np.where(keep, logits / T + gumbel(np.arange(6), pos, 3), -np.inf)))
+             for pos in range(20000)]
+    freq = np.bincount(picks, minlength=6) / len(picks)
+    assert np.abs(freq - p).max() < 0.015 and freq[~keep].sum() == 0
 
 
 def test_a_cache_that_does_not_fit_the_device_names_max_seq_len():
@@ -568,6 +599,8 @@ def _cli(*args):
     (["--model", ".", "--prompt-ids", "1", "--temperature", "-1"], "0 (greedy) or in"),
     (["--model", ".", "--prompt-ids", "1", "--seed", "-5"], "must be in [0, 2^64)"),
     (["--model", ".", "--prompt-ids", "1", "--eos-id", "2,b"], "expected comma-separated"),
+    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-p", "0.5"],
+     "top_p=0.5 needs top_k in"),
 ])
 def test_cli_argument_errors(args, message, tmp_path):
     proc = _cli(*[str(tmp_path) if a == "." else a for a in args])

@@ -324,6 +324,13 @@ def test_a_seed_reproduces_a_sampled_generation(case):
     greedy = engine.generate(prompt, max_new_tokens=32, eos_token_id=[])
     assert a == b and len(a) == 32
     assert a != c and a != greedy
+    kw = dict(max_new_tokens=32, eos_token_id=[], temperature=0.8, top_k=50, top_p=0.9)
+    d = engine.generate(prompt, seed=5, **kw)
+    assert d == engine.generate(prompt, seed=5, **kw) and d != engine.generate(prompt, seed=6,
+                                                                               **kw)
+    # top_k = 1 is greedy whatever the temperature and seed.
+    assert engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=2.0,
+                           top_k=1, seed=9) == greedy
 
 
 def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):
@@ -346,7 +353,9 @@ def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [os.path.join(root, "python")] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     for extra, kw in (([], {}), (["--temperature", "0.9", "--seed", "11"],
-                                 dict(temperature=0.9, seed=11))):
+                                 dict(temperature=0.9, seed=11)),
+                      (["--temperature", "0.9", "--top-k", "40", "--top-p", "0.8"],
+                       dict(temperature=0.9, top_k=40, top_p=0.8))):
         want = engine.generate(prompt, max_new_tokens=12, eos_token_id=[], **kw)
         proc = subprocess.run(
             [sys.executable, "-m", "tilemega.generate", "--model", str(folder),

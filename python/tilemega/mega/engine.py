@@ -14,8 +14,9 @@ of the cache). The host's work per generation is the prompt upload, one
 launch (the arguments packed once at bind) and, when streaming, reads of
 the state's GENERATED counter on a second stream while the kernel runs.
 `step()` keeps the single-step mode (one step per launch) for tests and
-callers that own the loop. Sampling: temperature from a seeded Philox
-generator (generation_state.py); top-k and top-p are not built yet.
+callers that own the loop. Sampling on the device: temperature, top-k (up
+to 64) and top-p within the top-k, drawn with a seeded Philox generator
+(generation_state.py, generation_bodies.sample_top_k).
 
 The prompt: with a prefill artifact (prefill.py; compiled here when the
 compiler is installed, or passed as prefill=PATH) its cache rows but the
@@ -208,21 +209,30 @@ class Engine:
         return ids
 
     @staticmethod
-    def _inverse_temperature(temperature, top_k, top_p):
-        """sampling[0] for these settings: 0 (greedy) or 1 / temperature."""
-        if top_k not in (None, 0):
-            raise ValueError(f"top_k={top_k!r}: top-k sampling is not built yet (the device "
-                             "samples from the whole softmax); pass top_k=None")
-        if top_p not in (None, 1, 1.0):
-            raise ValueError(f"top_p={top_p!r}: nucleus sampling is not built yet (the device "
-                             "samples from the whole softmax); pass top_p=None")
+    def _sampling(temperature, top_k, top_p):
+        """The sampling tensor's words for these settings (generation_bodies:
+        1 / temperature or 0 for greedy, top-k or 0, top-p); ValueError for
+        settings the device cannot serve."""
+        from .generation_bodies import MAX_TOP_K
+
         if temperature is None or temperature == 0:
-            return 0.0
+            return [0.0, 0.0, 1.0]                  # greedy: top-k and top-p do not apply
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
                 not 1e-3 <= temperature <= 1e3:
             raise ValueError(f"temperature must be 0 (greedy) or a number in [1e-3, 1e3], "
                              f"got {temperature!r}")
-        return 1.0 / float(temperature)
+        k = 0 if top_k is None else top_k
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_TOP_K:
+            raise ValueError(f"top_k={top_k!r}: 0 (the whole vocabulary) or an int in "
+                             f"[1, {MAX_TOP_K}] (the candidates the device keeps)")
+        p = 1.0 if top_p is None else top_p
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
+            raise ValueError(f"top_p={top_p!r}: a number in (0, 1]")
+        if p < 1 and k == 0:
+            raise ValueError(f"top_p={top_p!r} needs top_k in [1, {MAX_TOP_K}]: the device "
+                             "applies top-p within the top-k candidates (transformers' "
+                             "default is top_k=50)")
+        return [1.0 / float(temperature), float(k), float(p)]
 
     def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False,
               temperature=None, top_k=None, top_p=None, seed=0):
@@ -238,7 +248,7 @@ class Engine:
             self.kernel.reset()
             self._limit, self._failed = None, False
         eos = self.eos_token_id if eos_token_id is None else gs.eos_ids(eos_token_id)
-        inv_t = self._inverse_temperature(temperature, top_k, top_p)
+        sampling = self._sampling(temperature, top_k, top_p)
         given = len(ids)
         if teacher_forced:
             max_new_tokens = 0
@@ -251,7 +261,7 @@ class Engine:
         # waits for it (_launch_generation).
         self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
         self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
-        self.tensors["sampling"].fill_(inv_t)
+        self.tensors["sampling"].copy_(torch.tensor(sampling, dtype=torch.float32))
         self.last_prefill_s = None
         if first > 0:
             self.prefill.run(first)

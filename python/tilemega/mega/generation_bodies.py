@@ -309,23 +309,36 @@ def gumbel_noise(token, pos, k0, k1):
     return -T.log(-T.log(u))
 
 
+# Sampling settings: sampling[INV_T] = 1 / temperature (0: greedy),
+# sampling[TOP_K] = k (0: the whole vocabulary), sampling[TOP_P] = p.
+SAMPLING_WORDS, INV_T, TOP_K, TOP_P = 3, 0, 1, 2
+# The largest top-k the device keeps candidates for: each chunk of the
+# logits hands its k largest to the pick, which takes the k largest of them.
+MAX_TOP_K = 64
+
+
 def argmax_partial(V, *, threads=256, emit=True) -> Body:
     """Per chunk u of the scores: the largest value and the first index that
-    holds it (as an exact float: indices < 2^24), at partial[2u], [2u+1]:
-    args (logits [V] bf16, gen [GEN_WORDS] i32, sampling [1] f32, partial
-    [2*units] f32). The scores are the logits (greedy) or, when sampling[0]
-    = 1/T is > 0, logit / T + the Gumbel noise of each token at gen[POS]
-    under the seed words (generation_state.py): their argmax is a sample
-    of softmax(logits / T). The last chunk is masked past V. Ties pick the
-    lowest index, as torch.argmax does."""
+    holds it (as an exact float: indices < 2^24), at best[2u], [2u+1]:
+    args (logits [V] bf16, gen [GEN_WORDS] i32, sampling [SAMPLING_WORDS]
+    f32, best [2*units] f32, cand [units*MAX_TOP_K*2] f32). The scores are
+    the logits (greedy) or, when sampling[INV_T] = 1/T is > 0 and
+    sampling[TOP_K] is 0, logit / T + the Gumbel noise of each token at
+    gen[POS] under the seed words (generation_state.py): their argmax is a
+    sample of softmax(logits / T). With top-k (sampling[TOP_K] = k >= 1)
+    the chunk instead hands its k largest logits, largest first (ties: the
+    lower index first), to cand[(u*MAX_TOP_K + r)*2], [.. + 1]: value and
+    index. The last chunk is masked past V. Ties pick the lowest index, as
+    torch.argmax does."""
     chunk = argmax_chunk(V, threads)
     units = -(-V // chunk)
     _check(V < (1 << 24), f"argmax_partial: vocabulary {V} is over 2^24 (indices as floats)")
-    W = gs.GEN_WORDS
+    W, K = gs.GEN_WORDS, MAX_TOP_K
 
     def partial(logits: T.Tensor((V,), "bfloat16"), gen: T.Tensor((W,), "int32"),
-                sampling: T.Tensor((1,), "float32"),
-                best: T.Tensor((2 * units,), "float32")):
+                sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
+                best: T.Tensor((2 * units,), "float32"),
+                cand: T.Tensor((units * K * 2,), "float32")):
         with T.Kernel(units, threads=threads) as u:
             x = T.alloc_fragment((1, chunk), "float32")
             at = T.alloc_fragment((1, chunk), "float32")
@@ -334,9 +347,25 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
             T.copy(logits.view(1, V)[0, u * chunk], x)
             for i, j in T.Parallel(1, chunk):
                 x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
-            inv_t = sampling[0]
-            # Greedy steps skip the noise: a loop of zero or one trip.
-            for _ in T.serial(T.if_then_else(inv_t > 0.0, 1, 0)):
+            inv_t = sampling[INV_T]
+            top_k = T.cast(sampling[TOP_K], "int32")
+            # Top-k: the chunk's k largest, one extraction a round (a loop of
+            # k trips; none unless top-k sampling).
+            for r in T.serial(T.if_then_else(inv_t > 0.0, top_k, 0)):
+                T.reduce_max(x, top, dim=1)
+                for i, j in T.Parallel(1, chunk):
+                    at[i, j] = T.if_then_else(x[i, j] == top[i],
+                                              T.cast(u * chunk + j, "float32"), float(1 << 24))
+                T.reduce_min(at, first, dim=1)
+                for i in T.Parallel(1):
+                    cand[(u * K + r) * 2] = top[i]
+                    cand[(u * K + r) * 2 + 1] = first[i]
+                for i, j in T.Parallel(1, chunk):
+                    x[i, j] = T.if_then_else(T.cast(u * chunk + j, "float32") == first[i],
+                                             -T.infinity("float32"), x[i, j])
+            # Temperature alone: the noise (greedy steps skip it: a loop of
+            # zero or one trip).
+            for _ in T.serial(T.if_then_else((inv_t > 0.0) & (top_k == 0), 1, 0)):
                 mask = 0xFFFFFFFF
                 pos = T.cast(gen[gs.POS], "int64")
                 k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
@@ -356,22 +385,27 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
     whole = (Access("read", 0, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()
     foot = whole + (Access("read", 0, 0, (units - 1) * chunk, V - (units - 1) * chunk,
                            units - 1, units),                      # the last, maybe short
-                    Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, 1),
-                    Access("write", 3, 2, 0, 2))
+                    Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, SAMPLING_WORDS),
+                    Access("write", 3, 2, 0, 2), Access("write", 4, 2 * K, 0, 2 * K))
     return t_body(f"argmax_partial_{V}_c{chunk}", partial, units, foot, threads, emit)
 
 
 def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
-    """The step's pick and the state's advance, one unit: args (partial
-    [2*units] f32 of argmax_partial, tokens [S] i32, gen [GEN_WORDS] i32).
-    The pick is the lowest index among the partials' equal maxima; then
-    gen and tokens change as generation_state.advance says. One thread
-    writes the state (a parallel over shared tiles runs each element once)."""
-    W = gs.GEN_WORDS
+    """The step's pick and the state's advance, one unit: args (best
+    [2*units], cand [units*MAX_TOP_K*2] f32 of argmax_partial, sampling,
+    tokens [S] i32, gen [GEN_WORDS] i32). The pick is the lowest index
+    among the partials' equal maxima; with top-k sampling (sampling[TOP_K]
+    = k >= 1) it is drawn from the k largest logits of the partials'
+    candidates (sample_top_k); then gen and tokens change as
+    generation_state.advance says. One thread writes the state (a parallel
+    over shared tiles runs each element once)."""
+    W, K = gs.GEN_WORDS, MAX_TOP_K
     n = -(-units // threads) * threads
 
-    def pick(best: T.Tensor((2 * units,), "float32"), tokens: T.Tensor((S,), "int32"),
-             gen: T.Tensor((W,), "int32")):
+    def pick(best: T.Tensor((2 * units,), "float32"),
+             cand: T.Tensor((units * K * 2,), "float32"),
+             sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
+             tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32")):
         with T.Kernel(1, threads=threads) as u:
             top = T.alloc_fragment((1, n), "float32")
             at = T.alloc_fragment((1, n), "float32")
@@ -392,6 +426,9 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
             token_s = T.alloc_shared((1,), "int32")
             for i in T.Parallel(1):
                 pick_s[0] = T.cast(first[i], "int32")   # every holder, the same value
+            inv_t, top_k = sampling[INV_T], T.cast(sampling[TOP_K], "int32")
+            for _ in T.serial(T.if_then_else((inv_t > 0.0) & (top_k > 0), 1, 0)):
+                sample_top_k(cand, units, threads, inv_t, top_k, sampling[TOP_P], gen, pick_s)
             T.copy(gen, state)
             p, given, end = state[gs.POS], state[gs.GIVEN], state[gs.END]
             live = state[gs.DONE] == 0
@@ -417,7 +454,87 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
             T.copy(token_s, tokens[slot])
             T.copy(new, gen)
 
-    foot = (Access("read", 0, 0, 0, 2 * units),
-            Access("read", 1, 0, 0, S), Access("write", 1, 0, 0, S),
-            Access("read", 2, 0, 0, W), Access("write", 2, 0, 0, W))
+    foot = (Access("read", 0, 0, 0, 2 * units), Access("read", 1, 0, 0, units * K * 2),
+            Access("read", 2, 0, 0, SAMPLING_WORDS),
+            Access("read", 3, 0, 0, S), Access("write", 3, 0, 0, S),
+            Access("read", 4, 0, 0, W), Access("write", 4, 0, 0, W))
     return t_body(f"pick_advance_{V}_s{S}_u{units}", pick, 1, foot, threads, emit)
+
+
+def sample_top_k(cand, units, threads, inv_t, top_k, top_p, gen, pick_s):
+    """Inside pick_advance: pick_s[0] = a sample of softmax(logits / T)
+    restricted to the k largest logits (exactly k: ties by the lower index,
+    as torch.topk) and, of those, to the smallest prefix of them, largest
+    first, whose mass reaches top_p (transformers' TopPLogitsWarper: a
+    token stays while the mass ranked above it is below top_p; the first
+    always stays). The k largest come from the partials' candidates (each
+    chunk's k largest); the draw is the Gumbel-max of the kept ones with
+    the noise of their token ids (philox.py)."""
+    K = MAX_TOP_K
+    total = units * K
+    NC = -(-total // threads) * threads
+    flat = cand.view(total, 2)
+    cv = T.alloc_fragment((1, NC), "float32")
+    ci = T.alloc_fragment((1, NC), "float32")
+    most = T.alloc_fragment((1,), "float32")
+    low = T.alloc_fragment((1,), "float32")
+    at = T.alloc_fragment((1, NC), "float32")
+    for i, j in T.Parallel(1, NC):
+        ok = (j < total) & (j % K < top_k)
+        cv[i, j] = T.if_then_else(ok, flat[T.min(j, total - 1), 0], -T.infinity("float32"))
+        ci[i, j] = T.if_then_else(ok, flat[T.min(j, total - 1), 1], float(1 << 24))
+    sv = T.alloc_shared((K,), "float32")          # the k largest, largest first
+    si = T.alloc_shared((K,), "float32")          # their token ids
+    for r in T.Parallel(K):
+        sv[r] = -T.infinity("float32")
+        si[r] = 0.0
+    for r in T.serial(top_k):
+        T.reduce_max(cv, most, dim=1)
+        for i, j in T.Parallel(1, NC):
+            at[i, j] = T.if_then_else(cv[i, j] == most[i], ci[i, j], float(1 << 24))
+        T.reduce_min(at, low, dim=1)
+        for i in T.Parallel(1):
+            sv[r] = most[i]
+            si[r] = low[i]
+        for i, j in T.Parallel(1, NC):
+            cv[i, j] = T.if_then_else(ci[i, j] == low[i], -T.infinity("float32"), cv[i, j])
+    # Their probabilities relative to the largest, and the mass ranked
+    # above each: before[r] = sum of pr[s] for s < r.
+    pr = T.alloc_shared((K,), "float32")
+    for r in T.Parallel(K):
+        pr[r] = T.if_then_else(r < top_k, T.exp((sv[r] - sv[0]) * inv_t), 0.0)
+    cum = T.alloc_fragment((K, K), "float32")
+    before = T.alloc_fragment((K,), "float32")
+    for r, c in T.Parallel(K, K):
+        cum[r, c] = T.if_then_else(c < r, pr[c], 0.0)
+    T.reduce_sum(cum, before, dim=1)
+    before_s = T.alloc_shared((K,), "float32")
+    for r in T.Parallel(K):
+        before_s[r] = before[r]
+    # Rows of the k as [1, KW] fragments: at least one element a thread.
+    KW = max(K, threads)
+    row = T.alloc_fragment((1, KW), "float32")
+    mass = T.alloc_fragment((1,), "float32")
+    for i, r in T.Parallel(1, KW):
+        row[i, r] = T.if_then_else(r < K, pr[T.min(r, K - 1)], 0.0)
+    T.reduce_sum(row, mass, dim=1)
+    mask = 0xFFFFFFFF
+    pos = T.cast(gen[gs.POS], "int64")
+    k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
+    k1 = T.cast(gen[gs.SEED_HI], "int64") & mask
+    for i, r in T.Parallel(1, KW):
+        c = T.min(r, K - 1)
+        keep = (r < top_k) & ((r == 0) | (before_s[c] < top_p * mass[i]))
+        noise = gumbel_noise(T.cast(si[c], "int64"), pos, k0, k1)
+        row[i, r] = T.if_then_else(keep, sv[c] * inv_t + noise, -T.infinity("float32"))
+    # Reductions of [1, KW] rows have their own results (the layouts of
+    # [1, NC] ones differ).
+    best = T.alloc_fragment((1,), "float32")
+    first = T.alloc_fragment((1,), "float32")
+    T.reduce_max(row, best, dim=1)
+    rank = T.alloc_fragment((1, KW), "float32")
+    for i, r in T.Parallel(1, KW):
+        rank[i, r] = T.if_then_else(row[i, r] == best[i], T.cast(r, "float32"), float(KW))
+    T.reduce_min(rank, first, dim=1)
+    for i in T.Parallel(1):
+        pick_s[0] = T.cast(si[T.cast(first[i], "int32")], "int32")

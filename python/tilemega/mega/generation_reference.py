@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import generation_state as gs
+from .generation_bodies import SAMPLING_WORDS
 from .rope import tables as rope_tables
 
 # Relative L2 of the logits against float64: bf16 weights and activations
@@ -46,7 +47,7 @@ def tensor_specs(cfg):
     bf, n = "bfloat16", (Hq + 2 * Hkv) * D
     specs = {"embed": ((V, H), bf), "rope_cos": ((S, D // 2), "float32"),
              "rope_sin": ((S, D // 2), "float32"), "tokens": ((S,), "int32"),
-             "gen": ((gs.GEN_WORDS,), "int32"), "sampling": ((1,), "float32")}
+             "gen": ((gs.GEN_WORDS,), "int32"), "sampling": ((SAMPLING_WORDS,), "float32")}
     for layer in range(cfg.layers):
         p = f"l{layer}."
         specs[p + "attn_norm"] = ((H,), bf)
@@ -300,14 +301,23 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
     ours = _f64(logits)
     ref = expected["logits"]
     words_before = _ints(before["gen"])
-    inv_t = float(_f64(tensors["sampling"])[0]) if "sampling" in tensors else 0.0
+    inv_t, top_k, top_p = (float(v) for v in _f64(tensors["sampling"])) \
+        if "sampling" in tensors else (0.0, 0.0, 1.0)
     noise = 3 * err * float(np.linalg.norm(ref)) / math.sqrt(ref.size)
     if inv_t > 0:
         g = gumbel_of(words_before, ref.size)
-        ours, ref, noise = ours * inv_t + g, ref * inv_t + g, noise * inv_t
+        # The set the step may draw from follows from its own logits (whose
+        # error the logits check bounds): float64 draws from the same set.
+        keep = sampled_set(ours, inv_t, int(top_k), top_p)
+        ours = np.where(keep, ours * inv_t + g, -np.inf)
+        ref = np.where(keep, ref * inv_t + g, -np.inf)
+        noise = noise * inv_t
+        details["kept"] = int(keep.sum())
     own_pick = int(np.argmax(ours))
     top2 = np.sort(ref)[-2:]
     ref_pick = int(np.argmax(ref))
+    if not np.isfinite(top2).all():      # one candidate kept (top-p): no runner-up
+        top2 = np.array([-np.inf, top2[-1]])
     tokens_now, expect_tokens = _ints(tensors["tokens"]), _ints(before["tokens"])
     picked = _ints(tensors["gen"])[gs.LAST]
     details.update(pick=picked, own_argmax=own_pick, float64_argmax=ref_pick,
@@ -335,6 +345,24 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
     return {"error": err, "tolerance": tolerance, "passed": not failed, "details": details}
 
 
+def sampled_set(logits, inv_t, top_k, top_p):
+    """The tokens a sampled step may draw (a bool mask): all of them, or the
+    top_k largest (ties by the lower index, as torch.topk) and of those the
+    ones whose mass ranked above is below top_p of the kept mass
+    (generation_bodies.sample_top_k), in float64."""
+    logits = np.asarray(logits, dtype=np.float64)
+    keep = np.ones(logits.size, dtype=bool)
+    if top_k <= 0:
+        return keep
+    order = np.lexsort((np.arange(logits.size), -logits))[:top_k]
+    p = np.exp((logits[order] - logits[order[0]]) * inv_t)
+    above = np.concatenate([[0.0], np.cumsum(p)[:-1]])
+    kept = order[(np.arange(top_k) == 0) | (above < top_p * p.sum())]
+    keep[:] = False
+    keep[kept] = True
+    return keep
+
+
 def gumbel_of(words, vocab):
     """The Gumbel noise of every token for the step of state `words` (its
     position and seed words), float64 (philox.gumbel)."""
@@ -344,14 +372,16 @@ def gumbel_of(words, vocab):
     return philox.gumbel(np.arange(vocab), words[gs.POS], seed)
 
 
-def set_state(tensors, pos, given, end, eos=None, seed=0, temperature=None):
+def set_state(tensors, pos, given, end, eos=None, seed=0, temperature=None, top_k=0,
+              top_p=1.0):
     """Writes a fresh generation state into tensors["gen"] and the sampling
-    setting (greedy unless a temperature) into tensors["sampling"] (in
+    settings (greedy unless a temperature) into tensors["sampling"] (in
     place)."""
     import torch
 
     if "sampling" in tensors:
-        tensors["sampling"].fill_(0.0 if not temperature else 1.0 / temperature)
+        words = [0.0, 0.0, 1.0] if not temperature else [1.0 / temperature, top_k, top_p]
+        tensors["sampling"].copy_(torch.tensor(words, dtype=torch.float32))
     words = gs.initial(pos, given, end, eos, seed)
     tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
     return words

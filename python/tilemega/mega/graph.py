@@ -383,12 +383,15 @@ class Graph:
         pick = gbodies.pick_advance(V, tokens.size, units, threads=self.threads, emit=False)
         self._check_args("pick_next", part, [("logits", logits)])
         best = self.scratch(f"{logits.name}.best", part.args[3][1], "float32")
+        cand = self.scratch(f"{logits.name}.candidates", part.args[4][1], "float32")
         base = name or "pick"
         self._need("pick_next", "sampling", sampling, rank=1, dtype="float32")
         self._task("pick_next", f"{base}_partial", part,
-                   [("logits", logits), ("gen", gen), ("sampling", sampling), ("best", best)])
+                   [("logits", logits), ("gen", gen), ("sampling", sampling), ("best", best),
+                    ("cand", cand)])
         return self._task("pick_next", f"{base}_advance", pick,
-                          [("best", best), ("tokens", tokens), ("gen", gen)])
+                          [("best", best), ("cand", cand), ("sampling", sampling),
+                           ("tokens", tokens), ("gen", gen)])
 
     def silu_mul(self, gu, a, chunk=None, name=None):
         """a = silu(gu[:I]) * gu[I:], I = a.size."""

@@ -228,6 +228,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     [1] f32 (the inverse temperature, 0 for greedy); the output logits.
     A launch runs one step, or up to max_seq_len steps when the runtime
     sets a step limit (MegaKernel.set_step_limit), stopping at DONE."""
+    from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
 
     cfg.check()
@@ -242,7 +243,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
            g.weight("rope_sin", [S, D // 2], "float32"))
     tokens = g.cache("tokens", [S], "int32")
     gen = g.cache("gen", [GEN_WORDS], "int32")
-    sampling = g.cache("sampling", [1], "float32")
+    sampling = g.cache("sampling", [gbodies.SAMPLING_WORDS], "float32")
     x = g.scratch("x", [H], dt)
     g.embed_token(embed, tokens, gen, x, name="embed")
     for layer in range(cfg.layers):
