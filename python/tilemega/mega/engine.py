@@ -249,6 +249,8 @@ class Engine:
             self._limit, self._failed = None, False
         eos = self.eos_token_id if eos_token_id is None else gs.eos_ids(eos_token_id)
         sampling = self._sampling(temperature, top_k, top_p)
+        if sampling[1] > self.cfg.vocab:
+            raise ValueError(f"top_k={top_k} is more than the vocabulary ({self.cfg.vocab})")
         given = len(ids)
         if teacher_forced:
             max_new_tokens = 0

@@ -537,4 +537,5 @@ def sample_top_k(cand, units, threads, inv_t, top_k, top_p, gen, pick_s):
         rank[i, r] = T.if_then_else(row[i, r] == best[i], T.cast(r, "float32"), float(KW))
     T.reduce_min(rank, first, dim=1)
     for i in T.Parallel(1):
-        pick_s[0] = T.cast(si[T.cast(first[i], "int32")], "int32")
+        # first < top_k: rank 0 is always kept (clamped all the same).
+        pick_s[0] = T.cast(si[T.min(T.cast(first[i], "int32"), K - 1)], "int32")
