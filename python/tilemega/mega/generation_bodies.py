@@ -317,6 +317,28 @@ SAMPLING_WORDS, INV_T, TOP_K, TOP_P = 3, 0, 1, 2
 MAX_TOP_K = 64
 
 
+def noise_counter(gen):
+    """(position, key low, key high) of the step's Gumbel noise: int64 T
+    expressions of the state's POS and seed words (uint32 values)."""
+    mask = 0xFFFFFFFF
+    pos = T.cast(gen[gs.POS], "int64")
+    k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
+    k1 = T.cast(gen[gs.SEED_HI], "int64") & mask
+    return pos, k0, k1
+
+
+def first_of_max(x, at, top, first, base):
+    """top = the largest of the [1, n] fragment x, first = the lowest index
+    base + j holding it (as an exact float; 2^24 where none), with `at` as
+    scratch: torch.argmax's tie rule."""
+    n = x.shape[1]
+    T.reduce_max(x, top, dim=1)
+    for i, j in T.Parallel(1, n):
+        at[i, j] = T.if_then_else(x[i, j] == top[i], T.cast(base + j, "float32"),
+                                  float(1 << 24))
+    T.reduce_min(at, first, dim=1)
+
+
 def argmax_partial(V, *, threads=256, emit=True) -> Body:
     """Per chunk u of the scores: the largest value and the first index that
     holds it (as an exact float: indices < 2^24), at best[2u], [2u+1]:
@@ -352,11 +374,7 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
             # Top-k: the chunk's k largest, one extraction a round (a loop of
             # k trips; none unless top-k sampling).
             for r in T.serial(T.if_then_else(inv_t > 0.0, top_k, 0)):
-                T.reduce_max(x, top, dim=1)
-                for i, j in T.Parallel(1, chunk):
-                    at[i, j] = T.if_then_else(x[i, j] == top[i],
-                                              T.cast(u * chunk + j, "float32"), float(1 << 24))
-                T.reduce_min(at, first, dim=1)
+                first_of_max(x, at, top, first, u * chunk)
                 for i in T.Parallel(1):
                     cand[(u * K + r) * 2] = top[i]
                     cand[(u * K + r) * 2 + 1] = first[i]
@@ -366,18 +384,11 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
             # Temperature alone: the noise (greedy steps skip it: a loop of
             # zero or one trip).
             for _ in T.serial(T.if_then_else((inv_t > 0.0) & (top_k == 0), 1, 0)):
-                mask = 0xFFFFFFFF
-                pos = T.cast(gen[gs.POS], "int64")
-                k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
-                k1 = T.cast(gen[gs.SEED_HI], "int64") & mask
+                pos, k0, k1 = noise_counter(gen)
                 for i, j in T.Parallel(1, chunk):
                     token = T.cast(u * chunk + j, "int64")
                     x[i, j] = x[i, j] * inv_t + gumbel_noise(token, pos, k0, k1)
-            T.reduce_max(x, top, dim=1)
-            for i, j in T.Parallel(1, chunk):
-                at[i, j] = T.if_then_else(x[i, j] == top[i],
-                                          T.cast(u * chunk + j, "float32"), float(1 << 24))
-            T.reduce_min(at, first, dim=1)
+            first_of_max(x, at, top, first, u * chunk)
             for i in T.Parallel(1):
                 best[2 * u] = top[i]
                 best[2 * u + 1] = first[i]
@@ -518,10 +529,7 @@ def sample_top_k(cand, units, threads, inv_t, top_k, top_p, gen, pick_s):
     for i, r in T.Parallel(1, KW):
         row[i, r] = T.if_then_else(r < K, pr[T.min(r, K - 1)], 0.0)
     T.reduce_sum(row, mass, dim=1)
-    mask = 0xFFFFFFFF
-    pos = T.cast(gen[gs.POS], "int64")
-    k0 = T.cast(gen[gs.SEED_LO], "int64") & mask
-    k1 = T.cast(gen[gs.SEED_HI], "int64") & mask
+    pos, k0, k1 = noise_counter(gen)
     for i, r in T.Parallel(1, KW):
         c = T.min(r, K - 1)
         keep = (r < top_k) & ((r == 0) | (before_s[c] < top_p * mass[i]))
