@@ -79,6 +79,7 @@ void tilemega::registerAllTileMegaPassesAndPipelines() {
   // Upstream passes of the GPU lowering, for hand-written pipelines.
   registerCanonicalizerPass();
   registerCSEPass();
+  registerMem2RegPass();
   registerSymbolDCEPass();
   registerLoopInvariantCodeMotionPass();
   registerGpuNVVMAttachTarget();

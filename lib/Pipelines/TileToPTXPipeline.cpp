@@ -60,6 +60,10 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   // passed as bare pointers: one parameter per tensor, as the runtime packs.
   OpPassManager &gpuPm = pm.nest<gpu::GPUModuleOp>();
   gpuPm.addPass(createSCFToControlFlowPass());
+  // Fragments become SSA values before any greedy driver can merge the
+  // identical tails of different task bodies (tile-scalarize-fragments).
+  gpuPm.addPass(tile::createTileScalarizeFragments());
+  gpuPm.addPass(createMem2Reg());
   gpuPm.addPass(memref::createExpandStridedMetadataPass());
   gpuPm.addPass(createLowerAffinePass());
   // cp.async (nvgpu.device_async_copy) has no ConvertToLLVM interface: it

@@ -12,6 +12,7 @@
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/MathExtras.h"
@@ -175,6 +176,13 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       grid[i] = static_cast<int32_t>(g);
     gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
     gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
+    // A persistent kernel (convert-mega-to-gpu) runs one CTA per SM for its
+    // whole life: telling ptxas so lets it use every register. Left to its
+    // own occupancy guess it may cap a large one at 128 and spill (measured
+    // on the generation kernel: 224 bytes of spills, none with the hint).
+    if (func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
+      gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                       b.getI32IntegerAttr(1));
 
     // Move the kernel body in; block indices become gpu.block_id.
     Block &entry = gpuFunc.getBody().front();

@@ -211,7 +211,8 @@ def generation_threads(cfg: ModelConfig) -> int:
                      "multiples of 64")
 
 
-def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8) -> Graph:
+def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
+                     jit_attention=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -227,7 +228,8 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     tokens [max_seq_len] and gen [GEN_WORDS] (int32, role cache), sampling
     [1] f32 (the inverse temperature, 0 for greedy); the output logits.
     A launch runs one step, or up to max_seq_len steps when the runtime
-    sets a step limit (MegaKernel.set_step_limit), stopping at DONE."""
+    sets a step limit (MegaKernel.set_step_limit), stopping at DONE.
+    jit_attention: the attention partials on the JIT queue (Graph.attention_at)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
 
@@ -265,7 +267,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
         attn = g.scratch(p + "attn", [Hq * D], dt)
         g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                       name=p + "attn")
+                       jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
         g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
         gu = g.scratch(p + "gu", [2 * I], dt)

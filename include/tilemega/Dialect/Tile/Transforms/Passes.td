@@ -131,4 +131,40 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
   ];
 }
 
+def TileScalarizeFragments : Pass<"tile-scalarize-fragments"> {
+  let summary = "Split constant-indexed per-thread fragments into one slot per element";
+  let description = [{
+    A fragment is a per-thread `memref.alloca` whose elements the lowered
+    tile ops address with constant indices only (the loops over a thread's
+    elements are unrolled). This pass splits every such alloca of at most
+    `max-elements` elements into rank-0 allocas, one per element, so that
+    `mem2reg` turns them into SSA values: registers, not local memory.
+
+    It must run right after `convert-scf-to-cf`, before any pass whose
+    greedy driver merges identical blocks: in a persistent mega-kernel the
+    cases of different task bodies end in identical code (a GEMV's
+    reduction), and merging them passes the fragments as block arguments,
+    which nothing can promote any more (measured on the H200: the
+    generation kernel then kept 288 bytes of stack and ran 5-25 % slower
+    per GEMV than the same bodies launched alone).
+
+    ```mlir
+    %f = memref.alloca() : memref<2xf32>
+    memref.store %v, %f[%c1] : memref<2xf32>
+    %x = memref.load %f[%c1] : memref<2xf32>
+    // becomes
+    %f1 = memref.alloca() : memref<f32>
+    memref.store %v, %f1[] : memref<f32>
+    %x = memref.load %f1[] : memref<f32>
+    ```
+    An alloca with any other use (a view, a call, a dynamic index) is left
+    as it is.
+  }];
+  let options = [
+    Option<"maxElements", "max-elements", "int64_t", "256",
+           "Largest fragment (in elements) that is split">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 #endif // TILEMEGA_DIALECT_TILE_TRANSFORMS_PASSES_TD
