@@ -63,7 +63,6 @@ common = _load_common()
 STEP, MLP = "mega_decode.json", "mega_mlp.json"
 STEP_OPS, MLP_OPS = "ops_decode.launches.json", "ops_mlp.launches.json"
 EMPTY = re.compile(r"mega_empty_(\d+)\.json$")
-RUNTIME_BUFFERS = ("mega_tables", "mega_events", "mega_state", "mega_timeline")
 LLAMA_1B = dict(layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8,
                 head_dim=64, kv_len=1024, eps=1e-5, rope_theta=500000.0, dtype="bfloat16")
 EAGER, GRAPH = "torch eager", "torch CUDA graph"
@@ -112,14 +111,15 @@ def reference_module():
 
 
 def graph_params(meta, source):
-    """[(name, dtype, shape, role)] of the mega kernel's tensor graph arguments
-    (its params without the runtime buffers; role None if not recorded)."""
+    """[(name, dtype, shape, role)] of the mega kernel's graph tensors (the
+    tensors of its `mega.args`, reached through the argument table; role
+    None if not recorded)."""
     kernels = [k for k in meta.get("kernels", []) if "mega" in k]
     if len(kernels) != 1:
         raise Skip(f"{source}: expected one kernel with 'mega' metadata, found {len(kernels)}")
     return [(p["name"], p["dtype"], tuple(p["shape"]), p.get("role"))
-            for p in kernels[0]["params"]
-            if p.get("kind") == "tensor" and p["name"] not in RUNTIME_BUFFERS]
+            for p in kernels[0]["mega"].get("args", [])
+            if p.get("kind") == "tensor"]
 
 
 def plan_tensors(params, given, source, strict=True):

@@ -191,6 +191,17 @@ def main(argv=None):
             firsts.append(ms1)
             alls.append(msn)
         ttft, total = sorted(firsts)[1], sorted(alls)[1]
+        # The launch with the device idle (the prompt's prefill finished
+        # first): what the launch costs when it does not queue behind work.
+        idle = []
+        for _ in range(5):
+            e.start(prompt, max_new_tokens=1, eos_token_id=[])
+            torch.cuda.synchronize()
+            e._launch_generation()
+            idle.append(e.last_launch_host_s * 1e6)
+            e._after_generation()
+            torch.cuda.synchronize()
+            e._check_kernel(len(prompt))
         # The launch alone, back to back on the engine's stream (the state
         # is DONE: each launch runs one step and stops).
         alone = []
@@ -203,6 +214,8 @@ def main(argv=None):
         state.update(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1),
                      launches_per_generation=1,
                      host_us_launch_in_generate=sorted(host)[2],
+                     host_us_launch_in_generate_all=sorted(host),
+                     host_us_launch_device_idle=sorted(idle)[2],
                      host_us_launch_back_to_back=sorted(alone)[20])
         return state["ms_per_token"]
 

@@ -2,6 +2,7 @@
 
 #include "tilemega/InitAll.h"
 
+#include "tilemega/Conversion/MegaToLLVM/MegaToLLVM.h"
 #include "tilemega/Conversion/Passes.h"
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Mega/Transforms/Passes.h"
@@ -61,6 +62,7 @@ void tilemega::registerAllTileMegaDialects(DialectRegistry &registry) {
   registerConvertNVVMToLLVMInterface(registry);
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry);
+  mega::registerConvertMegaToLLVMInterface(registry);
   // gpu-module-to-binary: the NVVM target and the LLVM IR translations.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);

@@ -21,9 +21,17 @@
 
 // One kernel, the persistent one; the bodies are not kernels of their own.
 // Shared memory at 128-byte aligned offsets: the control words, worker AOT
-// records (one 32-byte record), @shift's 1 KiB tile.
-// CHECK:      tilemega.kernels = [{block = array<i64: 128, 1, 1>, dynamic_shared_bytes = 1280 : i64, grid = array<i64: 3, 1, 1>,
-// CHECK-SAME:   mega = {events = [{name = "ev0", trigger = 1 : i64}, {name = "ev1", trigger = 1 : i64}], graph = "step",
+// records (one 32-byte record), @shift's 1 KiB tile, the CTA's copy of the
+// argument table (4 words). The graph's arguments are described in
+// `mega.args` (alpha, a scalar, by its bits in the table); the kernel's
+// params are the five runtime buffers.
+// CHECK:      tilemega.kernels = [{block = array<i64: 128, 1, 1>, dynamic_shared_bytes = 1408 : i64, grid = array<i64: 3, 1, 1>,
+// CHECK-SAME:   mega = {args = [
+// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "x", shape = array<i64: 512>, strides = array<i64: 1>},
+// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "y", shape = array<i64: 512>, strides = array<i64: 1>},
+// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "z", shape = array<i64: 512>, strides = array<i64: 1>},
+// CHECK-SAME:     {dtype = "float32", kind = "scalar", name = "alpha"}],
+// CHECK-SAME:     events = [{name = "ev0", trigger = 1 : i64}, {name = "ev1", trigger = 1 : i64}], graph = "step",
 // CHECK-SAME:     num_entries = 4 : i64, num_events = 2 : i64, num_jit = 2 : i64, schedulers = 1 : i64,
 // The tables themselves are decoded and checked by check_mega_tables.py
 // (TABLES below), not copied here.
@@ -32,10 +40,7 @@
 // CHECK-SAME:              {body = "shift", cost_ns = 1568.2{{[0-9]*}} : f64, count = 2 : i64, name = "shift", queue = "jit", units = 2 : i64, units_per_task = 1 : i64}],
 // CHECK-SAME:     threads = 128 : i64, timeline = false, watchdog_ns = 2000000000 : i64, workers = 2 : i64},
 // CHECK-SAME:   name = "step", params = [
-// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "x", shape = array<i64: 512>, strides = array<i64: 1>},
-// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "y", shape = array<i64: 512>, strides = array<i64: 1>},
-// CHECK-SAME:     {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "z", shape = array<i64: 512>, strides = array<i64: 1>},
-// CHECK-SAME:     {dtype = "float32", kind = "scalar", name = "alpha"},
+// CHECK-SAME:     {alignment = 16 : i64, dtype = "int64", kind = "tensor", name = "mega_args", role = "runtime", shape = array<i64: 4>, strides = array<i64: 1>},
 // CHECK-SAME:     {alignment = 16 : i64, dtype = "int32", kind = "tensor", name = "mega_tables", role = "runtime", shape = array<i64: {{[0-9]+}}>, strides = array<i64: 1>},
 // CHECK-SAME:     {alignment = 16 : i64, dtype = "int32", kind = "tensor", name = "mega_events", role = "runtime", shape = array<i64: 2>, strides = array<i64: 1>},
 // CHECK-SAME:     {alignment = 16 : i64, dtype = "int32", kind = "tensor", name = "mega_state", role = "runtime", shape = array<i64: 16>, strides = array<i64: 1>},
@@ -73,6 +78,9 @@
 // PTX-DAG:     vote.sync.ballot.b32
 // PTX-DAG:     st.release.gpu.global.b32
 // PTX-DAG:     bar.sync 0;
+// The argument table's words: copied to shared memory once, read from there.
+// PTX-DAG:     st.shared.b64
+// PTX-DAG:     ld.shared.b64
 
 // NOLOCAL-NOT: .local
 

@@ -135,7 +135,7 @@ def test_compiled_graph_repeats_until_done_at_most_max_seq_len_steps(small_artif
     from tilemega.runtime import load_mega
 
     art, path = small_artifact
-    params = [p["name"] for p in art.kernels[0]["params"]]
+    params = [p["name"] for p in art.kernels[0]["mega"]["args"]]
     loop = art.kernels[0]["mega"]["loop"]
     assert loop == {"stop_argument": params.index("gen"), "stop_element": gs.DONE,
                     "max_steps": SMALL["max_seq_len"]}
@@ -197,8 +197,7 @@ def test_compiled_graph_takes_the_tensors_the_reference_describes(small_artifact
     art, path = small_artifact
     cfg = ModelConfig(**SMALL)
     check_artifact(path, cfg)        # no error
-    params = [p["name"] for p in art.kernels[0]["params"] if p.get("role") not in
-              ("runtime", "scratch")]
+    params = [p["name"] for p in art.kernels[0]["mega"]["args"] if p.get("role") != "scratch"]
     assert params == list(ref.tensor_specs(cfg))
     with pytest.raises(ValueError, match="max_seq_len 512"):
         check_artifact(path, ModelConfig(**{**SMALL, "max_seq_len": 512}))

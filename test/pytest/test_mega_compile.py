@@ -103,10 +103,13 @@ def check_tables(kernel):
         n, len(meta["events"]), len(jit))
     assert kernel["grid"] == [workers + (1 if jit else 0), 1, 1]
     assert kernel["block"] == [meta["threads"], 1, 1]
-    tail = kernel["params"][-4:]
-    assert [p["name"] for p in tail] == list(mm.RUNTIME_PARAMS)
-    assert [p.get("role") for p in tail] == ["runtime"] * 4
-    assert [(p["dtype"], p["shape"]) for p in tail] == [
+    # The params are the five runtime buffers, whatever the graph: its
+    # arguments are reached through the argument table.
+    params = kernel["params"]
+    assert [p["name"] for p in params] == list(mm.RUNTIME_PARAMS)
+    assert [p.get("role") for p in params] == ["runtime"] * 5
+    assert [(p["dtype"], p["shape"]) for p in params] == [
+        ("int64", [max(1, len(meta["args"]))]),
         ("int32", [len(meta["tables"])]), ("int32", [max(1, len(meta["events"]))]),
         ("int32", [mm.STATE_WORDS]), ("int64", [max(1, 4 * n)])]
     # Every entry in exactly one list: one worker's AOT list or the JIT list.
@@ -162,11 +165,12 @@ def test_artifact_metadata(compiled, name):
         [policy == "jit"] * len(graph.tasks)
     assert kernel["grid"] == [WORKERS + (1 if any(jit_tasks) else 0), 1, 1]
     assert kernel["block"] == [graph.threads, 1, 1]
-    # The graph's tensors in creation order, with their roles, then the runtime buffers.
-    params = kernel["params"]
-    assert [(p["name"], p.get("role"), p["dtype"], tuple(p["shape"])) for p in params[:-4]] == \
+    # The graph's tensors in creation order, with their roles, in the
+    # argument table; the params are the five runtime buffers.
+    args = meta["args"]
+    assert [(p["name"], p.get("role"), p["dtype"], tuple(p["shape"])) for p in args] == \
         [(t.name, t.role, t.dtype, t.shape) for t in graph.tensors]
-    assert len(params) == len(graph.tensors) + 4
+    assert len(kernel["params"]) == 5
     assert (meta["graph"], meta["workers"], meta["threads"]) == (graph.name, WORKERS,
                                                                  graph.threads)
     assert [(t["name"], t["body"], t["units"]) for t in meta["tasks"]] == \

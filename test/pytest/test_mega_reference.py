@@ -349,10 +349,12 @@ def test_parse_args():
         bench.parse_args(["--layers", "0"])
 
 
-def _mega_meta(params):
+def _mega_meta(tensors):
     buffers = [{"name": n, "kind": "tensor", "dtype": "int32", "shape": [4]}
-               for n in bench.RUNTIME_BUFFERS]
-    return {"kernels": [{"name": "step", "params": params + buffers, "mega": {"workers": 132}}]}
+               for n in ("mega_args", "mega_tables", "mega_events", "mega_state",
+                         "mega_timeline")]
+    return {"kernels": [{"name": "step", "params": buffers,
+                         "mega": {"workers": 132, "args": tensors}}]}
 
 
 WGU = {"name": "wgu", "kind": "tensor", "dtype": "bfloat16", "shape": [16384, 2048],
@@ -360,7 +362,7 @@ WGU = {"name": "wgu", "kind": "tensor", "dtype": "bfloat16", "shape": [16384, 20
 OUT = {"name": "out", "kind": "tensor", "dtype": "bfloat16", "shape": [2048], "role": "output"}
 
 
-def test_graph_params_drop_runtime_buffers():
+def test_graph_params_are_the_mega_tensors():
     params = bench.graph_params(_mega_meta([WGU, OUT, dict(OUT, name="y", role=None)]), "a.json")
     assert params == [("wgu", "bfloat16", (16384, 2048), "weight"),
                       ("out", "bfloat16", (2048,), "output"), ("y", "bfloat16", (2048,), None)]

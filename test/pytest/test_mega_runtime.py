@@ -324,8 +324,11 @@ def _artifact(tmp_path, meta, ptx="// not loaded\n", timeline=False, **kernel_ex
                 timeline=timeline)
     vec = {"kind": "tensor", "dtype": "float32", "shape": [4], "strides": [1]}
     i32 = {"kind": "tensor", "dtype": "int32", "strides": [1]}
-    params = [dict(vec, name="x", role="input"), dict(vec, name="w", role="weight"),
-              dict(vec, name="out", role="output"), dict(vec, name="tmp", role="scratch"),
+    tensors = [dict(vec, name="x", role="input"), dict(vec, name="w", role="weight"),
+               dict(vec, name="out", role="output"), dict(vec, name="tmp", role="scratch")]
+    meta["args"] = tensors
+    params = [{"kind": "tensor", "dtype": "int64", "strides": [1], "name": "mega_args",
+               "shape": [len(tensors)], "role": "runtime"},
               dict(i32, name="mega_tables", shape=[len(tables)]),
               dict(i32, name="mega_events", shape=[max(1, len(meta["events"]))]),
               dict(i32, name="mega_state", shape=[16]),
@@ -448,7 +451,7 @@ def test_megakernel_layout_is_checked(tmp_path):
         MegaKernel(load_artifact(_artifact(tmp_path / "a", aot_jit(), grid=[2, 1, 1])))
     path = _artifact(tmp_path / "b", aot_jit())
     doc = json.load(open(path))
-    doc["kernels"][0]["params"][6]["shape"] = [18]
+    doc["kernels"][0]["params"][3]["shape"] = [18]
     json.dump(doc, open(path, "w"))
     with pytest.raises(ValueError, match=r"'mega_state' must be a int32 tensor of shape \[16\]"):
         load_mega(path)
@@ -781,8 +784,21 @@ HOSTILE = {
                           r"kernel 'g': field 'mega.table_sections' missing"),
     "threads vs block": (_mega(("threads",), 256),
                          r"kernel 'g': block \[128, 1, 1\] does not match the 256 threads"),
-    "mega_tables shape": (_set(("kernels", 0, "params", 4, "shape"), [10**9]),
+    "mega_tables shape": (_set(("kernels", 0, "params", 1, "shape"), [10**9]),
                           r"'mega_tables' must be a int32 tensor of shape \[\d+\]"),
+    "pointer table size": (_set(("kernels", 0, "params", 0, "shape"), [3]),
+                           r"'mega_args' must be a int64 tensor of shape \[4\]"),
+    "graph args missing": (_without(("kernels", 0, "mega", "args")),
+                           r"field 'kernels\[0\].mega.args': missing"),
+    "graph arg dtype": (_set(("kernels", 0, "mega", "args", 1, "dtype"), "float8"),
+                        r"field 'kernels\[0\].mega.args\[1\].dtype': unknown dtype"),
+    "graph arg named twice": (_set(("kernels", 0, "mega", "args", 1, "name"), "x"),
+                              r"mega.args\[1\].name': duplicate argument name 'x'"),
+    "graph arg as a runtime buffer": (_set(("kernels", 0, "mega", "args", 1, "role"), "runtime"),
+                                      r"mega.args\[1\].role': the runtime buffers are params"),
+    "graph params beside the buffers": (
+        _set(("kernels", 0, "params"), lambda p: [dict(p[0], name="x")] + p),
+        r"the params must be \['mega_args', 'mega_tables'"),
     "grid vs workers": (_set(("kernels", 0, "grid"), [2, 1, 1]),
                         r"grid \[2, 1, 1\] does not match 2 workers \+ 1 scheduler"),
 }
@@ -872,6 +888,7 @@ def ordered(mk, monkeypatch):
 
     launch_kernel.bind_launch = lambda args: None    # no packed launch: every one goes here
     monkeypatch.setattr(mk, "_arguments", lambda: ["args"])
+    monkeypatch.setattr(mk, "_write_pointers", lambda stream: log.append(("args", stream)))
     monkeypatch.setattr(mk, "check_resident", lambda: setattr(mk, "_resident_on", mk._device))
     monkeypatch.setattr(mk, "kernel", launch_kernel)
     monkeypatch.setattr(driver, "device_context", lambda device: contextlib.nullcontext())
@@ -893,7 +910,8 @@ def test_launch_on_another_stream_waits_for_the_previous_one(ordered):
     mk.launch(7)                              # after a captured launch: nothing ran there
     capturing.clear()
     mk.launch(types.SimpleNamespace(cuda_stream=11))
-    assert log == [("launch", 5), ("launch", 5), ("record", "ev", 5), ("wait", 7, "ev"),
+    # The argument table is written once, on the first launch's stream.
+    assert log == [("args", 5), ("launch", 5), ("launch", 5), ("record", "ev", 5), ("wait", 7, "ev"),
                    ("launch", 7), ("launch", 9), ("launch", 7), ("record", "ev", 7),
                    ("wait", 11, "ev"), ("launch", 11)]
 
@@ -922,3 +940,21 @@ def test_launches_from_two_threads_never_overlap(ordered):
     for before, after in zip(log, log[1:]):
         if before[0] == "launch" and after[0] == "launch":
             assert before[1] == after[1]
+
+
+def test_binding_fills_the_argument_table_words(mk):
+    """A bound tensor's word is its address; a scalar's, its bits (low
+    bits, what mega.graph_arg truncates to)."""
+    from tilemega.runtime.args import check_scalar
+    from tilemega.runtime.mega import _scalar_word
+    from tilemega.runtime.metadata import ParamSpec
+
+    mk.bind(x=FakeCAI([4], ptr=0x7F0000001000), w=FakeCAI([4], ptr=0x7F0000002000))
+    assert mk._bound_ptrs == {"x": 0x7F0000001000, "w": 0x7F0000002000}
+    assert [p.name for p in mk.graph_params] == ["x", "w", "out", "tmp"]
+    f32 = ParamSpec("alpha", "scalar", "float32")
+    assert _scalar_word(check_scalar(f32, 1.0, "alpha")) == 0x3F800000
+    i32 = ParamSpec("n", "scalar", "int32")
+    assert _scalar_word(check_scalar(i32, -1, "n")) == 0xFFFFFFFF
+    i64 = ParamSpec("n", "scalar", "int64")
+    assert _scalar_word(check_scalar(i64, -2, "n")) == -2

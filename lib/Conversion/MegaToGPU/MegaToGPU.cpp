@@ -15,6 +15,7 @@
 #include "PersistentKernel.h"
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Target/TargetInfo.h"
 
@@ -97,38 +98,52 @@ struct ConvertMegaToGPUPass
 
     Location loc = graph.getLoc();
     OpBuilder b(graph);
-    SmallVector<Type> argTypes(graph.getBody().getArgumentTypes());
+    // The graph's arguments are not kernel parameters: the runtime writes
+    // them (a tensor's address, a scalar's bits) into the argument table
+    // at bind (mega.graph_arg), and the artifact describes them in
+    // `mega.args`.
+    auto names = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgNamesAttrName());
+    auto roles = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgRolesAttrName());
+    SmallVector<Type> globalTypes(graph.getBody().getArgumentTypes());
+    SmallVector<Attribute> graphArgs;
+    for (auto [i, type] : llvm::enumerate(globalTypes)) {
+      if (!mega::isGraphArgType(type))
+        return graph.emitOpError() << "argument " << i << " has type " << type
+                                   << ": " << mega::kGraphArgRule;
+      std::string name = "arg" + std::to_string(i);
+      if (names && i < names.size())
+        if (auto n = dyn_cast<StringAttr>(names[i]))
+          name = n.str();
+      StringAttr role;
+      if (roles && i < roles.size())
+        role = dyn_cast<StringAttr>(roles[i]);
+      graphArgs.push_back(tile::buildParamMetadata(b, name, role, type));
+    }
+
     auto buffer = [&](int64_t n, Type type) {
       return MemRefType::get({std::max<int64_t>(1, n)}, type);
     };
-    argTypes.push_back(buffer(tables->data.size(), b.getI32Type()));
-    argTypes.push_back(buffer(tables->events.size(), b.getI32Type()));
-    argTypes.push_back(buffer(kStateWords, b.getI32Type()));
-    argTypes.push_back(buffer(4 * tables->numEntries, b.getI64Type()));
+    SmallVector<Type> argTypes = {
+        buffer(globalTypes.size(), b.getI64Type()),
+        buffer(tables->data.size(), b.getI32Type()),
+        buffer(tables->events.size(), b.getI32Type()),
+        buffer(kStateWords, b.getI32Type()),
+        buffer(4 * tables->numEntries, b.getI64Type())};
     auto func = func::FuncOp::create(b, loc, graph.getSymName(),
                                      b.getFunctionType(argTypes, {}));
-
-    // Parameter names and roles for the artifact.
-    auto names = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgNamesAttrName());
-    auto roles = graph->getAttrOfType<ArrayAttr>(MegaDialect::getArgRolesAttrName());
-    unsigned numGlobals = graph.getGlobals().size();
-    for (unsigned i = 0; i < numGlobals; ++i) {
-      if (names && i < names.size())
-        func.setArgAttr(i, tile::TileDialect::getArgNameAttrName(), names[i]);
-      if (roles && i < roles.size())
-        func.setArgAttr(i, MegaDialect::getRoleAttrName(), roles[i]);
-    }
-    const char *runtimeNames[] = {"mega_tables", "mega_events", "mega_state",
-                                  "mega_timeline"};
-    for (unsigned i = 0; i < 4; ++i) {
-      func.setArgAttr(numGlobals + i, tile::TileDialect::getArgNameAttrName(),
+    const char *runtimeNames[] = {"mega_args", "mega_tables", "mega_events",
+                                  "mega_state", "mega_timeline"};
+    for (unsigned i = 0; i < argTypes.size(); ++i) {
+      func.setArgAttr(i, tile::TileDialect::getArgNameAttrName(),
                       b.getStringAttr(runtimeNames[i]));
-      func.setArgAttr(numGlobals + i, MegaDialect::getRoleAttrName(),
+      func.setArgAttr(i, MegaDialect::getRoleAttrName(),
                       b.getStringAttr("runtime"));
     }
     int64_t watchdogNs = watchdogMs * 1000000;
+    NamedAttrList metadata(buildMegaMetadata(graph, *tables, timeline, watchdogNs));
+    metadata.set("args", b.getArrayAttr(graphArgs));
     func->setAttr(MegaDialect::getMegaMetadataAttrName(),
-                  buildMegaMetadata(graph, *tables, timeline, watchdogNs));
+                  metadata.getDictionary(b.getContext()));
 
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);
@@ -146,9 +161,8 @@ struct ConvertMegaToGPUPass
     PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
                                     prefetchBytes, prefetchDepth, stepLoop);
     ValueRange args = entry->getArguments();
-    builder.build(body.getArgument(0), args.take_front(numGlobals),
-                  args[numGlobals], args[numGlobals + 1], args[numGlobals + 2],
-                  args[numGlobals + 3]);
+    builder.build(body.getArgument(0), args[0], globalTypes, args[1], args[2],
+                  args[3], args[4]);
     return success();
   }
 };

@@ -196,37 +196,40 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
           loop.getResult(3)};
 }
 
+Value PersistentKernelBuilder::caseArgumentSlot(int64_t caseIndex, unsigned a,
+                                                Value task) {
+  const TaskCase &c = t.cases[caseIndex];
+  SmallVector<int64_t> slots;
+  for (unsigned ti : c.tasks) {
+    TaskOp task = t.tasks[ti];
+    slots.push_back(cast<BlockArgument>(task.getArgs()[a]).getArgNumber());
+  }
+  if (llvm::all_equal(slots))
+    return idx(slots.front());
+  SmallVector<int64_t> cases(c.tasks.begin() + 1, c.tasks.end());
+  auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{b.getIndexType()},
+                                       toIndex(task), cases, cases.size());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+  scf::YieldOp::create(b, loc, idx(slots.front()));
+  for (auto [r, slot] : llvm::enumerate(ArrayRef(slots).drop_front())) {
+    b.setInsertionPointToStart(&sw.getCaseRegions()[r].emplaceBlock());
+    scf::YieldOp::create(b, loc, idx(slot));
+  }
+  return sw.getResult(0);
+}
+
 void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
                                        Value instance) {
   const TaskCase &c = t.cases[caseIndex];
   func::FuncOp body = c.body;
   tile::KernelOp kernel = getTileKernel(body);
   IRMapping mapping;
-  // Operands: the graph argument every task of the case passes, or a switch
-  // over the task when they differ (the same body on another layer's data).
-  for (unsigned a = 0; a < body.getNumArguments(); ++a) {
-    SmallVector<Value> choices;
-    for (unsigned ti : c.tasks) {
-      TaskOp task = t.tasks[ti];
-      choices.push_back(
-          globals[cast<BlockArgument>(task.getArgs()[a]).getArgNumber()]);
-    }
-    Value chosen = choices.front();
-    if (!llvm::all_equal(choices)) {
-      SmallVector<int64_t> cases(c.tasks.begin() + 1, c.tasks.end());
-      auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{chosen.getType()},
-                                           toIndex(task), cases, cases.size());
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
-      scf::YieldOp::create(b, loc, choices.front());
-      for (auto [r, value] : llvm::enumerate(ArrayRef(choices).drop_front())) {
-        b.setInsertionPointToStart(&sw.getCaseRegions()[r].emplaceBlock());
-        scf::YieldOp::create(b, loc, value);
-      }
-      chosen = sw.getResult(0);
-    }
-    mapping.map(body.getArgument(a), chosen);
-  }
+  // Operands: the graph tensors the task passes, from the argument table.
+  for (unsigned a = 0; a < body.getNumArguments(); ++a)
+    mapping.map(body.getArgument(a),
+                graphArg(caseArgumentSlot(caseIndex, a, task),
+                            body.getArgument(a).getType()));
 
   // Units: instance * k + j for j < k, clipped to the kernel's grid.
   auto cloneBody = [&](Value unit) {
@@ -307,25 +310,24 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
       if (access.isWrite() || access.getFirst() != 0 || access.getLast() >= 0)
         continue;
       // The operand must be read-only for every task of the case.
-      SmallVector<Value> choices;
       bool readOnly = true;
       for (unsigned ti : tc.tasks) {
         TaskOp task = t.tasks[ti];
         unsigned arg = cast<BlockArgument>(task.getArgs()[access.getOperand()]).getArgNumber();
         readOnly &= !written.contains(arg);
-        choices.push_back(globals[arg]);
       }
       if (!readOnly)
         continue;
-      auto type = cast<MemRefType>(choices.front().getType());
+      unsigned operand = access.getOperand();
+      func::FuncOp body = tc.body;
+      auto type = dyn_cast<MemRefType>(body.getArgument(operand).getType());
+      if (!type)
+        continue;
       int64_t elem = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
       int64_t tensorBytes = type.getNumElements() * elem;
-      // Pick this task's tensor: a chain of selects on the task index.
-      Value base = sync.baseAddress(choices.front());
-      for (auto [k, ti] : llvm::enumerate(tc.tasks))
-        if (k > 0 && choices[k] != choices.front())
-          base = select(cmp(arith::CmpIPredicate::eq, task, i32(ti)),
-                        sync.baseAddress(choices[k]), base);
+      // This task's tensor, from the argument table.
+      Value base = sync.baseAddress(
+          graphArg(caseArgumentSlot(c, operand, task), type));
       // The instance's units [u0, u0 + k) clipped to the grid.
       Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
       Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
@@ -604,7 +606,7 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
       b.createBlock(&spin.getAfter());
       scf::YieldOp::create(b, loc);
     }
-    Value stopAddr = sync.address(sync.baseAddress(globals[stepLoop.stopArgument]),
+    Value stopAddr = sync.address(sync.baseAddress(graphArgFromGlobal(stepLoop.stopArgument)),
                                   i32(stepLoop.stopElement), 4);
     Value stop = orI(cmp(arith::CmpIPredicate::ne, sync.loadVolatile(stopAddr), i32(0)),
                      aborted());
@@ -642,10 +644,12 @@ void PersistentKernelBuilder::buildStepLoop(Value blockId) {
   scf::YieldOp::create(b, loc, after->getArguments());
 }
 
-void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
-                                    Value tables, Value events, Value state,
+void PersistentKernelBuilder::build(Value blockId, Value args,
+                                    ArrayRef<Type> graphTypes, Value tables,
+                                    Value events, Value state,
                                     Value timelineBuf) {
-  globals.assign(graphGlobals.begin(), graphGlobals.end());
+  argsBuf = args;
+  globalTypes.assign(graphTypes.begin(), graphTypes.end());
   tablesBuf = tables;
   // The words thread 0 hands the next entry, AOT position and JIT ticket to
   // the CTA through.
@@ -665,6 +669,20 @@ void PersistentKernelBuilder::build(Value blockId, ValueRange graphGlobals,
   hoistPoint = anchor;
   threadId = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   isThread0 = cmp(arith::CmpIPredicate::eq, threadId, idx(0));
+  // The argument table goes to shared memory once, before anything reads it.
+  int64_t numArgs = cast<MemRefType>(args.getType()).getDimSize(0);
+  sharedArgs = tile::AllocSharedOp::create(
+      b, loc, MemRefType::get({numArgs}, b.getI64Type(), nullptr, shared),
+      tile::SwizzleAttr());
+  {
+    auto copy = scf::ForOp::create(b, loc, threadId, idx(numArgs), idx(t.threads));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(copy.getBody());
+    Value i = copy.getInductionVar();
+    memref::StoreOp::create(b, loc, memref::LoadOp::create(b, loc, args, i),
+                            sharedArgs, i);
+  }
+  gpu::BarrierOp::create(b, loc);
   eventsBase = sync.baseAddress(events);
   stateBase = sync.baseAddress(state);
   timelineBase = sync.baseAddress(timelineBuf);

@@ -67,10 +67,11 @@ public:
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth), stepLoop(stepLoop) {}
 
-  /// Fills the kernel body. `globals` are the graph's arguments as kernel
-  /// values; the four runtime buffers follow.
-  void build(Value blockId, ValueRange globals, Value tables, Value events,
-             Value state, Value timelineBuf);
+  /// Fills the kernel body. `args` is the argument table of the graph
+  /// arguments (of types `globalTypes`, reached with mega.graph_arg);
+  /// the four runtime buffers follow.
+  void build(Value blockId, Value args, ArrayRef<Type> globalTypes,
+             Value tables, Value events, Value state, Value timelineBuf);
 
 private:
   // Constants and small arithmetic.
@@ -105,6 +106,23 @@ private:
     return memref::LoadOp::create(b, loc, tablesBuf, index);
   }
   Value stateAddr(int64_t word) { return add(stateBase, i64(word * 4)); }
+
+  /// Graph argument `slot` (an index value: the slot may depend on the
+  /// task), of type `type`, read from the CTA's copy of the argument table
+  /// in shared memory (a task's first loads then wait for a shared-memory
+  /// read, not for an L2 round trip).
+  Value graphArg(Value slot, Type type) {
+    return mega::GraphArgOp::create(b, loc, type, sharedArgs, slot);
+  }
+  /// Graph argument `arg` read from the table in global memory.
+  Value graphArgFromGlobal(unsigned arg) {
+    return mega::GraphArgOp::create(b, loc, globalTypes[arg], argsBuf,
+                                       idx(arg));
+  }
+  /// The slot of argument `a` of the task running case `caseIndex`: a
+  /// constant when every task of the case passes the same graph argument,
+  /// else a switch over `task` (the same body on another layer's data).
+  Value caseArgumentSlot(int64_t caseIndex, unsigned a, Value task);
   Value stateAddr(Value word) { return sync.address(stateBase, word, 4); }
 
   /// An entry's record (TaskTables' `records`): one vector load from the
@@ -195,8 +213,8 @@ private:
   int64_t prefetchBytes, prefetchDepth;
   StepLoop stepLoop;
 
-  SmallVector<Value> globals;
-  Value tablesBuf, eventsBase, stateBase, timelineBase;
+  SmallVector<Type> globalTypes;
+  Value argsBuf, sharedArgs, tablesBuf, eventsBase, stateBase, timelineBase;
   Value threadId, isThread0, control, epochTarget, aotRecords;
   /// Where allocations hoisted out of the bodies go.
   Operation *hoistPoint = nullptr;

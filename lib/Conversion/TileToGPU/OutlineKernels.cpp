@@ -9,6 +9,7 @@
 #include "TileToGPUInternal.h"
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,59 +31,16 @@ static constexpr int64_t kSharedAlignment = 128;
 /// The gpu.module that receives every kernel of a module.
 static constexpr llvm::StringLiteral kKernelModuleName = "tilemega_kernels";
 
-/// The artifact's name for an element type, or "" when it has none.
-static StringRef getDTypeName(Type type) {
-  if (type.isF16())
-    return "float16";
-  if (type.isBF16())
-    return "bfloat16";
-  if (type.isF32())
-    return "float32";
-  if (type.isF64())
-    return "float64";
-  if (type.isIndex() || type.isInteger(64))
-    return "int64";
-  if (type.isInteger(32))
-    return "int32";
-  if (type.isInteger(16))
-    return "int16";
-  if (type.isInteger(8))
-    return "int8";
-  return "";
-}
-
 static DictionaryAttr buildParamMetadata(Builder &b, func::FuncOp func,
                                          unsigned i) {
-  Type type = func.getArgumentTypes()[i];
   std::string name = "arg" + std::to_string(i);
   if (auto attr = func.getArgAttrOfType<StringAttr>(
           i, tile::TileDialect::getArgNameAttrName()))
     name = attr.str();
-  SmallVector<NamedAttribute> entries;
-  entries.push_back(b.getNamedAttr("name", b.getStringAttr(name)));
-  if (auto role = func.getArgAttrOfType<StringAttr>(
-          i, mega::MegaDialect::getRoleAttrName()))
-    entries.push_back(b.getNamedAttr("role", role));
-  if (auto memref = dyn_cast<MemRefType>(type)) {
-    entries.push_back(b.getNamedAttr("kind", b.getStringAttr("tensor")));
-    entries.push_back(b.getNamedAttr(
-        "dtype", b.getStringAttr(getDTypeName(memref.getElementType()))));
-    entries.push_back(
-        b.getNamedAttr("shape", b.getDenseI64ArrayAttr(memref.getShape())));
-    SmallVector<int64_t> strides(memref.getRank(), 1);
-    for (int d = memref.getRank() - 2; d >= 0; --d)
-      strides[d] = strides[d + 1] * memref.getDimSize(d + 1);
-    entries.push_back(
-        b.getNamedAttr("strides", b.getDenseI64ArrayAttr(strides)));
-    // The lowering emits up to 16-byte vector accesses assuming the base
-    // address is 16-byte aligned (cudaMalloc gives 256); the runtime checks.
-    entries.push_back(b.getNamedAttr("alignment", b.getI64IntegerAttr(16)));
-  } else {
-    entries.push_back(b.getNamedAttr("kind", b.getStringAttr("scalar")));
-    entries.push_back(
-        b.getNamedAttr("dtype", b.getStringAttr(getDTypeName(type))));
-  }
-  return b.getDictionaryAttr(entries);
+  return tile::buildParamMetadata(
+      b, name,
+      func.getArgAttrOfType<StringAttr>(i, mega::MegaDialect::getRoleAttrName()),
+      func.getArgumentTypes()[i]);
 }
 
 /// Checks that a tile function can become a kernel: memref arguments are
@@ -94,16 +52,12 @@ static LogicalResult verifyTileFunction(func::FuncOp func,
     return func.emitOpError("holds a tile.kernel and so cannot return values");
   for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
     if (auto memref = dyn_cast<MemRefType>(type)) {
-      if (!tile::isGlobal(memref) || !memref.hasStaticShape() ||
-          !memref.getLayout().isIdentity() ||
-          getDTypeName(memref.getElementType()).empty())
-        return func.emitOpError()
-               << "argument " << i << " has type " << type
-               << ": kernel tensors must be global, statically shaped, "
-                  "row-major memrefs of f16, bf16, f32, f64 or i8-i64";
+      if (!tile::isKernelTensorType(memref))
+        return func.emitOpError() << "argument " << i << " has type " << type
+                                  << ": " << tile::kKernelTensorRule;
       continue;
     }
-    if (getDTypeName(type).empty())
+    if (tile::getDTypeName(type).empty())
       return func.emitOpError()
              << "argument " << i << " has type " << type
              << ": kernel scalars must be f16, bf16, f32, f64, i8-i64 or index";

@@ -94,8 +94,8 @@ def check_artifact(path, cfg):
     if len(megas) != 1:
         raise ValueError(f"{path}: field 'kernels': expected one mega-kernel, found {len(megas)}")
     have = {p.get("name"): (tuple(p.get("shape") or ()), p.get("dtype"))
-            for p in megas[0].get("params", [])
-            if p.get("role") not in (None, "runtime", "scratch")}
+            for p in megas[0]["mega"].get("args", [])
+            if isinstance(p, dict) and p.get("role") not in (None, "scratch")}
     want = {n: (tuple(s), d) for n, (s, d) in ref.tensor_specs(cfg).items()}
     if have != want:
         diff = sorted(set(have.items()) ^ set(want.items()))[:6]

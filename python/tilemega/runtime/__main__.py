@@ -32,12 +32,21 @@ def info(art, out=None):
     for k in s.kernels:
         print(f"  kernel {k.name}: grid {list(k.grid)} block {list(k.block)} "
               f"dynamic_shared_bytes {k.dynamic_shared_bytes}", file=out)
-        width = max((len(p.name) for p in k.params), default=0)
+        width = max((len(p.name) for p in k.params + k.graph_args), default=0)
         for i, p in enumerate(k.params):
-            line = f"    {i}: {p.name:<{width}}  {p.kind:<6} {p.dtype}"
-            if p.kind == "tensor":
-                line += f" shape {list(p.shape)} strides {list(p.strides)}"
-            print(line, file=out)
+            print("    " + _describe(i, p, width), file=out)
+        if k.graph_args:
+            print("    graph arguments (mega_args[i]):", file=out)
+        for i, p in enumerate(k.graph_args):
+            print("      " + _describe(i, p, width) + (f"  {p.role}" if p.role else ""),
+                  file=out)
+
+
+def _describe(i, p, width) -> str:
+    line = f"{i}: {p.name:<{width}}  {p.kind:<6} {p.dtype}"
+    if p.kind == "tensor":
+        line += f" shape {list(p.shape)} strides {list(p.strides)}"
+    return line
 
 
 def load(art, device, out=None):

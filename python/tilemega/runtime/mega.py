@@ -1,11 +1,14 @@
 """`MegaKernel`: bind, launch and check a persistent mega-kernel (docs/mega.md).
 
-The kernel's params are the graph's tensors followed by the four runtime
-buffers (mega_tables, mega_events, mega_state, mega_timeline). The user binds
-the graph tensors by name (once for weights, per step for inputs); the
-runtime allocates the `scratch` tensors and the four buffers with torch on
-first launch. A launch goes through `Kernel.__call__`, so its fast path makes
-repeated launches cost a few microseconds of host time.
+The kernel's params are five runtime buffers (mega_args, mega_tables,
+mega_events, mega_state, mega_timeline); the graph's arguments (`mega.args`
+of the artifact) are reached through the argument table, one 64-bit word
+each (a tensor's address, a scalar's bits), which the runtime writes once
+per binding. The user binds the graph arguments by name (once for weights,
+per step for inputs); the runtime allocates the `scratch` tensors and the
+buffers with torch on first launch. A launch passes the five
+buffers whatever the model's size, packed once: a few microseconds of host
+time.
 
 `decode_error` turns the state words into a MegaKernelError without a GPU.
 """
@@ -120,7 +123,7 @@ class MegaKernel:
 
     Binding checks dtype, shape and strides at once and raises ArgumentError
     naming the parameter; launching with an unbound tensor raises one too.
-    The scratch tensors and the four runtime buffers are allocated (zeroed)
+    The scratch tensors and the five runtime buffers are allocated (zeroed)
     with torch at the first launch, on the device of the first bound tensor
     (or `device`). Events are never reset between launches (epochs), so
     repeated launches need no host work.
@@ -134,10 +137,12 @@ class MegaKernel:
             raise ValueError(f"kernel {spec.name!r} has no 'mega' metadata: not a mega-kernel")
         self.meta = meta = spec.mega
         self._check_layout(spec)
-        self.graph_params = spec.params[:-4]
+        self.graph_params = list(spec.graph_args)
         self.user_params = [p for p in self.graph_params if p.role != "scratch"]
         self._by_name = {p.name: p for p in self.user_params}
         self._bound: Dict[str, Any] = {}
+        self._bound_ptrs: Dict[str, int] = {}   # name -> device address, read at bind
+        self._bound_devices: Dict[str, Optional[int]] = {}
         self._device = device
         self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
@@ -158,11 +163,12 @@ class MegaKernel:
             if key not in meta:
                 raise ValueError(f"{where}: field 'mega.{key}' missing (the kernel's tables "
                                  "are only uploaded once they are checked against the lists)")
-        tail = spec.params[-4:]
+        tail = spec.params
         if tuple(p.name for p in tail) != mm.RUNTIME_PARAMS:
-            raise ValueError(f"{where}: the last four params must be {list(mm.RUNTIME_PARAMS)}, "
-                             f"got {[p.name for p in tail]}")
-        sizes = {"mega_tables": ("int32", len(meta["tables"])),
+            raise ValueError(f"{where}: the params must be {list(mm.RUNTIME_PARAMS)} (the graph's "
+                             f"arguments are in 'mega.args'), got {[p.name for p in tail]}")
+        sizes = {"mega_args": ("int64", max(1, len(spec.graph_args))),
+                 "mega_tables": ("int32", len(meta["tables"])),
                  "mega_events": ("int32", max(1, len(meta["events"]))),
                  "mega_state": ("int32", mm.STATE_WORDS),
                  "mega_timeline": ("int64", max(1, 4 * len(meta["entries"]["task"])))}
@@ -176,14 +182,14 @@ class MegaKernel:
                              f"{meta['threads']} threads of field 'mega.threads'")
         loop = meta.get("loop")
         if loop:
-            graph = spec.params[:-4]
+            graph = spec.graph_args
             arg, element = loop["stop_argument"], loop["stop_element"]
             param = graph[arg] if arg < len(graph) else None
             if param is None or param.kind != "tensor" or param.dtype != "int32" or \
                     len(param.shape or ()) != 1 or not element < param.shape[0]:
                 raise ValueError(f"{where}: field 'mega.loop': the stop word (argument {arg}, "
                                  f"element {element}) must be an element of a 1-D int32 "
-                                 "tensor param")
+                                 "tensor of 'mega.args'")
         expected = meta["workers"] + (1 if meta["jit"] else 0)
         if spec.grid != (expected, 1, 1):
             raise ValueError(f"{where}: grid {list(spec.grid)} does not match {meta['workers']} "
@@ -210,18 +216,29 @@ class MegaKernel:
             if name in dict(pairs):
                 raise ArgumentError(f"{self.name}: '{name}' given both by position and by name")
             pairs.append((name, value))
+        ptrs = {}
         for name, value in pairs:
             param = self._by_name.get(name)
             if param is None:
                 raise ArgumentError(self._unknown(name))
             where = f"{self.name}: parameter '{name}'" + (f" ({param.role})" if param.role else "")
-            if param.kind == "tensor":
-                desc = check_tensor(param, value, where)
-                if self._device is None and desc.device is not None:
-                    self._device = desc.device
-            else:
-                check_scalar(param, value, where)
+            if param.kind != "tensor":
+                ptrs[name] = (_scalar_word(check_scalar(param, value, where)), None)
+                continue
+            desc = check_tensor(param, value, where)
+            device = self._device if self._device is not None else \
+                next((d for d in self._bound_devices.values() if d is not None), None)
+            if desc.device is not None and device is not None and desc.device != device:
+                raise ArgumentError(f"{where}: the tensor is on device {desc.device} but the "
+                                    f"kernel's other tensors are on device {device}")
+            ptrs[name] = (desc.ptr, desc.device)
+        for name, (ptr, device) in ptrs.items():
+            self._bound_ptrs[name] = ptr
+            self._bound_devices[name] = device
+            if self._device is None and device is not None:
+                self._device = device
         self._bound.update(pairs)
+        # The pointer table is rewritten before the next launch.
         self._args = None
         self._packed = None
         return self
@@ -240,11 +257,38 @@ class MegaKernel:
             raise ArgumentError(f"{self.name}: missing tensor for parameter{plural} {listed}; "
                                 "bind with mk.bind(name=tensor) or mk(name=tensor)")
         self.allocate()
-        args = [self._bound[p.name] if p.name in self._bound else self._buffers[p.name]
-                for p in self.kernel.spec.params]
-        first = next(a for a, p in zip(args, self.kernel.spec.params) if p.kind == "tensor")
-        self._first_is_torch = isinstance(first, _torch().Tensor)
-        return args
+        self._first_is_torch = self._first_bound_is_torch()
+        return [self._buffers[p.name] for p in self.kernel.spec.params]
+
+    def _first_bound_is_torch(self) -> bool:
+        """Whether the first graph tensor is a torch tensor (the default
+        stream is then torch's current one, as Kernel.__call__ decides)."""
+        first = next((self._bound.get(p.name) for p in self.user_params
+                      if p.kind == "tensor"), None)
+        return first is None or isinstance(first, _torch().Tensor)
+
+    def _pointer_table(self) -> List[int]:
+        """The graph arguments' words (addresses, scalar bits), in `mega.args`
+        order."""
+        return [self._bound_ptrs[p.name] if p.name in self._bound_ptrs
+                else self._buffers[p.name].data_ptr() for p in self.graph_params]
+
+    def _write_pointers(self, stream: Optional[int]):
+        """Upload the pointer table, ordered on `stream` after the launches
+        before it (None: now, synchronously). The pinned host copy is left to
+        torch's host allocator, which keeps it until the copy is done."""
+        torch = _torch()
+        table = torch.tensor(self._pointer_table() or [0], dtype=torch.int64)
+        target = self._buffers["mega_args"]
+        if stream is None:
+            target.copy_(table)
+            torch.cuda.synchronize(self._device)
+            return
+        pinned = table.pin_memory()
+        on = torch.cuda.default_stream(self._device) if stream == 0 else \
+            torch.cuda.ExternalStream(stream, device=self._device)
+        with torch.cuda.stream(on):
+            target.copy_(pinned, non_blocking=True)
 
     # -- buffers --------------------------------------------------------------------
 
@@ -257,8 +301,8 @@ class MegaKernel:
             device = self._device if self._device is not None else torch.cuda.current_device()
         self._device = device
         dev = torch.device("cuda", device)
-        owned = [p for p in self.kernel.spec.params
-                 if p.role == "scratch" or p.name in mm.RUNTIME_PARAMS]
+        owned = [p for p in self.graph_params if p.role == "scratch"] + \
+            list(self.kernel.spec.params)
         need = sum(_bytes(p) for p in owned)
         free = torch.cuda.mem_get_info(device)[0]
         if need > free:
@@ -267,8 +311,7 @@ class MegaKernel:
                              f"but device {device} has {free} free (the largest, param "
                              f"'{big.name}' of shape {list(big.shape)}, takes {_bytes(big)})")
         bufs = {p.name: torch.zeros(tuple(p.shape), dtype=getattr(torch, p.dtype), device=dev)
-                for p in self.kernel.spec.params
-                if p.role == "scratch" or p.name in mm.RUNTIME_PARAMS}
+                for p in owned}
         tables = self.meta["tables"]
         if tables:
             bufs["mega_tables"].copy_(torch.tensor(tables, dtype=torch.int32))
@@ -288,16 +331,25 @@ class MegaKernel:
 
     def prepare(self):
         """What the first launch does besides launching: allocate the
-        buffers, check residency, build the argument list (every graph
+        buffers, check residency, write the pointer table (every graph
         tensor must be bound). Call it before capturing launches into a
         CUDA graph, where copies from the host are not allowed."""
         with self._launch_lock:
-            self._ready()
+            self._ready(None)
 
-    def _ready(self):
-        """The argument list and its packed launch, built once per binding."""
+    def _ready(self, stream: Optional[int], args: Optional[List[Any]] = None):
+        """The argument table and the packed launch, built once per binding
+        (the table's upload is ordered on `stream`, None: synchronous;
+        `args`: the _arguments() the caller already built)."""
         if self._args is None:
-            self._args = self._arguments()
+            args = args if args is not None else self._arguments()
+            if stream is not None and driver.stream_is_capturing(stream):
+                raise LaunchError(f"mega-kernel '{self.name}': its tensors were bound since "
+                                  "the last launch, and the new pointer table cannot be "
+                                  "written while the stream is captured into a CUDA graph; "
+                                  "call prepare() before the capture")
+            self._write_pointers(stream)
+            self._args = args
             self._packed = self.kernel.bind_launch(self._args)
         if self._resident_on != self._device:
             self.check_resident()
@@ -311,14 +363,17 @@ class MegaKernel:
         Launches are serialised: from several threads by a lock, and a launch
         on another stream than the previous one waits (stream-ordered, no host
         sync) for the work enqueued on that stream, so two launches never run
-        at once on the shared events and state (docs/mega.md)."""
+        at once on the shared events, state and pointer table (docs/mega.md)."""
         with self._launch_lock:
-            self._ready()
+            # A new binding: every tensor bound, the buffers allocated
+            # (and the default stream known) before anything is enqueued.
+            args = self._arguments() if self._args is None else None
             handle = self._stream_handle(stream)
             if handle != self._last_stream:
                 self._follow(handle)
-            # Bound tensors were checked at bind: the packed launch only
-            # makes the driver call, whatever the number of tensors.
+            self._ready(handle, args)
+            # Five buffers, packed once per binding: the launch is the
+            # driver call alone, whatever the number of graph tensors.
             if self._packed is None or not self._packed.launch(handle):
                 self.kernel(*self._args, stream=handle)
 
@@ -447,6 +502,14 @@ class MegaKernel:
         if self.num_entries == 0:
             return np.zeros((0, 4), dtype=np.int64)
         return self._buffers["mega_timeline"].view(-1, 4).cpu().numpy()
+
+
+def _scalar_word(packed) -> int:
+    """A packed scalar (check_scalar's ctypes value) as the int64 word of the
+    argument table: its bytes in the low bits (the kernel truncates)."""
+    import ctypes
+    raw = ctypes.string_at(ctypes.addressof(packed), ctypes.sizeof(packed))
+    return int.from_bytes(raw.ljust(8, b"\0"), "little", signed=True)
 
 
 def _bytes(param) -> int:

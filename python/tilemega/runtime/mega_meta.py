@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List
 
-# The four buffers that follow the graph's own params, in this order.
-RUNTIME_PARAMS = ("mega_tables", "mega_events", "mega_state", "mega_timeline")
+# The persistent kernel's params, in this order (the graph's tensors are
+# reached through mega_args).
+RUNTIME_PARAMS = ("mega_args", "mega_tables", "mega_events", "mega_state", "mega_timeline")
 # Number of mega_state words (docs/mega.md).
 STATE_WORDS = 16
 # Words of a repeating graph (PersistentKernel.h): the host's step limit for

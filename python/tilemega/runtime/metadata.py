@@ -51,6 +51,9 @@ class KernelSpec:
     # The persistent kernel's schedule (docs/mega.md), None for ordinary kernels.
     # Left out of ==/hash: a dict is unhashable and the tables can be large.
     mega: Optional[Dict[str, Any]] = field(default=None, compare=False, repr=False)
+    # A persistent kernel's graph arguments (`mega.args`): not parameters,
+    # reached through its argument table (mega_args), in table order.
+    graph_args: Tuple[ParamSpec, ...] = ()
 
 
 # Param roles of a mega-kernel's graph tensors; the runtime allocates "scratch".
@@ -185,10 +188,29 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
             c.fail(f"{field}.params[{i}].name", f"duplicate parameter name {p.name!r}")
         seen.add(p.name)
     mega = k.get("mega")
+    graph_args: Tuple[ParamSpec, ...] = ()
     if mega is not None:
         validate_mega(mega, f"{field}.mega", c.source)
         validate_tables(mega, f"{field}.mega", c.source)
-    return KernelSpec(name, grid, block, smem, specs, mega)
+        graph_args = _graph_args(c, mega, f"{field}.mega.args")
+    return KernelSpec(name, grid, block, smem, specs, mega, graph_args)
+
+
+def _graph_args(c: _Checker, mega: Dict[str, Any], field: str) -> Tuple[ParamSpec, ...]:
+    listed = c.get(mega, "args", field)
+    if not isinstance(listed, list):
+        c.fail(field, f"expected a list, got {listed!r}")
+    args = tuple(_param(c, p, f"{field}[{i}]") for i, p in enumerate(listed))
+    seen = set()
+    for i, p in enumerate(args):
+        if p.role == "runtime":
+            c.fail(f"{field}[{i}].role", "the runtime buffers are params, not graph arguments")
+        if p.kind == "scalar" and p.role == "scratch":
+            c.fail(f"{field}[{i}].role", "a scalar cannot be scratch")
+        if p.name in seen:
+            c.fail(f"{field}[{i}].name", f"duplicate argument name {p.name!r}")
+        seen.add(p.name)
+    return args
 
 
 def _param(c: _Checker, p: Any, field: str) -> ParamSpec:

@@ -31,13 +31,12 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
   return
 }
 
-// The graph becomes a tile function of the same name: its arguments, then
-// the four runtime buffers: 90 table words, 1 event, 16 state words, 4
-// timeline words per entry.
+// The graph becomes a tile function of the same name whose arguments are
+// the five runtime buffers: the pointer table of the graph's 3 tensors, 90
+// table words, 1 event, 16 state words, 4 timeline words per entry. The
+// tensors themselves are described in the metadata (`tensors`).
 // CHECK-LABEL: func.func @step(
-// CHECK-SAME:    %[[X:[^:]*]]: memref<256xf32> {mega.role = "input", tile.name = "x"},
-// CHECK-SAME:    %[[Y:[^:]*]]: memref<256xf32> {mega.role = "scratch", tile.name = "y"},
-// CHECK-SAME:    %[[Z:[^:]*]]: memref<256xf32> {mega.role = "output", tile.name = "z"},
+// CHECK-SAME:    %[[POINTERS:[^:]*]]: memref<3xi64> {mega.role = "runtime", tile.name = "mega_args"},
 // CHECK-SAME:    %[[TABLE_BUF:[^:]*]]: memref<{{[0-9]+}}xi32> {mega.role = "runtime", tile.name = "mega_tables"},
 // CHECK-SAME:    %[[EVENT_BUF:[^:]*]]: memref<1xi32> {mega.role = "runtime", tile.name = "mega_events"},
 // CHECK-SAME:    %[[STATE_BUF:[^:]*]]: memref<16xi32> {mega.role = "runtime", tile.name = "mega_state"},
@@ -51,7 +50,11 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // TABLES-NEXT: aot w0: a#0 b#0
 // TABLES-NEXT: aot w1: a#1
 // TABLES-NEXT: jit: b#1
-// CHECK-SAME:  attributes {tilemega.mega = {events = [{name = "e0", trigger = 2 : i64}], graph = "step",
+// CHECK-SAME:  attributes {tilemega.mega = {
+// CHECK-SAME:    args = [{alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "x", role = "input", shape = array<i64: 256>, strides = array<i64: 1>},
+// CHECK-SAME:            {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "y", role = "scratch", shape = array<i64: 256>, strides = array<i64: 1>},
+// CHECK-SAME:            {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "z", role = "output", shape = array<i64: 256>, strides = array<i64: 1>}],
+// CHECK-SAME:    events = [{name = "e0", trigger = 2 : i64}], graph = "step",
 // CHECK-SAME:    num_entries = 4 : i64, num_events = 1 : i64, num_jit = 1 : i64, schedulers = 1 : i64,
 // CHECK-SAME:    table_sections = {{[{][^}]*[}]}},
 // CHECK-SAME:    tables = array<i32: {{[-0-9, ]+}}>,
@@ -66,6 +69,13 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK-NEXT:      tile.alloc_shared : memref<16xi32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      %[[TILE:.*]] = tile.alloc_shared {tile.exclusive_group = 1 : i64} : memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 2 : i64} : memref<128xf32, #tile.fragment>
+// The CTA's copy of the argument table (3 words), filled before anything
+// reads it.
+// CHECK:           %[[ARGS:.*]] = tile.alloc_shared : memref<3xi64, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK:             memref.load %[[POINTERS]]
+// CHECK:             memref.store %{{.*}}, %[[ARGS]]
+// CHECK:           gpu.barrier
 // CHECK-NOT:       tile.alloc_
 // The epoch: launch n waits for trigger * (n + 1).
 // CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "ld.volatile.global.b32 $0, [$1];"
@@ -84,9 +94,12 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK:               "atom.acq_rel.gpu.global.cas.b32 $0, [$1], $2, $3;"
 // CHECK:               "fence.acq_rel.gpu;"
 // The task switch: case 0 runs @copy on 2 units an instance (the grid has 4
-// units: no bounds check), with a barrier between units; case 1 runs @sum.
+// units: no bounds check), with a barrier between units, on graph tensors 0
+// (x) and 1 (y) from the pointer table; case 1 runs @sum.
 // CHECK:             scf.index_switch %{{.*}} {tile.exclusive_cases}
 // CHECK-NEXT:        case 0 {
+// CHECK:               %[[X:.*]] = mega.graph_arg %[[ARGS]][%c0{{.*}}] : memref<3xi64, #gpu.address_space<workgroup>> -> memref<256xf32>
+// CHECK:               %[[Y:.*]] = mega.graph_arg %[[ARGS]][%c1{{.*}}] : memref<3xi64, #gpu.address_space<workgroup>> -> memref<256xf32>
 // CHECK:               scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:            %[[UNIT:.*]] = arith.addi %{{.*}}, %[[J]] : index
 // CHECK-NEXT:            gpu.barrier
@@ -185,7 +198,7 @@ func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
 // its record holds the first, the wait and signal lists the rest.
 
 // CHECK-LABEL: func.func @two(
-// CHECK-SAME:    %[[U:[^:]*]]: memref<192xf32>, %[[V:[^:]*]]: memref<192xf32>, %[[W:[^:]*]]: memref<192xf32>,
+// CHECK-SAME:    %{{[^:]*}}: memref<3xi64> {mega.role = "runtime", tile.name = "mega_args"},
 // CHECK-SAME:    %{{[^:]*}}: memref<{{[0-9]+}}xi32> {mega.role = "runtime", tile.name = "mega_tables"}, %{{[^:]*}}: memref<3xi32> {mega.role = "runtime", tile.name = "mega_events"}
 // CHECK-SAME:    events = [{name = "e0", trigger = 2 : i64}, {name = "e1", trigger = 2 : i64}, {name = "e2", trigger = 1 : i64}], graph = "two",
 // CHECK-SAME:    num_entries = 4 : i64, num_events = 3 : i64, num_jit = 0 : i64
@@ -209,25 +222,32 @@ func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
 // CHECK-NEXT:    tile.kernel blocks(%{{.*}}) in [2] threads 128 {
 // One case (same body, same units per task), one exclusive group.
 // CHECK:           %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 1 : i64} : memref<64xf32, #tile.fragment>
+// CHECK:           %[[ARGS:.*]] = tile.alloc_shared : memref<3xi64, #gpu.address_space<workgroup>>
 // CHECK-NOT:       tile.alloc_
 // CHECK:           scf.index_switch %{{.*}} {tile.exclusive_cases}
 // CHECK-NEXT:      case 0 {
-// @p (task 0) reads u, @q (task 1) reads v...
-// CHECK:             %[[IN:.*]] = scf.index_switch %{{.*}} -> memref<192xf32>
+// @p (task 0) reads u (pointer 0), @q (task 1) reads v (pointer 1)...
+// CHECK:             %[[IN_SLOT:.*]] = scf.index_switch %{{.*}} -> index
 // CHECK-NEXT:        case 1 {
-// CHECK-NEXT:          scf.yield %[[V]] : memref<192xf32>
+// CHECK-NEXT:          arith.constant 1 : index
+// CHECK-NEXT:          scf.yield
 // CHECK-NEXT:        }
 // CHECK-NEXT:        default {
-// CHECK-NEXT:          scf.yield %[[U]] : memref<192xf32>
+// CHECK-NEXT:          arith.constant 0 : index
+// CHECK-NEXT:          scf.yield
 // CHECK-NEXT:        }
-// ... and writes v or w.
-// CHECK:             %[[OUT:.*]] = scf.index_switch %{{.*}} -> memref<192xf32>
+// CHECK-NEXT:        %[[IN:.*]] = mega.graph_arg %[[ARGS]][%[[IN_SLOT]]] : memref<3xi64, #gpu.address_space<workgroup>> -> memref<192xf32>
+// ... and writes v or w (pointer 1 or 2).
+// CHECK:             %[[OUT_SLOT:.*]] = scf.index_switch %{{.*}} -> index
 // CHECK-NEXT:        case 1 {
-// CHECK-NEXT:          scf.yield %[[W]] : memref<192xf32>
+// CHECK-NEXT:          arith.constant 2 : index
+// CHECK-NEXT:          scf.yield
 // CHECK-NEXT:        }
 // CHECK-NEXT:        default {
-// CHECK-NEXT:          scf.yield %[[V]] : memref<192xf32>
+// CHECK-NEXT:          arith.constant 1 : index
+// CHECK-NEXT:          scf.yield
 // CHECK-NEXT:        }
+// CHECK-NEXT:        %[[OUT:.*]] = mega.graph_arg %[[ARGS]][%[[OUT_SLOT]]] : memref<3xi64, #gpu.address_space<workgroup>> -> memref<192xf32>
 // CHECK:             scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:          %[[UNIT:.*]] = arith.addi %{{.*}}, %[[J]] : index
 // CHECK-NEXT:          gpu.barrier

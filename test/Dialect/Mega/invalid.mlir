@@ -1055,3 +1055,52 @@ mega.graph @g(%f: memref<4xf32>) workers 1 attributes {stop_word = array<i64: 0,
 // expected-error @+1 {{stop_word element 4 is outside argument 0 (4 elements)}}
 mega.graph @g(%f: memref<4xi32>) workers 1 attributes {stop_word = array<i64: 0, 4>, max_steps = 8} {
 }
+
+//===----------------------------------------------------------------------===//
+// mega.graph_arg
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @graph_arg_in_shared(%t: memref<4xi64>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{result 'memref<8xf32, #gpu.address_space<workgroup>>': a persistent kernel reaches its graph arguments through its argument table, which holds global, statically shaped, row-major memrefs}}
+  %x = mega.graph_arg %t[%c0] : memref<4xi64> -> memref<8xf32, #gpu.address_space<workgroup>>
+  return
+}
+
+// -----
+
+func.func @graph_arg_strided(%t: memref<4xi64>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{which holds global, statically shaped, row-major memrefs}}
+  %x = mega.graph_arg %t[%c0] : memref<4xi64> -> memref<8x4xf32, strided<[8, 2]>>
+  return
+}
+
+// -----
+
+func.func @graph_arg_past_the_table(%t: memref<4xi64>) {
+  %c4 = arith.constant 4 : index
+  // expected-error @+1 {{slot 4 is outside the pointer table's 4 entries}}
+  %x = mega.graph_arg %t[%c4] : memref<4xi64> -> memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @graph_arg_table_in_fragment(%t: memref<4xi64, #tile.fragment>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{the table must be a row-major global or shared memref}}
+  %x = mega.graph_arg %t[%c0] : memref<4xi64, #tile.fragment> -> memref<8xf32>
+  return
+}
+
+// -----
+
+func.func @graph_arg_vector(%t: memref<4xi64>) {
+  %c0 = arith.constant 0 : index
+  // expected-error @+1 {{result 'vector<4xf32>': a persistent kernel reaches its graph arguments}}
+  %x = mega.graph_arg %t[%c0] : memref<4xi64> -> vector<4xf32>
+  return
+}

@@ -171,3 +171,11 @@ mega.graph @scheduled(%a: memref<64xf32>, %b: memref<64xf32>) workers 2 {
   mega.task @last body @copy8(%a, %b : memref<64xf32>, memref<64xf32>) count 1
       waits [@all] queue @jit {units_per_task = 8, instance_signals = [[]]}
 }
+
+// A graph tensor read from a persistent kernel's pointer table.
+// CHECK-LABEL: func.func @bound_tensor
+// CHECK: mega.graph_arg %{{.*}}[%{{.*}}] : memref<3xi64> -> memref<2048x8192xbf16>
+func.func @bound_tensor(%pointers: memref<3xi64>, %slot: index) {
+  %w = mega.graph_arg %pointers[%slot] : memref<3xi64> -> memref<2048x8192xbf16>
+  return
+}

@@ -7,7 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Target/TargetInfo.h"
+
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -438,5 +441,32 @@ LogicalResult TaskOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
       diag << " at " << perTask << " units per task";
     return diag;
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GraphArgOp
+//===----------------------------------------------------------------------===//
+
+bool mega::isGraphArgType(Type type) {
+  if (auto memref = dyn_cast<MemRefType>(type))
+    return tile::isKernelTensorType(memref);
+  return type.isIntOrIndexOrFloat() && !tile::getDTypeName(type).empty();
+}
+
+LogicalResult GraphArgOp::verify() {
+  auto table = cast<MemRefType>(getTable().getType());
+  if (!(tile::isGlobal(table) || tile::isShared(table)) ||
+      !table.getLayout().isIdentity())
+    return emitOpError() << "reads its pointer table from " << table
+                         << ": the table must be a row-major global or shared "
+                            "memref";
+  Type result = getType();
+  if (!isGraphArgType(result))
+    return emitOpError() << "result " << result << ": " << kGraphArgRule;
+  if (std::optional<int64_t> slot = getConstantIntValue(getSlot()))
+    if (!table.isDynamicDim(0) && (*slot < 0 || *slot >= table.getDimSize(0)))
+      return emitOpError() << "slot " << *slot << " is outside the pointer table's "
+                           << table.getDimSize(0) << " entries";
   return success();
 }

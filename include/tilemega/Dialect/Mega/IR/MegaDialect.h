@@ -9,6 +9,7 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 
@@ -29,6 +30,18 @@ SmallVector<tile::KernelOp> getTileKernels(func::FuncOp func);
 
 /// The one tile.kernel of a tile function, or null if it has none or several.
 tile::KernelOp getTileKernel(func::FuncOp func);
+
+/// True for the types a persistent kernel's argument table can hold: a
+/// kernel tensor (its address) or a kernel scalar of at most 64 bits (its
+/// bits).
+bool isGraphArgType(Type type);
+
+/// What the diagnostics say graph arguments must be.
+inline constexpr llvm::StringLiteral kGraphArgRule =
+    "a persistent kernel reaches its graph arguments through its argument "
+    "table, which holds global, statically shaped, row-major memrefs of "
+    "f16, bf16, f32, f64 or i8-i64 (their addresses) and scalars of those "
+    "types or index (their bits)";
 
 /// The number of blocks of a tile.kernel (the product of its grid), or
 /// std::nullopt if its grid is missing, empty or has a size below 1.

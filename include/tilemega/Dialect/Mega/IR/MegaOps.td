@@ -8,6 +8,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
 
 class Mega_Op<string mnemonic, list<Trait> traits = []>
     : Op<Mega_Dialect, mnemonic, traits>;
@@ -341,6 +342,40 @@ def Mega_TaskOp : Mega_Op<"task", [
     /// a func.func in the module around the graph.
     ::mlir::func::FuncOp getTileFunction();
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// mega.graph_arg
+//===----------------------------------------------------------------------===//
+
+def Mega_GraphArgOp : Mega_Op<"graph_arg", [
+    MemoryEffects<[MemRead]>]> {
+  let summary = "A graph argument of a persistent kernel, read from its argument table";
+  let description = [{
+    The persistent kernel does not take the graph's arguments as kernel
+    parameters: the runtime writes them once per binding into the
+    `mega_args` table, one 64-bit word per graph argument in argument
+    order (a tensor's address, a scalar's bits), and a task body reaches
+    argument `slot` through this op. A launch then passes five parameters
+    whatever the layer count, and costs the host the same few microseconds
+    for any model.
+
+    The result is the graph argument's type: a statically shaped, row-major
+    global memref (the runtime checked the bound tensor's dtype, shape,
+    strides and alignment against it) or a scalar. The table is the
+    kernel's `mega_args` parameter or a CTA's copy of it in shared memory.
+
+    ```mlir
+    %w = mega.graph_arg %args[%slot] : memref<263xi64> -> memref<2048x8192xbf16>
+    %alpha = mega.graph_arg %args[%c3] : memref<263xi64> -> f32
+    ```
+  }];
+  let arguments = (ins MemRefRankOf<[I64], [1]>:$table, Index:$slot);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $table `[` $slot `]` attr-dict `:` type($table) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TILEMEGA_DIALECT_MEGA_IR_MEGAOPS_TD
