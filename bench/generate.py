@@ -18,7 +18,11 @@ and tokens/s beside it):
                             (prefill_gen_llama1b.json, chunks of 256 rows
                             replayed from a CUDA graph), then one
                             persistent-kernel launch per generation (the
-                            decode step repeats on the device)
+                            decode step repeats on the device; the launch
+                            is captured once in a CUDA graph and replayed:
+                            the JSON has its host time in generate, with
+                            the device idle, and of the direct launch back
+                            to back)
   our per-operator kernels  the same T.* bodies as one kernel per operator
                             (ops_gen_llama1b.json), one step's 116 launches
                             captured in a CUDA graph, replayed per position

@@ -168,8 +168,8 @@ def config_of(path):
     with open(path) as f:
         meta = json.load(f)
     (kernel,) = [k for k in meta["kernels"] if "mega" in k]
-    shapes = {p["name"]: (tuple(p["shape"]), p["dtype"]) for p in kernel["params"]
-              if p.get("role") not in (None, "runtime", "scratch")}
+    shapes = {p["name"]: (tuple(p["shape"]), p["dtype"]) for p in kernel["mega"].get("args", [])
+              if p.get("role") not in (None, "scratch")}
     expected = {n: (tuple(s), d) for n, (s, d) in ref.tensor_specs(cfg).items()}
     if shapes != expected:
         raise ValueError(f"{path}: its tensors are not those of {name}'s config: "
