@@ -362,7 +362,7 @@ WGU = {"name": "wgu", "kind": "tensor", "dtype": "bfloat16", "shape": [16384, 20
 OUT = {"name": "out", "kind": "tensor", "dtype": "bfloat16", "shape": [2048], "role": "output"}
 
 
-def test_graph_params_are_the_mega_tensors():
+def test_graph_params_are_the_mega_args_tensors():
     params = bench.graph_params(_mega_meta([WGU, OUT, dict(OUT, name="y", role=None)]), "a.json")
     assert params == [("wgu", "bfloat16", (16384, 2048), "weight"),
                       ("out", "bfloat16", (2048,), "output"), ("y", "bfloat16", (2048,), None)]
