@@ -958,3 +958,78 @@ def test_binding_fills_the_argument_table_words(mk):
     assert _scalar_word(check_scalar(i32, -1, "n")) == 0xFFFFFFFF
     i64 = ParamSpec("n", "scalar", "int64")
     assert _scalar_word(check_scalar(i64, -2, "n")) == -2
+
+
+class _FakeGraphDriver:
+    """The driver calls LaunchGraph makes, recorded (no GPU)."""
+
+    class CUstreamCaptureMode:
+        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
+
+    def __init__(self, launch_error=0):
+        self.log, self.launch_error = [], launch_error
+
+    def CUstream(self, handle):
+        return ("stream", handle)
+
+    def cuStreamBeginCapture(self, cu, mode):
+        self.log.append(("begin", cu, mode))
+        return (0,)
+
+    def cuStreamEndCapture(self, cu):
+        self.log.append(("end", cu))
+        return (0, "graph")
+
+    def cuGraphInstantiate(self, graph, flags):
+        self.log.append(("instantiate", graph))
+        return (0, "exec")
+
+    def cuGraphDestroy(self, graph):
+        self.log.append(("destroy", graph))
+        return (0,)
+
+    def cuGraphLaunch(self, exec_, cu):
+        self.log.append(("launch", exec_, cu))
+        return (self.launch_error,)
+
+    def cuGraphExecDestroy(self, exec_):
+        return (0,)
+
+    def cuGetErrorName(self, err):
+        return (0, b"CUDA_ERROR_INVALID_VALUE")
+
+    def cuGetErrorString(self, err):
+        return (0, b"invalid argument")
+
+
+def test_launch_graph_captures_once_and_launches_with_one_call(monkeypatch):
+    from tilemega.runtime import driver
+
+    fake = _FakeGraphDriver()
+    monkeypatch.setattr(driver, "_cuda", fake)
+    enqueued = []
+    g = driver.LaunchGraph(7, lambda: enqueued.append("kernel"))
+    assert enqueued == ["kernel"]
+    assert fake.log == [("begin", ("stream", 7), 1), ("end", ("stream", 7)),
+                        ("instantiate", "graph"), ("destroy", "graph")]
+    fake.log.clear()
+    g.launch(7)
+    g.launch(9)
+    assert fake.log == [("launch", "exec", ("stream", 7)), ("launch", "exec", ("stream", 9))]
+    fake.launch_error = 1
+    with pytest.raises(LaunchError, match="cuGraphLaunch failed"):
+        g.launch(7)
+
+
+def test_launch_graph_ends_the_capture_when_the_enqueue_fails(monkeypatch):
+    from tilemega.runtime import driver
+
+    fake = _FakeGraphDriver()
+    monkeypatch.setattr(driver, "_cuda", fake)
+
+    def fails():
+        raise ArgumentError("missing tensor")
+
+    with pytest.raises(ArgumentError):
+        driver.LaunchGraph(7, fails)
+    assert [entry[0] for entry in fake.log] == ["begin", "end", "destroy"]

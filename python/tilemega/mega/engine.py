@@ -139,6 +139,7 @@ class Engine:
         # another while it runs (both non-blocking: neither waits for the
         # legacy default stream).
         self._run = torch.cuda.Stream()
+        self._run_handle = int(self._run.cuda_stream)
         self._poll = torch.cuda.Stream()
         self._finished = torch.cuda.Event()
         # Buffers allocated, residency checked and the launch packed now, not
@@ -307,17 +308,15 @@ class Engine:
         the host 7-16 us, the cooperative launch itself 50-64 us (the
         driver's launch path is cold after start()'s copies and waits,
         whatever the number of parameters)."""
-        torch = self._torch
-        graph = torch.cuda.CUDAGraph()
-        torch.cuda.synchronize()
+        from ..runtime import LaunchError
+
+        self._torch.cuda.synchronize()
         try:
-            with torch.cuda.graph(graph, stream=self._run):
-                self.kernel.launch(stream=self._run)
-        except RuntimeError:
-            torch.cuda.synchronize()
+            return self.kernel.capture(self._run_handle)
+        except LaunchError:
             return None
-        torch.cuda.synchronize()
-        return graph
+        finally:
+            self._torch.cuda.synchronize()
 
     def _launch_generation(self):
         """The generation's one launch, on the engine's stream after the
@@ -327,10 +326,9 @@ class Engine:
         self._set_limit(self.cfg.max_seq_len, self._run)
         began = time.perf_counter()
         if self._graph is not None:
-            with self._torch.cuda.stream(self._run):
-                self._graph.replay()
+            self._graph.launch(self._run_handle)
         else:
-            self.kernel.launch(stream=self._run)
+            self.kernel.launch(stream=self._run_handle)
         self.last_launch_host_s = time.perf_counter() - began
 
     def _after_generation(self):

@@ -289,3 +289,42 @@ def stream_is_capturing(stream: int) -> bool:
     drv = cuda()
     status = call(drv.cuStreamIsCapturing(drv.CUstream(stream)), "cuStreamIsCapturing")
     return _code(status) != _code(drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE)
+
+
+class LaunchGraph:
+    """Work enqueued on a stream, captured once into an instantiated CUDA
+    graph and launched again with one driver call (cuGraphLaunch): the
+    cheapest way to repeat a launch whose arguments never change."""
+
+    def __init__(self, stream: int, enqueue):
+        drv = cuda()
+        cu = drv.CUstream(stream)
+        mode = drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        call(drv.cuStreamBeginCapture(cu, mode), "cuStreamBeginCapture")
+        try:
+            enqueue()
+        except BaseException:
+            # The stream leaves capture mode whatever went wrong.
+            err, graph = drv.cuStreamEndCapture(cu)
+            if _code(err) == 0 and graph is not None:
+                drv.cuGraphDestroy(graph)
+            raise
+        graph = call(drv.cuStreamEndCapture(cu), "cuStreamEndCapture")
+        try:
+            self._exec = call(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            drv.cuGraphDestroy(graph)
+        self._drv = drv
+        self._stream = stream
+        self._cu = cu
+
+    def launch(self, stream: int):
+        """Launch the graph on the raw stream `stream`."""
+        cu = self._cu if stream == self._stream else self._drv.CUstream(stream)
+        err = self._drv.cuGraphLaunch(self._exec, cu)[0]
+        if _code(err) != 0:
+            call((err,), "cuGraphLaunch")
+
+    def __del__(self):
+        if _cuda is not None and getattr(self, "_exec", None) is not None:
+            _cuda.cuGraphExecDestroy(self._exec)

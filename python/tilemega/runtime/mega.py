@@ -377,6 +377,16 @@ class MegaKernel:
             if self._packed is None or not self._packed.launch(handle):
                 self.kernel(*self._args, stream=handle)
 
+    def capture(self, stream) -> "driver.LaunchGraph":
+        """One launch on `stream`, captured into a CUDA graph: its
+        `launch(stream)` repeats it with one driver call. Replays bypass
+        launch()'s ordering, so the caller replays on `stream` (or behind
+        it) and never at once with another launch of this kernel."""
+        self.prepare()
+        handle = self._stream_handle(stream)
+        with driver.device_context(self._device):
+            return driver.LaunchGraph(handle, lambda: self.launch(handle))
+
     def _stream_handle(self, stream) -> int:
         """The stream the launch goes to, resolved as Kernel.__call__ would."""
         if type(stream) is int:
