@@ -786,7 +786,7 @@ HOSTILE = {
                          r"kernel 'g': block \[128, 1, 1\] does not match the 256 threads"),
     "mega_tables shape": (_set(("kernels", 0, "params", 1, "shape"), [10**9]),
                           r"'mega_tables' must be a int32 tensor of shape \[\d+\]"),
-    "pointer table size": (_set(("kernels", 0, "params", 0, "shape"), [3]),
+    "argument table size": (_set(("kernels", 0, "params", 0, "shape"), [3]),
                            r"'mega_args' must be a int64 tensor of shape \[4\]"),
     "graph args missing": (_without(("kernels", 0, "mega", "args")),
                            r"field 'kernels\[0\].mega.args': missing"),
@@ -888,7 +888,7 @@ def ordered(mk, monkeypatch):
 
     launch_kernel.bind_launch = lambda args: None    # no packed launch: every one goes here
     monkeypatch.setattr(mk, "_arguments", lambda: ["args"])
-    monkeypatch.setattr(mk, "_write_pointers", lambda stream: log.append(("args", stream)))
+    monkeypatch.setattr(mk, "_write_arg_table", lambda stream: log.append(("args", stream)))
     monkeypatch.setattr(mk, "check_resident", lambda: setattr(mk, "_resident_on", mk._device))
     monkeypatch.setattr(mk, "kernel", launch_kernel)
     monkeypatch.setattr(driver, "device_context", lambda device: contextlib.nullcontext())

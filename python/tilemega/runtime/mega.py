@@ -238,7 +238,7 @@ class MegaKernel:
             if self._device is None and device is not None:
                 self._device = device
         self._bound.update(pairs)
-        # The pointer table is rewritten before the next launch.
+        # The argument table is rewritten before the next launch.
         self._args = None
         self._packed = None
         return self
@@ -267,18 +267,18 @@ class MegaKernel:
                       if p.kind == "tensor"), None)
         return first is None or isinstance(first, _torch().Tensor)
 
-    def _pointer_table(self) -> List[int]:
+    def _arg_table_words(self) -> List[int]:
         """The graph arguments' words (addresses, scalar bits), in `mega.args`
         order."""
         return [self._bound_ptrs[p.name] if p.name in self._bound_ptrs
                 else self._buffers[p.name].data_ptr() for p in self.graph_params]
 
-    def _write_pointers(self, stream: Optional[int]):
-        """Upload the pointer table, ordered on `stream` after the launches
+    def _write_arg_table(self, stream: Optional[int]):
+        """Upload the argument table, ordered on `stream` after the launches
         before it (None: now, synchronously). The pinned host copy is left to
         torch's host allocator, which keeps it until the copy is done."""
         torch = _torch()
-        table = torch.tensor(self._pointer_table() or [0], dtype=torch.int64)
+        table = torch.tensor(self._arg_table_words() or [0], dtype=torch.int64)
         target = self._buffers["mega_args"]
         if stream is None:
             target.copy_(table)
@@ -331,7 +331,7 @@ class MegaKernel:
 
     def prepare(self):
         """What the first launch does besides launching: allocate the
-        buffers, check residency, write the pointer table (every graph
+        buffers, check residency, write the argument table (every graph
         tensor must be bound). Call it before capturing launches into a
         CUDA graph, where copies from the host are not allowed."""
         with self._launch_lock:
@@ -345,10 +345,10 @@ class MegaKernel:
             args = args if args is not None else self._arguments()
             if stream is not None and driver.stream_is_capturing(stream):
                 raise LaunchError(f"mega-kernel '{self.name}': its tensors were bound since "
-                                  "the last launch, and the new pointer table cannot be "
+                                  "the last launch, and the new argument table cannot be "
                                   "written while the stream is captured into a CUDA graph; "
                                   "call prepare() before the capture")
-            self._write_pointers(stream)
+            self._write_arg_table(stream)
             self._args = args
             self._packed = self.kernel.bind_launch(self._args)
         if self._resident_on != self._device:
@@ -363,7 +363,7 @@ class MegaKernel:
         Launches are serialised: from several threads by a lock, and a launch
         on another stream than the previous one waits (stream-ordered, no host
         sync) for the work enqueued on that stream, so two launches never run
-        at once on the shared events, state and pointer table (docs/mega.md)."""
+        at once on the shared events, state and argument table (docs/mega.md)."""
         with self._launch_lock:
             # A new binding: every tensor bound, the buffers allocated
             # (and the default stream known) before anything is enqueued.

@@ -32,7 +32,7 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 }
 
 // The graph becomes a tile function of the same name whose arguments are
-// the five runtime buffers: the pointer table of the graph's 3 tensors, 90
+// the five runtime buffers: the argument table of the graph's 3 tensors, 90
 // table words, 1 event, 16 state words, 4 timeline words per entry. The
 // tensors themselves are described in the metadata (`tensors`).
 // CHECK-LABEL: func.func @step(
@@ -95,7 +95,7 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK:               "fence.acq_rel.gpu;"
 // The task switch: case 0 runs @copy on 2 units an instance (the grid has 4
 // units: no bounds check), with a barrier between units, on graph tensors 0
-// (x) and 1 (y) from the pointer table; case 1 runs @sum.
+// (x) and 1 (y) from the argument table; case 1 runs @sum.
 // CHECK:             scf.index_switch %{{.*}} {tile.exclusive_cases}
 // CHECK-NEXT:        case 0 {
 // CHECK:               %[[X:.*]] = mega.graph_arg %[[ARGS]][%c0{{.*}}] : memref<3xi64, #gpu.address_space<workgroup>> -> memref<256xf32>

@@ -1082,7 +1082,7 @@ func.func @graph_arg_strided(%t: memref<4xi64>) {
 
 func.func @graph_arg_past_the_table(%t: memref<4xi64>) {
   %c4 = arith.constant 4 : index
-  // expected-error @+1 {{slot 4 is outside the pointer table's 4 entries}}
+  // expected-error @+1 {{slot 4 is outside the argument table's 4 entries}}
   %x = mega.graph_arg %t[%c4] : memref<4xi64> -> memref<8xf32>
   return
 }

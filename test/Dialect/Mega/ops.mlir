@@ -172,7 +172,7 @@ mega.graph @scheduled(%a: memref<64xf32>, %b: memref<64xf32>) workers 2 {
       waits [@all] queue @jit {units_per_task = 8, instance_signals = [[]]}
 }
 
-// A graph tensor read from a persistent kernel's pointer table.
+// A graph argument read from a persistent kernel's argument table.
 // CHECK-LABEL: func.func @bound_tensor
 // CHECK: mega.graph_arg %{{.*}}[%{{.*}}] : memref<3xi64> -> memref<2048x8192xbf16>
 func.func @bound_tensor(%pointers: memref<3xi64>, %slot: index) {

@@ -458,7 +458,7 @@ LogicalResult GraphArgOp::verify() {
   auto table = cast<MemRefType>(getTable().getType());
   if (!(tile::isGlobal(table) || tile::isShared(table)) ||
       !table.getLayout().isIdentity())
-    return emitOpError() << "reads its pointer table from " << table
+    return emitOpError() << "reads its argument table from " << table
                          << ": the table must be a row-major global or shared "
                             "memref";
   Type result = getType();
@@ -466,7 +466,7 @@ LogicalResult GraphArgOp::verify() {
     return emitOpError() << "result " << result << ": " << kGraphArgRule;
   if (std::optional<int64_t> slot = getConstantIntValue(getSlot()))
     if (!table.isDynamicDim(0) && (*slot < 0 || *slot >= table.getDimSize(0)))
-      return emitOpError() << "slot " << *slot << " is outside the pointer table's "
+      return emitOpError() << "slot " << *slot << " is outside the argument table's "
                            << table.getDimSize(0) << " entries";
   return success();
 }

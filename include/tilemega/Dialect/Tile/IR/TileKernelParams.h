@@ -1,7 +1,7 @@
 //===- TileKernelParams.h - how a kernel's parameters are described -*- C++ -*-===//
 //
 // The artifact describes each tensor a kernel reaches (a kernel parameter,
-// or a persistent kernel's graph tensor reached through its pointer table)
+// or a persistent kernel's graph tensor reached through its argument table)
 // by name, role, dtype, shape, strides and alignment; the runtime checks
 // bound tensors against it. Both descriptions come from here.
 //
