@@ -304,10 +304,11 @@ class Engine:
     def _capture_launch(self):
         """The persistent kernel's launch captured once into a CUDA graph
         (its five buffers never change), or None where the capture fails.
-        Measured on the H200 inside a generation: replaying the graph costs
-        the host 7-16 us, the cooperative launch itself 50-64 us (the
-        driver's launch path is cold after start()'s copies and waits,
-        whatever the number of parameters)."""
+        Measured on the H200 inside generate (bench/generate_launch.py,
+        docs/results/generate_launch.json): the graph's launch 7.4 us of
+        host time, the cooperative launch itself 26.6 us for the same
+        Llama-3.2-1B artifact (the driver's launch path is cold after
+        start()'s copies and waits, whatever the number of parameters)."""
         from ..runtime import LaunchError
 
         self._torch.cuda.synchronize()
