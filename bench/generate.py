@@ -227,6 +227,38 @@ def main(argv=None):
                check_ours,
                time_ours, 0.0, metric="tokens")
     report.data["rows"][-1].update(state)
+
+    def sampled_row(label, **kw):
+        """The engine sampling at T = 0.8: what the pick's mode costs per
+        token (top-k <= 64 from each chunk's candidates; top-p alone or a
+        larger top-k filters the whole vocabulary, generation_bodies.
+        sample_filtered). Checked first: a seed reproduces its 128 tokens
+        and another seed changes them (each step's draw is checked against
+        float64 by examples/gpu_check.py)."""
+        kw.update(max_new_tokens=NEW, eos_token_id=[], temperature=0.8)
+        got = {}
+
+        def check():
+            e = engine["e"]
+            a = e.generate(prompt, seed=5, **kw)
+            return {"seed 5 twice differ": float(a != e.generate(prompt, seed=5, **kw)),
+                    "seeds 5 and 6 agree": float(a == e.generate(prompt, seed=6, **kw))}
+
+        def time_it():
+            e = engine["e"]
+            one = dict(kw, max_new_tokens=1)
+            ttft = sorted(timed(lambda: e.generate(prompt, seed=5, **one))[0] for _ in range(3))[1]
+            total = sorted(timed(lambda: e.generate(prompt, seed=5, **kw))[0] for _ in range(3))[1]
+            got.update(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1))
+            return got["ms_per_token"]
+
+        report.row(WORKLOAD, label, check, time_it, 0.0, metric="tokens")
+        report.data["rows"][-1].update(got)
+
+    sampled_row("tilemega engine sampling, top-k 50 top-p 0.9", top_k=50, top_p=0.9)
+    sampled_row("tilemega engine sampling, top-p 0.9 (whole vocabulary)", top_p=0.9)
+    sampled_row("tilemega engine sampling, top-k 200 (whole vocabulary)", top_k=200)
+
     def graph_row(name, make_step, role):
         """A step captured once into a CUDA graph, replayed once per
         position (the prompt walked as our engine walks it)."""

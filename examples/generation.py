@@ -206,7 +206,11 @@ def check_artifact(path, torch, seed=0):
     S = cfg.max_seq_len
     runs = [(str(p), p, None, 0, 1.0) for p in positions(cfg)] + [
         ("sampled", S // 2 + 3, 0.8, 0, 1.0), ("sampled top-k 50", S // 2 + 3, 0.8, 50, 1.0),
-        ("sampled top-k 64 top-p 0.6", 1, 1.5, 64, 0.6)]
+        ("sampled top-k 64 top-p 0.6", 1, 1.5, 64, 0.6),
+        # The whole vocabulary filtered (generation_bodies.sample_filtered).
+        ("sampled top-p 0.8", S // 2 + 3, 1.0, 0, 0.8),
+        ("sampled top-p 0.02", S - 2, 0.7, 0, 0.02),
+        ("sampled top-k 300", 1, 1.2, 300, 1.0)]
     for key, pos, temperature, top_k, top_p in runs:
         # The step generates the token after pos (given = pos + 1) when
         # there is room; at max_seq_len - 1 there is none (DONE, pos stays).
@@ -245,9 +249,10 @@ def check_loop(mk, cfg, tensors, torch, steps=6):
     S = cfg.max_seq_len
     names = ref.cache_names(cfg) + ["tokens", "gen", "sampling", "logits"]
     out = {"passed": True, "steps": steps}
-    for start, temperature, top_k in ((2, None, 0), (S - steps - 1, 1.3, 0), (40, 1.0, 20)):
+    for start, temperature, top_k, top_p in ((2, None, 0, 1.0), (S - steps - 1, 1.3, 0, 1.0),
+                                             (40, 1.0, 20, 0.9), (60, 0.9, 0, 0.7)):
         ref.set_state(tensors, start, given=start + 1, end=start + 1 + steps, eos=None,
-                      seed=99, temperature=temperature, top_k=top_k, top_p=0.9 if top_k else 1.0)
+                      seed=99, temperature=temperature, top_k=top_k, top_p=top_p)
         tensors["logits"].zero_()
         initial = {n: tensors[n].clone() for n in names}
         mk.set_step_limit(1)
@@ -264,7 +269,7 @@ def check_loop(mk, cfg, tensors, torch, steps=6):
         mk.set_step_limit(1)
         differ = [n for n in names if not torch.equal(tensors[n], single[n])]
         key = f"from {start}" + (f" sampled T={temperature}" if temperature else "") + \
-            (f" top-k {top_k} top-p 0.9" if top_k else "")
+            (f" top-k {top_k}" if top_k else "") + (f" top-p {top_p}" if top_p < 1 else "")
         gen = [int(v) for v in tensors["gen"].tolist()]
         out[key] = {"steps_done": done, "differ": differ[:6], "generated": gen[gs.GENERATED]}
         out["passed"] &= (done == steps and not differ and gen[gs.GENERATED] == steps

@@ -102,9 +102,10 @@ def parse_args(argv=None):
     parser.add_argument("--temperature", type=_temperature, default=0.0,
                         help="0 (default): greedy; > 0: sample from softmax(logits / T)")
     parser.add_argument("--top-k", type=int, default=None,
-                        help="sample from the k largest logits (1 to 64)")
+                        help="sample from the k largest logits (0: all)")
     parser.add_argument("--top-p", type=float, default=None,
-                        help="and of those from the smallest set of mass >= p (needs --top-k)")
+                        help="and of those from the smallest set of mass >= p (with --top-k "
+                             "over 64: not served)")
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
     args = parser.parse_args(argv)
     from .mega.engine import Engine

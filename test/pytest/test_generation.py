@@ -306,10 +306,13 @@ def test_the_engine_checks_its_sampling_settings():
     assert Engine._sampling(None, 50, 0.9) == [0.0, 0.0, 1.0]      # greedy ignores them
     assert Engine._sampling(0.5, None, None) == [2.0, 0.0, 1.0]
     assert Engine._sampling(0.5, 50, 0.9) == [2.0, 50.0, 0.9]
-    with pytest.raises(ValueError, match=r"top_k=65: 0 \(the whole vocabulary\) or an int in"):
-        Engine._sampling(0.7, 65, None)
-    with pytest.raises(ValueError, match="top_p=0.9 needs top_k in"):
-        Engine._sampling(0.7, None, 0.9)
+    assert Engine._sampling(0.5, 65, None) == [2.0, 65.0, 1.0]     # the whole vocabulary
+    assert Engine._sampling(0.5, None, 0.9) == [2.0, 0.0, 0.9]
+    with pytest.raises(ValueError, match=r"top_k=-1: 0 \(the whole vocabulary\) or a"):
+        Engine._sampling(0.7, -1, None)
+    with pytest.raises(ValueError, match="top_p=0.9 with top_k=65: the device applies top-p "
+                                         "within a top-k of at most 64"):
+        Engine._sampling(0.7, 65, 0.9)
     with pytest.raises(ValueError, match=r"top_p=0: a number in \(0, 1\]"):
         Engine._sampling(0.7, 5, 0)
     with pytest.raises(ValueError, match="temperature must be 0"):
@@ -328,6 +331,32 @@ def test_top_k_keeps_exactly_k_and_top_p_the_prefix_below_its_mass():
     assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.7))) == [0, 1]
     assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.95))) == [0, 1, 2]
     assert list(np.flatnonzero(sampled_set(four, 1.0, 4, 0.97))) == [0, 1, 2, 3]
+
+
+def test_the_filtered_rounds_find_the_largest_score_of_the_kept_set():
+    """sample_filtered's algorithm (generation_reference.filtered_pick, the
+    same rounds in float64) is the Gumbel-max of the set sampled_set keeps,
+    ties included (logits rounded to a few values), for top-p alone and a
+    large top-k, in few rounds."""
+    from tilemega.mega.generation_reference import filtered_pick, sampled_set
+    from tilemega.mega.philox import gumbel
+
+    rng = np.random.default_rng(0)
+    worst = 0
+    for trial in range(300):
+        V = int(rng.integers(2, 3000))
+        logits = rng.normal(size=V) * rng.uniform(0.1, 4)
+        if trial % 3 == 0:
+            logits = np.round(logits * 2) / 2          # many ties
+        inv_t = float(rng.uniform(0.3, 3))
+        top_k, top_p = [(0, float(rng.uniform(0.01, 0.99))),
+                        (int(rng.integers(1, V + 1)), 1.0)][trial % 2]
+        scores = logits * inv_t + gumbel(np.arange(V), trial, 7)
+        pick, rounds = filtered_pick(logits, scores, inv_t, top_k, top_p)
+        keep = sampled_set(logits, inv_t, top_k, top_p)
+        assert pick == int(np.argmax(np.where(keep, scores, -np.inf))), trial
+        worst = max(worst, rounds)
+    assert worst < 30
 
 
 def test_gumbel_max_within_the_kept_set_samples_its_renormalised_softmax():
@@ -627,8 +656,8 @@ def _cli(*args):
     (["--model", ".", "--prompt-ids", "1", "--temperature", "-1"], "0 (greedy) or in"),
     (["--model", ".", "--prompt-ids", "1", "--seed", "-5"], "must be in [0, 2^64)"),
     (["--model", ".", "--prompt-ids", "1", "--eos-id", "2,b"], "expected comma-separated"),
-    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-p", "0.5"],
-     "top_p=0.5 needs top_k in"),
+    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-p", "0.5",
+      "--top-k", "100"], "top_p=0.5 with top_k=100"),
 ])
 def test_cli_argument_errors(args, message, tmp_path):
     proc = _cli(*[str(tmp_path) if a == "." else a for a in args])

@@ -215,7 +215,7 @@ class Engine:
         """The sampling tensor's words for these settings (generation_bodies:
         1 / temperature or 0 for greedy, top-k or 0, top-p); ValueError for
         settings the device cannot serve."""
-        from .generation_bodies import MAX_TOP_K
+        from .generation_bodies import MAX_TOP_K, sampling_modes
 
         if temperature is None or temperature == 0:
             return [0.0, 0.0, 1.0]                  # greedy: top-k and top-p do not apply
@@ -224,16 +224,16 @@ class Engine:
             raise ValueError(f"temperature must be 0 (greedy) or a number in [1e-3, 1e3], "
                              f"got {temperature!r}")
         k = 0 if top_k is None else top_k
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_TOP_K:
-            raise ValueError(f"top_k={top_k!r}: 0 (the whole vocabulary) or an int in "
-                             f"[1, {MAX_TOP_K}] (the candidates the device keeps)")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"top_k={top_k!r}: 0 (the whole vocabulary) or a positive int")
         p = 1.0 if top_p is None else top_p
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
             raise ValueError(f"top_p={top_p!r}: a number in (0, 1]")
-        if p < 1 and k == 0:
-            raise ValueError(f"top_p={top_p!r} needs top_k in [1, {MAX_TOP_K}]: the device "
-                             "applies top-p within the top-k candidates (transformers' "
-                             "default is top_k=50)")
+        fast, noisy, whole = sampling_modes(1.0, k, float(p))
+        if not (fast or noisy):
+            raise ValueError(f"top_p={top_p!r} with top_k={top_k!r}: the device applies top-p "
+                             f"within a top-k of at most {MAX_TOP_K}, or over the whole "
+                             "vocabulary (top_k=0)")
         return [1.0 / float(temperature), float(k), float(p)]
 
     def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False,

@@ -315,6 +315,26 @@ SAMPLING_WORDS, INV_T, TOP_K, TOP_P = 3, 0, 1, 2
 # The largest top-k the device keeps candidates for: each chunk of the
 # logits hands its k largest to the pick, which takes the k largest of them.
 MAX_TOP_K = 64
+# Rounds of sample_filtered before it gives up (8 x 8: a loop that leaves
+# early); each round at least halves the expected mass left to search.
+FILTER_ROUNDS = (8, 8)
+
+
+def sampling_modes(inv_t, top_k, top_p):
+    """(fast, noisy, whole) for the sampling words, as T expressions of the
+    sampling tensor's words (the tasks) or as bools of numbers (the host):
+    fast: top-k from the chunks' candidates (1 <= k <= MAX_TOP_K, with any
+    top-p); noisy: Gumbel noise on every logit (sampling without those
+    candidates); whole: of those, the settings that filter the whole
+    vocabulary (top-p < 1 without top-k, or top-k over MAX_TOP_K), which
+    sample_filtered serves. Top-p within a top-k over MAX_TOP_K is none of
+    these (the host refuses it: engine.Engine._sampling)."""
+    sampled = inv_t > 0.0
+    fast = sampled & (top_k >= 1) & (top_k <= MAX_TOP_K)
+    large_k = (top_k > MAX_TOP_K) & (top_p >= 1.0)
+    noisy = sampled & ((top_k == 0) | large_k)
+    whole = noisy & (large_k | (top_p < 1.0))
+    return fast, noisy, whole
 
 
 def noise_counter(gen):
@@ -350,7 +370,11 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
     sample of softmax(logits / T). With top-k (sampling[TOP_K] = k >= 1)
     the chunk instead hands its k largest logits, largest first (ties: the
     lower index first), to cand[(u*MAX_TOP_K + r)*2], [.. + 1]: value and
-    index. The last chunk is masked past V. Ties pick the lowest index, as
+    index. When the pick filters the whole vocabulary (filtered(): top-p
+    without top-k, or top-k over MAX_TOP_K), the scores are the noisy ones
+    and the chunk also writes them to scores [V] f32, and its largest raw
+    logit and the first index holding it to cand[u*MAX_TOP_K*2], [.. + 1].
+    The last chunk is masked past V. Ties pick the lowest index, as
     torch.argmax does."""
     chunk = argmax_chunk(V, threads)
     units = -(-V // chunk)
@@ -360,7 +384,8 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
     def partial(logits: T.Tensor((V,), "bfloat16"), gen: T.Tensor((W,), "int32"),
                 sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
                 best: T.Tensor((2 * units,), "float32"),
-                cand: T.Tensor((units * K * 2,), "float32")):
+                cand: T.Tensor((units * K * 2,), "float32"),
+                scores: T.Tensor((V,), "float32")):
         with T.Kernel(units, threads=threads) as u:
             x = T.alloc_fragment((1, chunk), "float32")
             at = T.alloc_fragment((1, chunk), "float32")
@@ -371,9 +396,10 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
                 x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
             inv_t = sampling[INV_T]
             top_k = T.cast(sampling[TOP_K], "int32")
+            fast, noisy, whole = sampling_modes(inv_t, top_k, sampling[TOP_P])
             # Top-k: the chunk's k largest, one extraction a round (a loop of
-            # k trips; none unless top-k sampling).
-            for r in T.serial(T.if_then_else(inv_t > 0.0, top_k, 0)):
+            # k trips; none unless top-k sampling with k <= MAX_TOP_K).
+            for r in T.serial(T.if_then_else(fast, top_k, 0)):
                 first_of_max(x, at, top, first, u * chunk)
                 for i in T.Parallel(1):
                     cand[(u * K + r) * 2] = top[i]
@@ -381,13 +407,22 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
                 for i, j in T.Parallel(1, chunk):
                     x[i, j] = T.if_then_else(T.cast(u * chunk + j, "float32") == first[i],
                                              -T.infinity("float32"), x[i, j])
-            # Temperature alone: the noise (greedy steps skip it: a loop of
-            # zero or one trip).
-            for _ in T.serial(T.if_then_else((inv_t > 0.0) & (top_k == 0), 1, 0)):
+            # The whole vocabulary filtered: the pick's reference logit
+            # (the largest) and its fallback token (the first holding it).
+            for _ in T.serial(T.if_then_else(whole, 1, 0)):
+                first_of_max(x, at, top, first, u * chunk)
+                for i in T.Parallel(1):
+                    cand[u * K * 2] = top[i]
+                    cand[u * K * 2 + 1] = first[i]
+            # No candidates: the noise (greedy steps skip it: a loop of zero
+            # or one trip).
+            for _ in T.serial(T.if_then_else(noisy, 1, 0)):
                 pos, k0, k1 = noise_counter(gen)
                 for i, j in T.Parallel(1, chunk):
                     token = T.cast(u * chunk + j, "int64")
                     x[i, j] = x[i, j] * inv_t + gumbel_noise(token, pos, k0, k1)
+            for _ in T.serial(T.if_then_else(whole, 1, 0)):
+                T.copy(x, scores.view(1, V)[0, u * chunk])
             first_of_max(x, at, top, first, u * chunk)
             for i in T.Parallel(1):
                 best[2 * u] = top[i]
@@ -398,6 +433,9 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
                            units - 1, units),                      # the last, maybe short
                     Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, SAMPLING_WORDS),
                     Access("write", 3, 2, 0, 2), Access("write", 4, 2 * K, 0, 2 * K))
+    short = V - (units - 1) * chunk
+    foot += ((Access("write", 5, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()) + \
+        (Access("write", 5, 0, (units - 1) * chunk, short, units - 1, units),)
     return t_body(f"argmax_partial_{V}_c{chunk}", partial, units, foot, threads, emit)
 
 
@@ -407,7 +445,9 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
     tokens [S] i32, gen [GEN_WORDS] i32). The pick is the lowest index
     among the partials' equal maxima; with top-k sampling (sampling[TOP_K]
     = k >= 1) it is drawn from the k largest logits of the partials'
-    candidates (sample_top_k); then gen and tokens change as
+    candidates (sample_top_k), and when the whole vocabulary is filtered
+    (sampling_modes) from logits [V] and the noisy scores [V] of the
+    partials (sample_filtered); then gen and tokens change as
     generation_state.advance says. One thread writes the state (a parallel
     over shared tiles runs each element once)."""
     W, K = gs.GEN_WORDS, MAX_TOP_K
@@ -416,7 +456,8 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
     def pick(best: T.Tensor((2 * units,), "float32"),
              cand: T.Tensor((units * K * 2,), "float32"),
              sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
-             tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32")):
+             tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32"),
+             logits: T.Tensor((V,), "bfloat16"), scores: T.Tensor((V,), "float32")):
         with T.Kernel(1, threads=threads) as u:
             top = T.alloc_fragment((1, n), "float32")
             at = T.alloc_fragment((1, n), "float32")
@@ -438,8 +479,12 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
             for i in T.Parallel(1):
                 pick_s[0] = T.cast(first[i], "int32")   # every holder, the same value
             inv_t, top_k = sampling[INV_T], T.cast(sampling[TOP_K], "int32")
-            for _ in T.serial(T.if_then_else((inv_t > 0.0) & (top_k > 0), 1, 0)):
+            fast, _, whole = sampling_modes(inv_t, top_k, sampling[TOP_P])
+            for _ in T.serial(T.if_then_else(fast, 1, 0)):
                 sample_top_k(cand, units, threads, inv_t, top_k, sampling[TOP_P], gen, pick_s)
+            for _ in T.serial(T.if_then_else(whole, 1, 0)):
+                sample_filtered(logits, scores, cand, units, threads, inv_t, top_k,
+                                sampling[TOP_P], pick_s)
             T.copy(gen, state)
             p, given, end = state[gs.POS], state[gs.GIVEN], state[gs.END]
             live = state[gs.DONE] == 0
@@ -468,7 +513,8 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
     foot = (Access("read", 0, 0, 0, 2 * units), Access("read", 1, 0, 0, units * K * 2),
             Access("read", 2, 0, 0, SAMPLING_WORDS),
             Access("read", 3, 0, 0, S), Access("write", 3, 0, 0, S),
-            Access("read", 4, 0, 0, W), Access("write", 4, 0, 0, W))
+            Access("read", 4, 0, 0, W), Access("write", 4, 0, 0, W),
+            Access("read", 5, 0, 0, V), Access("read", 6, 0, 0, V))
     return t_body(f"pick_advance_{V}_s{S}_u{units}", pick, 1, foot, threads, emit)
 
 
@@ -547,3 +593,120 @@ def sample_top_k(cand, units, threads, inv_t, top_k, top_p, gen, pick_s):
     for i in T.Parallel(1):
         # first < top_k: rank 0 is always kept (clamped all the same).
         pick_s[0] = T.cast(si[T.min(T.cast(first[i], "int32"), K - 1)], "int32")
+
+
+def filter_chunk(V, threads):
+    """Logits a sample_filtered pass takes at a time: 8 per thread."""
+    return min(8 * threads, -(-V // threads) * threads)
+
+
+def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, pick_s):
+    """Inside pick_advance, for top-p without top-k or top-k over MAX_TOP_K
+    (sampling_modes' `whole`): pick_s[0] = the largest noisy score
+    (argmax_partial's logit / T + Gumbel noise) among the kept tokens, the
+    set sample_top_k keeps but ranked over the whole vocabulary (logits
+    descending, ties by the lower index): a token stays while fewer than k
+    rank above it and, with top_p < 1, the mass ranked above it is below
+    top_p of the whole mass. That is a sample of the renormalised softmax
+    of the kept set, the same draw as a sort would give, found without one:
+
+    The kept set is a prefix of the ranking. pick_s[0] holds the largest
+    score of all (the partials'); a pass over the vocabulary counts the
+    tokens and the mass ranked above the candidate s and finds the largest
+    score among them. If s is kept it is the pick; if not, nothing ranked
+    below s is kept either, and the largest score ranked above s is the
+    next candidate. Each round leaves, in expectation, at most half of the
+    mass still searched, so ln(mass / kept mass) + 1 rounds are expected
+    (about 8 for top-k 100 of a flat 128k vocabulary); after
+    FILTER_ROUNDS[0] * FILTER_ROUNDS[1] rounds (odds below 1e-20 for any
+    vocabulary under 2^24) the pick is the top-ranked token, which is
+    always kept. The passes run on this one block: mass terms are
+    exp((logit - largest) / T), the largest from the partials' raw maxima
+    in cand[u*MAX_TOP_K*2], [.. + 1]."""
+    K = MAX_TOP_K
+    V = logits.shape[0]
+    CH = filter_chunk(V, threads)
+    passes = -(-V // CH)
+    n = -(-units // threads) * threads
+    big = float(1 << 24)
+    ninf = -T.infinity("float32")
+    # The largest logit and the first token holding it (the fallback).
+    raw = T.alloc_fragment((1, n), "float32")
+    at = T.alloc_fragment((1, n), "float32")
+    most = T.alloc_fragment((1,), "float32")
+    first = T.alloc_fragment((1,), "float32")
+    for i, j in T.Parallel(1, n):
+        raw[i, j] = T.if_then_else(j < units, cand[T.min(j, units - 1) * K * 2], ninf)
+    T.reduce_max(raw, most, dim=1)
+    for i, j in T.Parallel(1, n):
+        at[i, j] = T.if_then_else((j < units) & (raw[i, j] == most[i]),
+                                  cand[T.min(j, units - 1) * K * 2 + 1], big)
+    T.reduce_min(at, first, dim=1)
+    lmax_s = T.alloc_shared((1,), "float32")
+    top0_s = T.alloc_shared((1,), "int32")
+    done_s = T.alloc_shared((1,), "int32")
+    for i in T.Parallel(1):
+        lmax_s[0] = most[i]
+        top0_s[0] = T.cast(first[i], "int32")
+        done_s[0] = 0
+    keep_k = T.cast(T.if_then_else(top_k > 0, top_k, V), "float32")
+    x = T.alloc_fragment((1, CH), "float32")
+    y = T.alloc_fragment((1, CH), "float32")
+    acc_mass = T.alloc_fragment((1, CH), "float32")    # every token's
+    acc_above = T.alloc_fragment((1, CH), "float32")   # ranked above s: mass,
+    acc_count = T.alloc_fragment((1, CH), "float32")   # count,
+    acc_best = T.alloc_fragment((1, CH), "float32")    # largest score,
+    acc_at = T.alloc_fragment((1, CH), "float32")      # its first token
+    mass = T.alloc_fragment((1,), "float32")
+    above = T.alloc_fragment((1,), "float32")
+    count = T.alloc_fragment((1,), "float32")
+    best = T.alloc_fragment((1,), "float32")
+    best_at = T.alloc_fragment((1,), "float32")
+    outer, inner = FILTER_ROUNDS
+    for _ in T.serial(outer):
+        for _ in T.serial(T.if_then_else(done_s[0] == 0, inner, 0)):
+            for _ in T.serial(T.if_then_else(done_s[0] == 0, 1, 0)):
+                s = pick_s[0]
+                ls = T.cast(logits[s], "float32")
+                lmax = lmax_s[0]
+                for i, j in T.Parallel(1, CH):
+                    acc_mass[i, j] = 0.0
+                    acc_above[i, j] = 0.0
+                    acc_count[i, j] = 0.0
+                    acc_best[i, j] = ninf
+                    acc_at[i, j] = big
+                # Per-thread sums over the passes (no barrier inside),
+                # reduced once after them.
+                for c in T.serial(passes):
+                    T.copy(logits.view(1, V)[0, c * CH], x)
+                    T.copy(scores.view(1, V)[0, c * CH], y)
+                    for i, j in T.Parallel(1, CH):
+                        t = c * CH + j
+                        ok = t < V
+                        e = T.if_then_else(ok, T.exp((x[i, j] - lmax) * inv_t), 0.0)
+                        up = ok & ((x[i, j] > ls) | ((x[i, j] == ls) & (t < s)))
+                        acc_mass[i, j] = acc_mass[i, j] + e
+                        acc_above[i, j] = acc_above[i, j] + T.if_then_else(up, e, 0.0)
+                        acc_count[i, j] = acc_count[i, j] + T.if_then_else(up, 1.0, 0.0)
+                        # Earlier passes hold lower tokens: a strict > keeps
+                        # the first of equal scores.
+                        better = up & (y[i, j] > acc_best[i, j])
+                        acc_at[i, j] = T.if_then_else(better, T.cast(t, "float32"),
+                                                      acc_at[i, j])
+                        acc_best[i, j] = T.if_then_else(better, y[i, j], acc_best[i, j])
+                T.reduce_sum(acc_mass, mass, dim=1)
+                T.reduce_sum(acc_above, above, dim=1)
+                T.reduce_sum(acc_count, count, dim=1)
+                T.reduce_max(acc_best, best, dim=1)
+                for i, j in T.Parallel(1, CH):
+                    acc_at[i, j] = T.if_then_else(acc_best[i, j] == best[i], acc_at[i, j], big)
+                T.reduce_min(acc_at, best_at, dim=1)
+                for i in T.Parallel(1):
+                    kept = (count[i] < keep_k) & ((top_p >= 1.0) | (above[i] < top_p * mass[i]))
+                    done_s[0] = T.cast(T.if_then_else(kept, 1, 0), "int32")
+                    # Rejected: s ranks below the whole kept set, which
+                    # ranks above it, so count > 0 and best_at is a token.
+                    pick_s[0] = T.if_then_else(kept, s, T.cast(T.min(best_at[i], float(V - 1)),
+                                                             "int32"))
+    for i in T.Parallel(1):
+        pick_s[0] = T.if_then_else(done_s[0] == 1, pick_s[0], top0_s[0])

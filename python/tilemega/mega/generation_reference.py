@@ -346,21 +346,42 @@ def check_step(cfg, tensors, before, expected, tolerance=None, row_tolerance=Non
 
 
 def sampled_set(logits, inv_t, top_k, top_p):
-    """The tokens a sampled step may draw (a bool mask): all of them, or the
-    top_k largest (ties by the lower index, as torch.topk) and of those the
-    ones whose mass ranked above is below top_p of the kept mass
-    (generation_bodies.sample_top_k), in float64."""
+    """The tokens a sampled step may draw (a bool mask): the top_k largest
+    (all when top_k is 0; ties by the lower index, as torch.topk) and of
+    those the ones whose mass ranked above is below top_p of their mass
+    (generation_bodies.sample_top_k and sample_filtered), in float64."""
     logits = np.asarray(logits, dtype=np.float64)
     keep = np.ones(logits.size, dtype=bool)
-    if top_k <= 0:
+    if top_k <= 0 and top_p >= 1:
         return keep
-    order = np.lexsort((np.arange(logits.size), -logits))[:top_k]
+    k = logits.size if top_k <= 0 else min(top_k, logits.size)
+    order = np.lexsort((np.arange(logits.size), -logits))[:k]
     p = np.exp((logits[order] - logits[order[0]]) * inv_t)
     above = np.concatenate([[0.0], np.cumsum(p)[:-1]])
-    kept = order[(np.arange(top_k) == 0) | (above < top_p * p.sum())]
+    kept = order[(np.arange(k) == 0) | (above < top_p * p.sum())]
     keep[:] = False
     keep[kept] = True
     return keep
+
+
+def filtered_pick(logits, scores, inv_t, top_k, top_p, rounds=64):
+    """generation_bodies.sample_filtered's rounds in float64, for the tests:
+    from the largest score, while the candidate is not kept (k or more
+    tokens, or top_p of the mass or more, ranked above it), the next
+    candidate is the largest score ranked above it. Returns (pick, rounds
+    taken); the pick is the argmax of the scores over sampled_set."""
+    logits = np.asarray(logits, dtype=np.float64)
+    scores = np.asarray(scores, dtype=np.float64)
+    idx = np.arange(logits.size)
+    e = np.exp((logits - logits.max()) * inv_t)
+    k = logits.size if top_k <= 0 else top_k
+    s = int(np.argmax(scores))
+    for r in range(rounds):
+        up = (logits > logits[s]) | ((logits == logits[s]) & (idx < s))
+        if up.sum() < k and (top_p >= 1 or e[up].sum() < top_p * e.sum()):
+            return s, r + 1
+        s = int(np.argmax(np.where(up, scores, -np.inf)))
+    return int(np.lexsort((idx, -logits))[0]), rounds
 
 
 def gumbel_of(words, vocab):

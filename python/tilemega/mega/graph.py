@@ -380,8 +380,8 @@ class Graph:
     def pick_next(self, logits, tokens, gen, sampling, name=None):
         """The next token: the first index of the largest logit (greedy), or
         a sample when sampling[0] = 1/T > 0 (generation_state.py), appended
-        to tokens and the state advanced, in two tasks through a scratch
-        tensor of per-chunk maxima."""
+        to tokens and the state advanced, in two tasks through scratch
+        tensors of per-chunk maxima, top-k candidates and noisy scores."""
         self._need("pick_next", "logits", logits, rank=1)
         self._need("pick_next", "tokens", tokens, rank=1, dtype="int32")
         V = logits.size
@@ -391,14 +391,16 @@ class Graph:
         self._check_args("pick_next", part, [("logits", logits)])
         best = self.scratch(f"{logits.name}.best", part.args[3][1], "float32")
         cand = self.scratch(f"{logits.name}.candidates", part.args[4][1], "float32")
+        scores = self.scratch(f"{logits.name}.scores", part.args[5][1], "float32")
         base = name or "pick"
         self._need("pick_next", "sampling", sampling, rank=1, dtype="float32")
         self._task("pick_next", f"{base}_partial", part,
                    [("logits", logits), ("gen", gen), ("sampling", sampling), ("best", best),
-                    ("cand", cand)])
+                    ("cand", cand), ("scores", scores)])
         return self._task("pick_next", f"{base}_advance", pick,
                           [("best", best), ("cand", cand), ("sampling", sampling),
-                           ("tokens", tokens), ("gen", gen)])
+                           ("tokens", tokens), ("gen", gen), ("logits", logits),
+                           ("scores", scores)])
 
     def silu_mul(self, gu, a, chunk=None, name=None):
         """a = silu(gu[:I]) * gu[I:], I = a.size."""
