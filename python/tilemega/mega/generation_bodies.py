@@ -318,6 +318,8 @@ MAX_TOP_K = 64
 # Rounds of sample_filtered before it gives up (8 x 8: a loop that leaves
 # early); each round at least halves the expected mass left to search.
 FILTER_ROUNDS = (8, 8)
+# Chunks of the logits and scores in flight in one sample_filtered round.
+FILTER_STAGES = 6
 
 
 def sampling_modes(inv_t, top_k, top_p):
@@ -650,8 +652,8 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
         top0_s[0] = T.cast(first[i], "int32")
         done_s[0] = 0
     keep_k = T.cast(T.if_then_else(top_k > 0, top_k, V), "float32")
-    x = T.alloc_fragment((1, CH), "float32")
-    y = T.alloc_fragment((1, CH), "float32")
+    x = T.alloc_shared((1, CH), "bfloat16")
+    y = T.alloc_shared((1, CH), "float32")
     acc_mass = T.alloc_fragment((1, CH), "float32")    # every token's
     acc_above = T.alloc_fragment((1, CH), "float32")   # ranked above s: mass,
     acc_count = T.alloc_fragment((1, CH), "float32")   # count,
@@ -675,16 +677,18 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
                     acc_count[i, j] = 0.0
                     acc_best[i, j] = ninf
                     acc_at[i, j] = big
-                # Per-thread sums over the passes (no barrier inside),
-                # reduced once after them.
-                for c in T.serial(passes):
+                # Per-thread sums over the chunks, reduced once after them;
+                # the chunks stream through FILTER_STAGES shared buffers (one
+                # block reads the whole vocabulary: the copies must overlap).
+                for c in T.Pipelined(passes, num_stages=FILTER_STAGES):
                     T.copy(logits.view(1, V)[0, c * CH], x)
                     T.copy(scores.view(1, V)[0, c * CH], y)
                     for i, j in T.Parallel(1, CH):
                         t = c * CH + j
                         ok = t < V
-                        e = T.if_then_else(ok, T.exp((x[i, j] - lmax) * inv_t), 0.0)
-                        up = ok & ((x[i, j] > ls) | ((x[i, j] == ls) & (t < s)))
+                        xv = T.cast(x[i, j], "float32")
+                        e = T.if_then_else(ok, T.exp((xv - lmax) * inv_t), 0.0)
+                        up = ok & ((xv > ls) | ((xv == ls) & (t < s)))
                         acc_mass[i, j] = acc_mass[i, j] + e
                         acc_above[i, j] = acc_above[i, j] + T.if_then_else(up, e, 0.0)
                         acc_count[i, j] = acc_count[i, j] + T.if_then_else(up, 1.0, 0.0)

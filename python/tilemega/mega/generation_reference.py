@@ -358,7 +358,9 @@ def sampled_set(logits, inv_t, top_k, top_p):
     order = np.lexsort((np.arange(logits.size), -logits))[:k]
     p = np.exp((logits[order] - logits[order[0]]) * inv_t)
     above = np.concatenate([[0.0], np.cumsum(p)[:-1]])
-    kept = order[(np.arange(k) == 0) | (above < top_p * p.sum())]
+    # top_p = 1 keeps the k (as transformers, which then has no top-p
+    # warper), also tokens whose mass underflows.
+    kept = order[(np.arange(k) == 0) | (top_p >= 1) | (above < top_p * p.sum())]
     keep[:] = False
     keep[kept] = True
     return keep
