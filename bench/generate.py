@@ -216,7 +216,8 @@ def main(argv=None):
         torch.cuda.synchronize()
         e.kernel.check()
         state.update(ttft_ms=ttft, ms_per_token=(total - ttft) / (NEW - 1),
-                     launches_per_generation=1,
+                     launches_per_generation=1, launch_captured=e._graph is not None,
+                     launch_capture_error=e.launch_capture_error,
                      host_us_launch_in_generate=sorted(host)[2],
                      host_us_launch_in_generate_all=sorted(host),
                      host_us_launch_device_idle=sorted(idle)[2],

@@ -17,7 +17,7 @@ for kind, name, S in (("llama", "gen_llama1b", 4096), ("qwen2", "gen_qwen2", 204
     e = Engine.from_model(model, max_seq_len=S, artifact=f"out/{name}.json",
                           prefill=f"out/prefill_{name}.json")
     del model
-    r = {"captured": e._graph is not None}
+    r = {"captured": e._graph is not None, "capture_error": e.launch_capture_error}
     prompt = list(range(1, 512))
     graph = e._graph
     for label, g in (("graph", graph), ("direct", None)):

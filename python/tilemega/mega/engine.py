@@ -145,6 +145,7 @@ class Engine:
         # Buffers allocated, residency checked and the launch packed now, not
         # inside the first generation.
         self.kernel.prepare()
+        self.launch_capture_error = None  # why the launch runs uncaptured, if it does
         self._graph = self._capture_launch()
         self._limit = None
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
@@ -314,7 +315,10 @@ class Engine:
         self._torch.cuda.synchronize()
         try:
             return self.kernel.capture(self._run_handle)
-        except LaunchError:
+        except LaunchError as exc:
+            # Generations still run, by the direct launch; the reason stays
+            # visible (benchmarks record it beside the launch's host time).
+            self.launch_capture_error = str(exc)
             return None
         finally:
             self._torch.cuda.synchronize()
