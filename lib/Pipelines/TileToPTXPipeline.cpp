@@ -9,6 +9,7 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -46,7 +47,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   tile::TilePipelineOptions pipelining;
   pipelining.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
-  pm.addPass(createConvertTileToGPU());
+  ConvertTileToGPUOptions toGPU;
+  toGPU.wgmma = options.wgmma;
+  pm.addPass(createConvertTileToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -73,6 +76,10 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   toNVVM.useBarePtrCallConv = true;
   toNVVM.indexBitwidth = 64;
   gpuPm.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
+  gpuPm.addPass(createAlignDynamicSharedMemory());
+  // NVVM ops that LLVM has no intrinsic for (wgmma.mma_async) become their
+  // PTX, written by MLIR's own op definitions.
+  gpuPm.addPass(createConvertNVVMToLLVMPass());
   gpuPm.addPass(LLVM::createNVVMOptimizeForTargetPass());
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());

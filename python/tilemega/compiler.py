@@ -160,6 +160,15 @@ def _write_repro(text: str, options: str) -> str:
 
 _REGISTERS = re.compile(
     r"Compiling entry function '(\w+)'.*?Used (\d+) registers", re.S)
+# ptxas serialising a wgmma pipeline (C7509-C7515: an extern call, a
+# non-inlined call, too few registers, non-wgmma writes to the accumulators
+# ...): the kernel still runs, at a fraction of its speed.
+_WGMMA_SERIALISED = re.compile(r"^.*\bC75(?:09|1[0-5])\b.*$", re.M)
+
+
+def wgmma_serialisation_warnings(ptxas_log: str) -> List[str]:
+    """The lines of a ptxas log that report a serialised wgmma pipeline."""
+    return _WGMMA_SERIALISED.findall(ptxas_log)
 
 
 def _assemble(ptx: str, chip: str, ptxas: str):
@@ -171,6 +180,10 @@ def _assemble(ptx: str, chip: str, ptxas: str):
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise CompileError(f"ptxas rejected the generated PTX:\n{proc.stderr}")
+        serialised = wgmma_serialisation_warnings(proc.stderr)
+        if serialised:
+            raise CompileError("ptxas serialised a wgmma pipeline (a kernel that runs at a "
+                               "fraction of its speed):\n" + "\n".join(serialised))
         with open(out, "rb") as f:
             return f.read(), proc.stderr
 
@@ -224,7 +237,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
-            mega_prefetch_depth: int = 1) -> CompiledModule:
+            mega_prefetch_depth: int = 1, wgmma: bool = False) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -233,6 +246,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     mega_*: options of mega graphs (docs/mega.md): the queue policy (auto,
         aot or jit), per-task timestamps, the watchdog, the resident CTAs
         (None: the chip's SM count, `target_info(chip)["sm_count"]`).
+    wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
+        wgmma.mma_async (sm_90a only; experimental: not yet checked on the
+        GPU, so off by default).
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -259,7 +275,13 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     max_ctas = target["sm_count"] if mega_max_ctas is None else int(mega_max_ctas)
     if max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
+    if not isinstance(wgmma, bool):
+        raise ValueError(f"wgmma must be a bool, got {wgmma!r}")
+    if wgmma and chip != "sm_90a":
+        raise ValueError(f"wgmma=True needs chip='sm_90a' (wgmma is Hopper's), got {chip!r}")
     options = f"chip={chip} features={features} opt-level={opt_level}"
+    if wgmma:
+        options += " wgmma=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth))
     if mega != ("auto", False, 2000, target["sm_count"], 0, 1):

@@ -38,13 +38,36 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "Lower the tile.gemm ops that tile::chooseWgmma accepts to Hopper's "
+           "wgmma.mma_async (sm_90a only), their operand tiles aligned to the "
+           "1024-byte swizzle period. Off by default: not yet checked on the "
+           "GPU.">
+  ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect",
+    "::mlir::scf::SCFDialect", "::mlir::LLVM::LLVMDialect",
     "::mlir::memref::MemRefDialect", "::mlir::vector::VectorDialect",
     "::mlir::arith::ArithDialect", "::mlir::nvgpu::NVGPUDialect",
     "::mlir::NVVM::NVVMDialect"
   ];
+}
+
+def AlignDynamicSharedMemory
+    : Pass<"tilemega-align-dynamic-shared-memory", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Raise the dynamic shared memory's alignment to what its tiles need";
+  let description = [{
+    `convert-tile-to-gpu` places shared tiles at offsets of the one dynamic
+    shared-memory buffer; tiles that the hardware addresses by their absolute
+    shared address (wgmma's 128-byte swizzle repeats every 1024 bytes) need
+    the buffer itself aligned as their offsets are. The conversion records
+    that alignment as `tilemega.shared_alignment` on the gpu.module; after
+    `convert-gpu-to-nvvm`, this pass sets it on the buffer's
+    `llvm.mlir.global` (`.extern .shared .align N` in the PTX). Modules
+    without the attribute are left alone.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {

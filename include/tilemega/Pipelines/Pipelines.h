@@ -30,6 +30,12 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("What gpu.binary holds: isa (PTX text), bin (cubin, "
                      "needs ptxas) or fatbin"),
       llvm::cl::init("isa")};
+  PassOptions::Option<bool> wgmma{
+      *this, "wgmma",
+      llvm::cl::desc("Lower qualifying tile.gemm ops to Hopper's "
+                     "wgmma.mma_async (sm_90a; experimental, not yet checked "
+                     "on the GPU)"),
+      llvm::cl::init(false)};
   // Mega-kernels (graphs in the module): see docs/mega.md.
   PassOptions::Option<std::string> megaPolicy{
       *this, "mega-policy",

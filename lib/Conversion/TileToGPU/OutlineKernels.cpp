@@ -11,6 +11,7 @@
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -86,7 +87,8 @@ static std::optional<int64_t> getExclusiveGroup(Operation *op) {
 }
 
 LogicalResult tile_to_gpu::outlineTileKernels(
-    ModuleOp module, DenseMap<Operation *, KernelLoweringState> &states) {
+    ModuleOp module, DenseMap<Operation *, KernelLoweringState> &states,
+    bool wgmma) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   SmallVector<Attribute> kernelsMetadata;
@@ -159,9 +161,33 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     // kernel's task switch, which never run at once) share one region.
     KernelLoweringState &state = states[gpuFunc];
     state.numThreads = kernel.getThreads();
+    state.wgmma = wgmma;
+    // wgmma reads its operand tiles by absolute shared address under the
+    // 128-byte swizzle: they start on the swizzle's 1024-byte period, and so
+    // must the buffer (tilemega-align-dynamic-shared-memory).
+    llvm::SmallPtrSet<Operation *, 4> periodAligned;
+    if (wgmma)
+      gpuFunc.walk([&](tile::GemmOp gemm) {
+        if (!tile::chooseWgmma(gemm, getFragmentLayout(gemm.getC()))
+                 .usesTensorCores())
+          return;
+        for (Value operand : {gemm.getA(), gemm.getB()}) {
+          auto alloc = operand.getDefiningOp<tile::AllocSharedOp>();
+          if (!alloc)
+            alloc = tile::getMultiBufferedAlloc(operand);
+          if (alloc)
+            periodAligned.insert(alloc);
+        }
+      });
+    if (!periodAligned.empty())
+      gpuModule->setAttr(kSharedAlignmentAttrName,
+                         b.getI64IntegerAttr(tile::kWgmmaSwizzleAlign));
     int64_t sharedBytes = 0;
     auto reserve = [&](Operation *op, int64_t bytes) {
-      sharedBytes = llvm::alignTo(sharedBytes, kSharedAlignment);
+      sharedBytes = llvm::alignTo(sharedBytes,
+                                  periodAligned.contains(op)
+                                      ? tile::kWgmmaSwizzleAlign
+                                      : kSharedAlignment);
       state.sharedOffsets[op] = sharedBytes;
       sharedBytes += bytes;
     };

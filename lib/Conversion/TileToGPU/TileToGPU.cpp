@@ -24,10 +24,12 @@ namespace {
 
 struct ConvertTileToGPUPass
     : public tilemega::impl::ConvertTileToGPUBase<ConvertTileToGPUPass> {
+  using ConvertTileToGPUBase::ConvertTileToGPUBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     DenseMap<Operation *, KernelLoweringState> states;
-    if (failed(outlineTileKernels(module, states)))
+    if (failed(outlineTileKernels(module, states, wgmma)))
       return signalPassFailure();
 
     for (auto &[op, state] : states) {
@@ -73,6 +75,7 @@ struct ConvertTileToGPUPass
     populateAsyncCopyPatterns(patterns, converter, state);
     populateReducePatterns(patterns, converter, state);
     populateMmaGemmPatterns(patterns, converter, state);
+    populateWgmmaGemmPatterns(patterns, converter, state);
     return applyPartialConversion(func, target, std::move(patterns));
   }
 };

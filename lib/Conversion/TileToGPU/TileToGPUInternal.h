@@ -17,6 +17,8 @@ using tile::ThreadOwnership;
 /// What the patterns of one kernel share.
 struct KernelLoweringState {
   int64_t numThreads = 0;
+  /// convert-tile-to-gpu's `wgmma` option: the Hopper gemm lowering is on.
+  bool wgmma = false;
   /// Byte offset of every tile.alloc_shared in the dynamic shared memory.
   DenseMap<Operation *, int64_t> sharedOffsets;
 };
@@ -25,8 +27,8 @@ struct KernelLoweringState {
 template <typename OpTy>
 struct TileLoweringPattern : public OpConversionPattern<OpTy> {
   TileLoweringPattern(TypeConverter &converter, MLIRContext *ctx,
-                      KernelLoweringState &state)
-      : OpConversionPattern<OpTy>(converter, ctx), state(state) {}
+                      KernelLoweringState &state, PatternBenefit benefit = 1)
+      : OpConversionPattern<OpTy>(converter, ctx, benefit), state(state) {}
   KernelLoweringState &state;
 };
 
@@ -40,7 +42,13 @@ Attribute getFragmentLayout(Value original);
 /// `states` receives one entry per kernel.
 LogicalResult
 outlineTileKernels(ModuleOp module,
-                   DenseMap<Operation *, KernelLoweringState> &states);
+                   DenseMap<Operation *, KernelLoweringState> &states,
+                   bool wgmma);
+
+/// The gpu.module attribute (i64) holding the alignment its dynamic shared
+/// memory needs beyond the default (tilemega-align-dynamic-shared-memory).
+inline constexpr llvm::StringLiteral kSharedAlignmentAttrName =
+    "tilemega.shared_alignment";
 
 /// Inserts gpu.barrier around tile ops that write shared memory.
 void insertSharedMemoryBarriers(gpu::GPUFuncOp func);
@@ -136,6 +144,11 @@ void populateReducePatterns(RewritePatternSet &patterns,
 void populateMmaGemmPatterns(RewritePatternSet &patterns,
                              TypeConverter &converter,
                              KernelLoweringState &state);
+/// tile.gemm on Hopper's wgmma.mma_async, when the `wgmma` option is on and
+/// tile::chooseWgmma accepts it (WgmmaGemmPatterns.cpp); ahead of mma.sync.
+void populateWgmmaGemmPatterns(RewritePatternSet &patterns,
+                               TypeConverter &converter,
+                               KernelLoweringState &state);
 
 /// Shared-memory bytes a tile.reduce needs to combine the partial results of
 /// warps along the reduced dimension (0 when one warp covers it). Layouts

@@ -3,6 +3,7 @@
 #ifndef TILEMEGA_CONVERSION_TILETOGPU_TILETOGPU_H
 #define TILEMEGA_CONVERSION_TILETOGPU_TILETOGPU_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
@@ -10,6 +11,7 @@ class ModuleOp;
 namespace tilemega {
 
 #define GEN_PASS_DECL_CONVERTTILETOGPU
+#define GEN_PASS_DECL_ALIGNDYNAMICSHAREDMEMORY
 #include "tilemega/Conversion/Passes.h.inc"
 
 } // namespace tilemega

@@ -118,3 +118,61 @@ TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
   choice.layout = mma;
   return choice;
 }
+
+TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
+                                                   Attribute accLayout) {
+  TensorCoreChoice choice = chooseTensorCores(gemm, accLayout);
+  if (!choice.usesTensorCores())
+    return choice;
+  MemRefType aType = gemm.getA().getType(), bType = gemm.getB().getType(),
+             cType = gemm.getC().getType();
+  int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  auto decline = [&]() {
+    choice.layout = nullptr;
+    choice.whyNot = why;
+    return choice;
+  };
+  if (!cType.getElementType().isF32()) {
+    os << "wgmma here accumulates in f32, not " << cType.getElementType();
+    return decline();
+  }
+  if (gemm.getTransposeA() || !gemm.getTransposeB()) {
+    os << "wgmma here reads A as M x K and B as N x K (K-major: transpose_a "
+          "= false, transpose_b = true)";
+    return decline();
+  }
+  for (auto [name, value] : {std::pair<StringRef, Value>{"A", gemm.getA()},
+                             {"B", gemm.getB()}}) {
+    auto type = cast<MemRefType>(value.getType());
+    SwizzleAttr swizzle = getSharedSwizzle(value);
+    if (type.getDimSize(1) != kWgmmaRowElems || !swizzle ||
+        swizzle.getBits() != 3 || swizzle.getBase() != 3 ||
+        swizzle.getShift() != 3) {
+      os << name << " must be rows of " << kWgmmaRowElems
+         << " elements of K under #tile.swizzle<bits = 3, base = 3, shift = "
+            "3> (the 128-byte swizzle wgmma reads)";
+      return decline();
+    }
+  }
+  ArrayRef<int64_t> warps = choice.layout.getWarpsPerBlock();
+  if (warps[1] != 1 || warps[0] % kWarpgroupWarps != 0 ||
+      m != warps[0] * (kWgmmaTileM / kWarpgroupWarps)) {
+    os << "the accumulator layout must give each warp 16 whole rows "
+          "(warpsPerBlock = [w, 1], w a multiple of 4, M = 16 * w); got "
+          "warpsPerBlock = ["
+       << warps[0] << ", " << warps[1] << "] for M = " << m;
+    return decline();
+  }
+  if (n % 8 != 0 || n < 8 || n > kWgmmaMaxN) {
+    os << "N = " << n << " is not a wgmma N (a multiple of 8 up to "
+       << kWgmmaMaxN << ")";
+    return decline();
+  }
+  if (aType.getDimSize(0) != m || bType.getDimSize(0) != n) {
+    os << "A must have the accumulator's M rows and B its N rows";
+    return decline();
+  }
+  return choice;
+}

@@ -56,6 +56,26 @@ TensorCoreChoice chooseTensorCores(GemmOp gemm, Attribute accLayout);
 /// stage of a multi-buffered one), or null when it is not swizzled.
 SwizzleAttr getSharedSwizzle(Value value);
 
+//===- Hopper warpgroup MMA (wgmma.mma_async) ----------------------------===//
+
+/// wgmma m64nNk16: a warpgroup of 4 warps computes 64 rows, 16 of K a step.
+inline constexpr int64_t kWgmmaTileM = 64, kWgmmaTileK = 16,
+                         kWarpgroupWarps = 4, kWgmmaMaxN = 256;
+/// The shared operand form wgmma reads here: rows of 128 bytes (64 16-bit
+/// elements of K) under the 128-byte swizzle, which is
+/// #tile.swizzle<bits = 3, base = 3, shift = 3> on 16-bit elements; its
+/// pattern repeats every 1024 bytes, the alignment the tiles then need.
+inline constexpr int64_t kWgmmaRowElems = 64, kWgmmaSwizzleAlign = 1024;
+
+/// The wgmma decision for one tile.gemm whose accumulator has `accLayout`:
+/// the mma layout (each warp 16 rows of the accumulator, so that warpgroup
+/// g owns rows 64g..64g+63 and its registers are wgmma's D fragment), or
+/// null with the reason. A in shared memory as M x K, B as N x K (both
+/// K-major), K = 64 under the 128-byte swizzle, f16/bf16 into f32,
+/// 8 <= N <= 256 with N % 8 == 0. The caller decides whether the chip has
+/// wgmma (sm_90a) and whether the Hopper path is enabled.
+TensorCoreChoice chooseWgmma(GemmOp gemm, Attribute accLayout);
+
 } // namespace mlir::tilemega::tile
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILETENSORCORES_H

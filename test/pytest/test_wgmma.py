@@ -1,0 +1,89 @@
+"""The Hopper gemm path (convert-tile-to-gpu wgmma=true, tilemega.compile
+wgmma=True): a T.* GEMM whose tiles satisfy tile::chooseWgmma compiles to
+wgmma.mma_async with no register spills and no ptxas serialisation
+warnings (C7509-C7515 fail the compile), its shared memory aligned to the
+128-byte swizzle's 1024-byte period; off by default (mma.sync). Needs no
+GPU: the path is not yet checked on one (docs/tile.md)."""
+
+import os
+import re
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import tilemega  # noqa: E402
+import tilemega.language as T  # noqa: E402
+from ptxas_policy import ptxas_checks_enabled  # noqa: E402
+
+M, N, K = 512, 512, 512
+BM, BN, BK = 128, 128, 64
+
+
+def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", threads=256):
+    """C = A @ B^T, A [M, K] and B [N, K] bf16, C f32: BM x BN tiles, the K
+    loop pipelined through cp.async, the 128-byte swizzle on both tiles."""
+    swizzle = T.Swizzle(bits=3, base=3, shift=3)
+
+    @tilemega.jit(cache=False)
+    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
+               C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // BM, N // BN, threads=threads) as (bx, by):
+            a_s = T.alloc_shared((BM, BK), "bfloat16", swizzle=swizzle)
+            b_s = T.alloc_shared((BN, BK), "bfloat16", swizzle=swizzle)
+            acc = T.alloc_fragment((BM, BN), "float32", layout=layout)
+            T.clear(acc)
+            for k in T.Pipelined(K // BK, num_stages=3):
+                T.copy(A[bx * BM, k * BK], a_s)
+                T.copy(B[by * BN, k * BK], b_s)
+                T.gemm(a_s, b_s, acc, transpose_B=True)
+            T.copy(acc, C[bx * BM, by * BN])
+    return kernel
+
+
+def test_a_qualifying_gemm_compiles_to_wgmma_without_serialisation():
+    art = tilemega.compile(gemm_tn().ir(), wgmma=True, assemble=ptxas_checks_enabled())
+    # Two warpgroups, four k-steps of 16 per 64-wide K tile, inside the loop.
+    steps = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", art.ptx)
+    assert len(steps) == 4
+    assert "wgmma.fence.sync.aligned" in art.ptx
+    assert "wgmma.commit_group.sync.aligned" in art.ptx
+    assert re.search(r"wgmma\.wait_group\.sync\.aligned\s+0;", art.ptx)
+    assert "fence.proxy.async.shared::cta" in art.ptx
+    assert "mma.sync" not in art.ptx and "ldmatrix" not in art.ptx
+    assert re.search(r"\.shared \.align 1024 \.b8 __dynamic_shmem__0", art.ptx)
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
+        assert not tilemega.compiler.wgmma_serialisation_warnings(art.ptxas_log)
+
+
+def test_off_by_default_and_declined_gemms_stay_on_mma_sync():
+    plain = tilemega.compile(gemm_tn().ir(), assemble=False)
+    assert "wgmma" not in plain.ptx and "mma.sync" in plain.ptx
+    assert ".align 1024" not in plain.ptx
+    # Warps split along N: not wgmma's D fragment, so mma.sync.
+    split = tilemega.compile(gemm_tn(layout="#tile.mma<warpsPerBlock = [4, 2]>").ir(),
+                             wgmma=True, assemble=False)
+    assert "wgmma" not in split.ptx and "mma.sync" in split.ptx
+
+
+def test_wgmma_needs_hopper_and_a_bool():
+    with pytest.raises(ValueError, match=r"wgmma=True needs chip='sm_90a'"):
+        tilemega.compile(gemm_tn().ir(), chip="sm_90", wgmma=True)
+    with pytest.raises(ValueError, match="wgmma must be a bool"):
+        tilemega.compile(gemm_tn().ir(), wgmma="yes")
+
+
+def test_ptxas_serialisation_warnings_are_found():
+    log = ("ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+           "ptxas warning : (C7515) Potential Performance Loss: wgmma.mma_async "
+           "instructions are serialized due to non wgmma instructions defining "
+           "accumulator registers of a wgmma between start and end of the pipeline "
+           "stage in the function 'k'\n"
+           "ptxas info    : Used 92 registers\n")
+    (line,) = tilemega.compiler.wgmma_serialisation_warnings(log)
+    assert "C7515" in line
+    assert not tilemega.compiler.wgmma_serialisation_warnings(
+        "ptxas warning : (C7520) something else\n")
