@@ -43,7 +43,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
 
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,
   // then lower to per-thread gpu.func code.
-  pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts());
+  tile::TileInferLayoutsOptions layouts;
+  layouts.wgmma = options.wgmma;
+  pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts(layouts));
   tile::TilePipelineOptions pipelining;
   pipelining.chip = options.chip;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
@@ -84,6 +86,8 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   gpuPm.addPass(createCanonicalizerPass());
   gpuPm.addPass(createCSEPass());
   gpuPm.addPass(createReconcileUnrealizedCastsPass());
+
+  gpuPm.addPass(createVerifyNVPTXAddressSpaces());
 
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;

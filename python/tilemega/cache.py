@@ -122,15 +122,18 @@ def compiler_build_id() -> str:
 
 
 def key_components(ir_text: str, *, chip: str, opt_level: int, features: str,
-                   assemble: bool) -> Dict[str, Any]:
+                   assemble: bool, wgmma: bool = False) -> Dict[str, Any]:
     from . import __version__
     from .compiler import MLIR_VERSION, find_ptxas
 
+    options = {"chip": chip, "opt_level": opt_level, "features": features,
+               "assemble": bool(assemble)}
+    if wgmma:                   # keys of the default path stay as they were
+        options["wgmma"] = True
     return {
         "format": KEY_FORMAT,
         "ir": ir_text,
-        "options": {"chip": chip, "opt_level": opt_level, "features": features,
-                    "assemble": bool(assemble)},
+        "options": options,
         "tilemega": __version__,
         "mlir": MLIR_VERSION,
         "ptxas": ptxas_version(find_ptxas()) if assemble else "none",
@@ -345,7 +348,7 @@ def verified_path(entry: CacheEntry) -> Optional[str]:
 def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
                    chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                    assemble: bool = True, name: Optional[str] = None,
-                   disk: bool = True) -> CacheEntry:
+                   disk: bool = True, wgmma: bool = False) -> CacheEntry:
     """The CompiledModule for `ir_text`: from the process memo, the disk cache,
     or `tilemega.compiler.compile(compile_text or ir_text, ...)`.
 
@@ -358,7 +361,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
 
     start = time.perf_counter()
     components = key_components(ir_text, chip=chip, opt_level=opt_level, features=features,
-                                assemble=assemble)
+                                assemble=assemble, wgmma=wgmma)
     if name is not None:
         components["name"] = name
     key = make_key(components)
@@ -393,7 +396,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
 
     t0 = time.perf_counter()
     compiled = compiler.compile(compile_text or ir_text, chip, name=name, opt_level=opt_level,
-                                features=features, assemble=assemble)
+                                features=features, assemble=assemble, wgmma=wgmma)
     seconds = time.perf_counter() - t0
     stats["miss"] += 1
     path, content = (_store(root, key, compiled, components, seconds) if root is not None

@@ -87,13 +87,16 @@ class JitFunction:
 
     def __init__(self, fn, *, out_idx: Union[None, int, Sequence[int]] = None,
                  chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
-                 assemble: bool = True, name: Optional[str] = None, cache: bool = True):
+                 assemble: bool = True, name: Optional[str] = None, cache: bool = True,
+                 wgmma: bool = False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = KernelSignature(fn)
         self.kernel_name = name or self.signature.name
         self.options = {"chip": chip, "opt_level": opt_level, "features": features,
                         "assemble": assemble}
+        if wgmma:               # Hopper's gemm (tilemega.compile's wgmma)
+            self.options["wgmma"] = True
         self.use_disk_cache = cache
         self.out_idx = self._normalize_out_idx(out_idx)
         self._lock = threading.RLock()
@@ -323,7 +326,7 @@ class JitFunction:
 
 def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
         features: str = "+ptx80", assemble: bool = True, name: Optional[str] = None,
-        cache: bool = True):
+        cache: bool = True, wgmma: bool = False):
     """Decorator: `@tilemega.jit` or `@tilemega.jit(out_idx=[-1], ...)`.
 
     Returns a `JitFunction`; see this module's docstring for tracing,
@@ -331,7 +334,8 @@ def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
     """
     def wrap(f):
         return JitFunction(f, out_idx=out_idx, chip=chip, opt_level=opt_level,
-                           features=features, assemble=assemble, name=name, cache=cache)
+                           features=features, assemble=assemble, name=name, cache=cache,
+                           wgmma=wgmma)
     if fn is not None:
         if not callable(fn):
             raise TypeError(f"tilemega.jit decorates a function, got {type(fn).__name__}; "

@@ -59,6 +59,37 @@ def test_a_qualifying_gemm_compiles_to_wgmma_without_serialisation():
         assert not tilemega.compiler.wgmma_serialisation_warnings(art.ptxas_log)
 
 
+def test_the_plain_gemm_takes_the_hopper_path_with_the_option():
+    """No layout or swizzle written: with wgmma, layout inference gives the
+    accumulator 16 rows a warp and the tiles the 128-byte swizzle (what
+    tile::chooseWgmma accepts); the jit option reaches the compile and its
+    cache key."""
+    def plain(wgmma):
+        @tilemega.jit(cache=False, wgmma=wgmma)
+        def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
+                   C: T.Tensor((M, N), "float32")):
+            with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
+                a_s = T.alloc_shared((BM, BK), "bfloat16")
+                b_s = T.alloc_shared((BN, BK), "bfloat16")
+                acc = T.alloc_fragment((BM, BN), "float32")
+                T.clear(acc)
+                for k in T.Pipelined(K // BK, num_stages=3):
+                    T.copy(A[bx * BM, k * BK], a_s)
+                    T.copy(B[by * BN, k * BK], b_s)
+                    T.gemm(a_s, b_s, acc, transpose_B=True)
+                T.copy(acc, C[bx * BM, by * BN])
+        return kernel
+
+    hopper = plain(True).compile()
+    assert hopper.ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in hopper.ptx
+    ampere = plain(False).compile()
+    assert "wgmma" not in ampere.ptx and "mma.sync" in ampere.ptx
+    from tilemega.cache import key_components, make_key
+    keys = {make_key(key_components("x", chip="sm_90a", opt_level=3, features="+ptx80",
+                                    assemble=False, wgmma=w)) for w in (False, True)}
+    assert len(keys) == 2
+
+
 def test_off_by_default_and_declined_gemms_stay_on_mma_sync():
     plain = tilemega.compile(gemm_tn().ir(), assemble=False)
     assert "wgmma" not in plain.ptx and "mma.sync" in plain.ptx

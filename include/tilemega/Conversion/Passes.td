@@ -147,3 +147,16 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
 }
 
 #endif // TILEMEGA_CONVERSION_PASSES_TD
+
+def VerifyNVPTXAddressSpaces
+    : Pass<"tilemega-verify-nvptx-address-spaces", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Reject address spaces the NVPTX backend cannot emit";
+  let description = [{
+    Before PTX is emitted, every `llvm.mlir.global` of the gpu.module must
+    live in an address space NVPTX has for globals (0 generic, 1 global,
+    3 shared, 4 const, 5 local) and every pointer an op uses or defines in
+    one NVPTX knows (also 6 tensor, 7 shared::cluster, 101 param). Anything
+    else is a diagnostic at the op instead of an abort inside LLVM.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}

@@ -12,6 +12,7 @@ namespace tilemega {
 
 #define GEN_PASS_DECL_CONVERTTILETOGPU
 #define GEN_PASS_DECL_ALIGNDYNAMICSHAREDMEMORY
+#define GEN_PASS_DECL_VERIFYNVPTXADDRESSSPACES
 #include "tilemega/Conversion/Passes.h.inc"
 
 } // namespace tilemega

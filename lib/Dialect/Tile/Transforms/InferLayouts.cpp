@@ -210,9 +210,39 @@ void inferTensorCoreSwizzles(KernelOp kernel) {
   });
 }
 
+/// The wgmma accumulator layout (16 rows a warp) for `gemm` when
+/// tile::chooseWgmma accepts it, giving the operand tiles that have no
+/// swizzle yet the one inferTensorCoreSwizzles would (for rows of 64 16-bit
+/// elements, the 128-byte swizzle); null, with the tiles as they were,
+/// otherwise.
+MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
+  int64_t warps = threads / 32;
+  auto layout = MmaLayoutAttr::get(gemm.getContext(), ArrayRef<int64_t>{warps, 1});
+  SmallVector<AllocSharedOp> swizzled;
+  for (Value operand : {gemm.getA(), gemm.getB()}) {
+    auto alloc = operand.getDefiningOp<AllocSharedOp>();
+    if (!alloc || alloc.getSwizzleAttr() || !onlySwizzleAwareUses(alloc))
+      continue;
+    MemRefType type = alloc.getType();
+    if (SwizzleAttr swizzle = getLdmatrixSwizzle(
+            gemm.getContext(), type.getShape().back(),
+            type.getElementTypeBitWidth())) {
+      alloc.setSwizzleAttr(swizzle);
+      swizzled.push_back(alloc);
+    }
+  }
+  if (chooseWgmma(gemm, layout).usesTensorCores())
+    return layout;
+  for (AllocSharedOp alloc : swizzled)
+    alloc.removeSwizzleAttr();
+  return nullptr;
+}
+
 struct TileInferLayoutsPass
     : public mlir::tilemega::tile::impl::TileInferLayoutsBase<
           TileInferLayoutsPass> {
+  using TileInferLayoutsBase::TileInferLayoutsBase;
+
   void runOnOperation() override {
     getOperation().walk([&](KernelOp kernel) {
       if (failed(inferKernel(kernel)))
@@ -298,6 +328,9 @@ struct TileInferLayoutsPass
         warnIfSimt(gemm, choice);
         return;
       }
+      if (wgmma)
+        if (MmaLayoutAttr hopper = proposeWgmmaLayout(gemm, threads))
+          choice.layout = hopper;
       layoutOf[groups.getLeaderValue(c)] = choice.layout;
       decidedBy[groups.getLeaderValue(c)] = gemm;
     });

@@ -37,7 +37,17 @@ def TileInferLayouts : Pass<"tile-infer-layouts", "::mlir::func::FuncOp"> {
         threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>}
         : memref<64x128xf32, #tile.fragment>
     ```
+
+    With `wgmma`, a tensor-core gemm whose accumulator would take the Hopper
+    path with 16 rows a warp (`#tile.mma<warpsPerBlock = [w, 1]>`) gets that
+    layout, and its shared tiles the 128-byte swizzle, when
+    `tile::chooseWgmma` accepts the result (the same rule
+    `convert-tile-to-gpu wgmma=true` lowers by); otherwise the usual choice.
   }];
+  let options = [
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "Prefer the accumulator layout of the Hopper wgmma lowering">
+  ];
   let dependentDialects = ["::mlir::tilemega::tile::TileDialect"];
 }
 

@@ -1,0 +1,38 @@
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -pass-pipeline='builtin.module(gpu.module(tilemega-verify-nvptx-address-spaces))' | FileCheck %s
+
+// Address spaces NVPTX emits pass untouched.
+
+// CHECK-LABEL: gpu.module @fine
+// CHECK:         llvm.mlir.global internal @shared() {addr_space = 3 : i32} : !llvm.array<4 x i8>
+module attributes {gpu.container_module} {
+  gpu.module @fine {
+    llvm.mlir.global internal @shared() {addr_space = 3 : i32} : !llvm.array<4 x i8>
+    llvm.func @k(%p: !llvm.ptr<101>) {
+      llvm.return
+    }
+  }
+}
+
+// -----
+
+// A global in a space PTX has no state space for is a diagnostic, not an
+// abort inside the NVPTX backend.
+
+module attributes {gpu.container_module} {
+  gpu.module @bad_global {
+    // expected-error @below {{'llvm.mlir.global' op is in address space 100, which has no PTX state space for globals}}
+    llvm.mlir.global internal @g() {addr_space = 100 : i32} : !llvm.array<0 x i8>
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @bad_pointer {
+    llvm.func @k(%p: !llvm.ptr<3>) {
+      // expected-error @below {{'llvm.addrspacecast' op uses a pointer in address space 42, which NVPTX has no PTX state space for}}
+      %q = llvm.addrspacecast %p : !llvm.ptr<3> to !llvm.ptr<42>
+      llvm.return
+    }
+  }
+}

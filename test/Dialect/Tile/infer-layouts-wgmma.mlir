@@ -1,0 +1,47 @@
+// RUN: tilemega-opt %s -tile-infer-layouts="wgmma=true" -split-input-file | FileCheck %s
+// RUN: tilemega-opt %s -tile-infer-layouts -split-input-file | FileCheck %s --check-prefix=OFF
+
+// With wgmma, a gemm that tile::chooseWgmma accepts once laid out with 16
+// accumulator rows a warp gets that layout, and its tiles the 128-byte
+// swizzle; without, the usual split of the warps (and the same swizzle,
+// the ldmatrix one for 64-element rows).
+
+// CHECK-LABEL: func.func @hopper
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16
+// CHECK:         tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32
+// OFF-LABEL:   func.func @hopper
+// OFF:           tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [{{[1-8]}}, {{[2-8]}}]>} : memref<128x128xf32
+func.func @hopper() {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %a = tile.alloc_shared : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c {clear_accum, transpose_b}
+        : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+          memref<128x64xbf16, #gpu.address_space<workgroup>>,
+          memref<128x128xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// K = 32 is not a 128-byte row: chooseWgmma declines, the usual choice
+// stands and the tiles get the 64-byte ldmatrix swizzle.
+
+// CHECK-LABEL: func.func @short_k
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 2, base = 3, shift = 3>} : memref<128x32xbf16
+// CHECK:         tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [{{[1-8]}}, {{[2-8]}}]>} : memref<128x128xf32
+func.func @short_k() {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %a = tile.alloc_shared : memref<128x32xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<128x32xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<128x128xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c {clear_accum, transpose_b}
+        : memref<128x32xbf16, #gpu.address_space<workgroup>>,
+          memref<128x32xbf16, #gpu.address_space<workgroup>>,
+          memref<128x128xf32, #tile.fragment>
+  }
+  return
+}
