@@ -22,15 +22,16 @@ M, N, K = 512, 512, 512
 BM, BN, BK = 128, 128, 64
 
 
-def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", threads=256):
+def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=False):
     """C = A @ B^T, A [M, K] and B [N, K] bf16, C f32: BM x BN tiles, the K
-    loop pipelined through cp.async, the 128-byte swizzle on both tiles."""
-    swizzle = T.Swizzle(bits=3, base=3, shift=3)
+    loop pipelined through cp.async; the accumulator layout and the 128-byte
+    swizzle written out unless None / False (then layout inference picks)."""
+    swizzle = T.Swizzle(bits=3, base=3, shift=3) if swizzled else None
 
-    @tilemega.jit(cache=False)
+    @tilemega.jit(cache=False, wgmma=wgmma)
     def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
                C: T.Tensor((M, N), "float32")):
-        with T.Kernel(M // BM, N // BN, threads=threads) as (bx, by):
+        with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
             a_s = T.alloc_shared((BM, BK), "bfloat16", swizzle=swizzle)
             b_s = T.alloc_shared((BN, BK), "bfloat16", swizzle=swizzle)
             acc = T.alloc_fragment((BM, BN), "float32", layout=layout)
@@ -64,25 +65,9 @@ def test_the_plain_gemm_takes_the_hopper_path_with_the_option():
     accumulator 16 rows a warp and the tiles the 128-byte swizzle (what
     tile::chooseWgmma accepts); the jit option reaches the compile and its
     cache key."""
-    def plain(wgmma):
-        @tilemega.jit(cache=False, wgmma=wgmma)
-        def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
-                   C: T.Tensor((M, N), "float32")):
-            with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
-                a_s = T.alloc_shared((BM, BK), "bfloat16")
-                b_s = T.alloc_shared((BN, BK), "bfloat16")
-                acc = T.alloc_fragment((BM, BN), "float32")
-                T.clear(acc)
-                for k in T.Pipelined(K // BK, num_stages=3):
-                    T.copy(A[bx * BM, k * BK], a_s)
-                    T.copy(B[by * BN, k * BK], b_s)
-                    T.gemm(a_s, b_s, acc, transpose_B=True)
-                T.copy(acc, C[bx * BM, by * BN])
-        return kernel
-
-    hopper = plain(True).compile()
+    hopper = gemm_tn(layout=None, swizzled=False, wgmma=True).compile()
     assert hopper.ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in hopper.ptx
-    ampere = plain(False).compile()
+    ampere = gemm_tn(layout=None, swizzled=False).compile()
     assert "wgmma" not in ampere.ptx and "mma.sync" in ampere.ptx
     from tilemega.cache import key_components, make_key
     keys = {make_key(key_components("x", chip="sm_90a", opt_level=3, features="+ptx80",
