@@ -525,3 +525,17 @@ def test_float_comparisons_build_cmpf(op, pred):
     text = str(pick.ir())
     assert f"arith.cmpf {pred}" in text, text
     assert pick.compile().ptx
+
+
+def test_errors_in_the_mega_bodies_point_at_their_lines():
+    """The mega package's task bodies are T.* kernels: their frames are the
+    user's (the location of a diagnostic), the language's own are not."""
+    import importlib
+
+    from tilemega.language import ops
+    from tilemega.mega import generation_bodies
+
+    tr = importlib.import_module("tilemega.language.trace")   # the module, not T.trace
+
+    assert not tr._is_internal(generation_bodies.__file__)
+    assert tr._is_internal(ops.__file__) and tr._is_internal(tr.__file__)

@@ -23,8 +23,10 @@ import threading
 from typing import Dict, List, Optional, Tuple
 
 # Frames from files under this folder (the tilemega package) are ours; the
-# first frame outside it is the user's.
+# first frame outside it is the user's. The mega package's task bodies are
+# T.* kernels like a user's: their lines are the locations.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_KERNEL_SOURCES = os.path.join(_PACKAGE_DIR, "mega") + os.sep
 
 
 class TileLangError(ValueError):
@@ -56,7 +58,10 @@ def _abspath(filename: str) -> str:
 
 
 def _is_internal(filename: str) -> bool:
-    return _abspath(filename).startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
+    path = _abspath(filename)
+    if path.startswith(_KERNEL_SOURCES):
+        return False
+    return path.startswith(_PACKAGE_DIR) or filename.startswith("<frozen")
 
 
 def user_frame():
