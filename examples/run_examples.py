@@ -97,13 +97,29 @@ EXAMPLES = [
 ]
 
 
+def example_module(name):
+    """The example module examples/<name>.py. By path: bench/ has same-named
+    scripts (bench/gemm.py), and whichever folder is first on sys.path, or
+    was imported first, would otherwise win."""
+    path = os.path.join(HERE, name + ".py")
+    loaded = sys.modules.get(name)
+    if loaded is not None and os.path.abspath(getattr(loaded, "__file__", None) or "") != path:
+        del sys.modules[name]            # a same-named module from elsewhere
+    if sys.path[:1] != [HERE]:
+        sys.path.insert(0, HERE)
+    module = importlib.import_module(name)
+    if os.path.abspath(module.__file__) != path:
+        raise ImportError(f"example {name!r} resolved to {module.__file__}, not {path}")
+    return module
+
+
 def compile_all(out_dir):
     import tilemega
     from tilemega.ir import Context, Location
 
     paths = {}
     for name, module, config in EXAMPLES:
-        example = importlib.import_module(module)
+        example = example_module(module)
         with Context(), Location.unknown():
             # The artifact is named after the entry even when its module
             # holds several kernels.

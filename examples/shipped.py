@@ -44,10 +44,11 @@ def compile_examples(out):
 
 def compile_bench(out):
     import build_artifacts
-    import gemm
+    import run_examples
     import tilemega
     from tilemega.ir import Context, Location
 
+    gemm = run_examples.example_module("gemm")
     paths = {}
     for name, config in build_artifacts.GEMMS.items():
         with Context(), Location.unknown():

@@ -4,8 +4,9 @@ The artifact's configuration (sizes, dtype, transposes) is its entry in
 run_examples.EXAMPLES, found by the artifact's name.
 """
 
-import gemm
 import run_examples
+
+gemm = run_examples.example_module("gemm")   # not bench/gemm.py
 
 # ||C - ref|| / ||ref||: C is stored in the input type, so its rounding
 # (2^-9 for bf16, 2^-12 for f16, relative) dominates the f32 accumulation.

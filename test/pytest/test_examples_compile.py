@@ -1,7 +1,6 @@
 """Every example kernel compiles to PTX and assembles for sm_90a with no
 register spills (ptxas is required: ptxas_policy.py). Needs no GPU."""
 
-import importlib
 import os
 import re
 import sys
@@ -22,7 +21,7 @@ import run_examples  # noqa: E402
 @pytest.mark.parametrize("name, module, config", run_examples.EXAMPLES,
                          ids=[e[0] for e in run_examples.EXAMPLES])
 def test_example_compiles_and_assembles(name, module, config):
-    example = importlib.import_module(module)
+    example = run_examples.example_module(module)
     with Context(), Location.unknown():
         result = tilemega.compile(example.build(**config, name=name),
                                   chip="sm_90a", name=name)
