@@ -37,18 +37,46 @@ GEMMS = {
     "bench_gemm_bf16_nn_128x14336x4096": dict(M=128, N=14336, K=4096, dtype="bf16"),
 }
 
+# Name -> examples/gemm_hopper.py configuration (C = A @ B^T on wgmma).
+HOPPER_GEMMS = {
+    "bench_gemm_hopper_bf16_nt_4096": dict(M=4096, N=4096, K=4096, block_n=256, num_stages=3),
+    "bench_gemm_hopper_bf16_nt_4096_bn128": dict(M=4096, N=4096, K=4096, block_n=128,
+                                                 num_stages=4),
+    "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=3),
+}
+
+
+def example_of(name):
+    """(example module name, configuration) of benchmark artifact `name`."""
+    if name in HOPPER_GEMMS:
+        return "gemm_hopper", HOPPER_GEMMS[name]
+    return "gemm", GEMMS[name]
+
+
+def names():
+    return list(GEMMS) + list(HOPPER_GEMMS)
+
+
+def compile_one(name):
+    """The CompiledModule of benchmark artifact `name` (needs the compiler),
+    built by its example module with that module's COMPILE_OPTIONS."""
+    import run_examples
+    import tilemega
+    from tilemega.ir import Context, Location
+
+    module_name, config = example_of(name)
+    example = run_examples.example_module(module_name)
+    with Context(), Location.unknown():
+        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name,
+                                **getattr(example, "COMPILE_OPTIONS", {}))
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="out")
     args = parser.parse_args()
-    import gemm
-    import tilemega
-    from tilemega.ir import Context, Location
-
-    for name, config in GEMMS.items():
-        with Context(), Location.unknown():
-            result = tilemega.compile(gemm.build(name=name, **config), chip="sm_90a", name=name)
+    for name in names():
+        result = compile_one(name)
         (kernel,) = result.kernels
         print(f"{result.save(args.out)}: registers {kernel.get('registers')}, "
               f"smem {kernel['dynamic_shared_bytes']} B, grid {kernel['grid']}")

@@ -133,11 +133,12 @@ def _check_example(name, path, torch):
 def _check_bench(name, path, torch):
     import build_artifacts
     import run_examples
-    from examples_gpu import gemm as gemm_check
     from tilemega.runtime import load_artifact
 
-    cfg = run_examples.example_module("gemm").config(**build_artifacts.GEMMS[name])
-    error = float(gemm_check.check_config(load_artifact(path), torch, cfg))
+    module_name, config = build_artifacts.example_of(name)
+    check = importlib.import_module("examples_gpu." + module_name)
+    cfg = run_examples.example_module(module_name).config(**config)
+    error = float(check.check_config(load_artifact(path), torch, cfg))
     return {"error": error, "tolerance": BENCH_TOLERANCES[cfg["dtype"]]}
 
 

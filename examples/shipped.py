@@ -1,5 +1,5 @@
 """The catalogue of every artifact we ship: the example kernels
-(run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.GEMMS),
+(run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.names()),
 the mega graphs (mega_decode.build_all) and the generation graphs
 (generation.CONFIGS). One list, read by the main job
 that builds them, by `gpu_check.py` that judges them on the GPU and by the
@@ -33,7 +33,7 @@ def example_names():
 
 def bench_names():
     import build_artifacts
-    return list(build_artifacts.GEMMS)
+    return build_artifacts.names()
 
 
 def compile_examples(out):
@@ -44,17 +44,9 @@ def compile_examples(out):
 
 def compile_bench(out):
     import build_artifacts
-    import run_examples
-    import tilemega
-    from tilemega.ir import Context, Location
 
-    gemm = run_examples.example_module("gemm")
-    paths = {}
-    for name, config in build_artifacts.GEMMS.items():
-        with Context(), Location.unknown():
-            art = tilemega.compile(gemm.build(name=name, **config), chip="sm_90a", name=name)
-        paths[name] = art.save(out)
-    return paths
+    return {name: build_artifacts.compile_one(name).save(out)
+            for name in build_artifacts.names()}
 
 
 def compile_mega(out):

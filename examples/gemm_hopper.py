@@ -1,0 +1,88 @@
+"""A Hopper GEMM in T.*: C = A @ B^T on wgmma.mma_async.
+
+A is M x K and B is N x K (both K-major, the form tile::chooseWgmma takes),
+f16 or bf16; C is M x N in the input type, accumulated in f32. The kernel is
+the plain TileLang-style GEMM — T.alloc_shared tiles, a T.Pipelined K loop
+of T.copy + T.gemm, the accumulator copied out — with no layout or swizzle
+written: compiled with `wgmma=True` (COMPILE_OPTIONS) layout inference gives
+the tiles the 128-byte swizzle and the accumulator 16 rows a warp, and
+convert-tile-to-gpu lowers the gemm to wgmma (docs/tile.md). Tiles that
+overhang M, N or K are masked, so the sizes need not be multiples of the
+block.
+
+`build(name=..., **config)` returns the kernel's MLIR text (parameters:
+DEFAULTS); run_examples.EXAMPLES lists the configurations it compiles and
+examples_gpu/gemm_hopper.py checks. The compiler is imported in `build()`
+only, so `config()` and `reference()` load on a GPU machine with just the
+runtime.
+"""
+
+import sys
+
+DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
+                dtype="bf16")
+
+# tilemega.compile keyword arguments every artifact of this module needs.
+COMPILE_OPTIONS = {"wgmma": True}
+
+# wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
+BLOCK_K = 64
+
+
+def config(**overrides):
+    """DEFAULTS updated with `overrides` (unknown keys are an error)."""
+    unknown = set(overrides) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown gemm_hopper parameters: {sorted(unknown)}")
+    cfg = dict(DEFAULTS)
+    cfg.update(overrides)
+    if cfg["dtype"] not in ("f16", "bf16"):
+        raise ValueError(f"dtype must be 'f16' or 'bf16', got {cfg['dtype']!r}")
+    if cfg["block_m"] % 64:
+        raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
+                         f"got {cfg['block_m']}")
+    return cfg
+
+
+def threads(cfg):
+    """One warpgroup (128 threads) per 64 rows of the block."""
+    return cfg["block_m"] // 64 * 128
+
+
+def build(name="gemm_hopper", **overrides):
+    """The MLIR text of one kernel named `name`."""
+    import tilemega
+    import tilemega.language as T
+
+    cfg = config(**overrides)
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
+    dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
+
+    @tilemega.jit(name=name, cache=False, wgmma=True)
+    def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+               C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, BM), T.ceildiv(N, BN), threads=threads(cfg)) as (bx, by):
+            a_s = T.alloc_shared((BM, BLOCK_K), dtype)
+            b_s = T.alloc_shared((BN, BLOCK_K), dtype)
+            acc = T.alloc_fragment((BM, BN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages):
+                T.copy(A[bx * BM, k * BLOCK_K], a_s)
+                T.copy(B[by * BN, k * BLOCK_K], b_s)
+                T.gemm(a_s, b_s, acc, transpose_B=True)
+            T.copy(acc, C[bx * BM, by * BN])
+
+    return kernel.ir()
+
+
+def reference(a, b):
+    """float64 reference of C = A @ B^T (torch tensors)."""
+    return a.double() @ b.double().t()
+
+
+if __name__ == "__main__":
+    import tilemega
+
+    print(tilemega.compile(build(), chip="sm_90a", **COMPILE_OPTIONS).save(
+        sys.argv[1] if len(sys.argv) > 1 else "out"))
