@@ -59,7 +59,7 @@ def names():
 
 def compile_one(name):
     """The CompiledModule of benchmark artifact `name` (needs the compiler),
-    built by its example module with that module's COMPILE_OPTIONS."""
+    built by its example module."""
     import run_examples
     import tilemega
     from tilemega.ir import Context, Location
@@ -67,8 +67,7 @@ def compile_one(name):
     module_name, config = example_of(name)
     example = run_examples.example_module(module_name)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name,
-                                **getattr(example, "COMPILE_OPTIONS", {}))
+        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name)
 
 
 def main():

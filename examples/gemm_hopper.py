@@ -3,10 +3,11 @@
 A is M x K and B is N x K (both K-major, the form tile::chooseWgmma takes),
 f16 or bf16; C is M x N in the input type, accumulated in f32. The kernel is
 the plain TileLang-style GEMM — T.alloc_shared tiles, a T.Pipelined K loop
-of T.copy + T.gemm, the accumulator copied out — with no layout or swizzle
-written: compiled with `wgmma=True` (COMPILE_OPTIONS) layout inference gives
-the tiles the 128-byte swizzle and the accumulator 16 rows a warp, and
-convert-tile-to-gpu lowers the gemm to wgmma (docs/tile.md). Tiles that
+of T.copy + T.gemm, the accumulator copied out — with no layout, swizzle or
+option written: on sm_90a layout inference gives the tiles the 128-byte
+swizzle and the accumulator 16 rows a warp, and convert-tile-to-gpu lowers
+the gemm to wgmma (tilemega.compile's wgmma, on by default there;
+docs/architecture.md). Tiles that
 overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
@@ -21,9 +22,6 @@ import sys
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16")
-
-# tilemega.compile keyword arguments every artifact of this module needs.
-COMPILE_OPTIONS = {"wgmma": True}
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -59,7 +57,7 @@ def build(name="gemm_hopper", **overrides):
     BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
-    @tilemega.jit(name=name, cache=False, wgmma=True)
+    @tilemega.jit(name=name, cache=False)
     def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
                C: T.Tensor((M, N), dtype)):
         with T.Kernel(T.ceildiv(M, BM), T.ceildiv(N, BN), threads=threads(cfg)) as (bx, by):
@@ -84,5 +82,5 @@ def reference(a, b):
 if __name__ == "__main__":
     import tilemega
 
-    print(tilemega.compile(build(), chip="sm_90a", **COMPILE_OPTIONS).save(
+    print(tilemega.compile(build(), chip="sm_90a").save(
         sys.argv[1] if len(sys.argv) > 1 else "out"))

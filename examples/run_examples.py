@@ -37,8 +37,8 @@ EXAMPLES = [
                                            "block_k": 64, "num_stages": 3, "group_m": 4}),
     ("gemm_f16_tn_768x512x384", "gemm", {"M": 768, "N": 512, "K": 384, "dtype": "f16",
                                          "transpose_a": True}),
-    # The Hopper path: the plain T.* GEMM compiled with wgmma=True
-    # (gemm_hopper.COMPILE_OPTIONS), C = A @ B^T; odd sizes masked.
+    # The Hopper path: the plain T.* GEMM, C = A @ B^T, on wgmma (sm_90a's
+    # default); odd sizes masked.
     ("gemm_hopper_bf16_nt_1024", "gemm_hopper", {"M": 1024, "N": 1024, "K": 1024}),
     ("gemm_hopper_bf16_nt_1000x1000x1000", "gemm_hopper", {"M": 1000, "N": 1000, "K": 1000}),
     ("gemm_hopper_f16_nt_512x768x320", "gemm_hopper", {"M": 512, "N": 768, "K": 320,
@@ -121,16 +121,14 @@ def example_module(name):
 
 
 def compile_entry(name, module, config):
-    """The CompiledModule of one EXAMPLES entry: its module's build(**config)
-    with the module's COMPILE_OPTIONS (gemm_hopper: wgmma=True), named after
-    the entry even when the module holds several kernels."""
+    """The CompiledModule of one EXAMPLES entry: its module's build(**config),
+    named after the entry even when the module holds several kernels."""
     import tilemega
     from tilemega.ir import Context, Location
 
     example = example_module(module)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name,
-                                **getattr(example, "COMPILE_OPTIONS", {}))
+        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name)
 
 
 def compile_all(out_dir):

@@ -128,7 +128,7 @@ def key_components(ir_text: str, *, chip: str, opt_level: int, features: str,
 
     options = {"chip": chip, "opt_level": opt_level, "features": features,
                "assemble": bool(assemble)}
-    if wgmma:                   # keys of the default path stay as they were
+    if wgmma:                   # keys of mma.sync-only compiles stay as they were
         options["wgmma"] = True
     return {
         "format": KEY_FORMAT,
@@ -348,7 +348,7 @@ def verified_path(entry: CacheEntry) -> Optional[str]:
 def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
                    chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                    assemble: bool = True, name: Optional[str] = None,
-                   disk: bool = True, wgmma: bool = False) -> CacheEntry:
+                   disk: bool = True, wgmma: Optional[bool] = None) -> CacheEntry:
     """The CompiledModule for `ir_text`: from the process memo, the disk cache,
     or `tilemega.compiler.compile(compile_text or ir_text, ...)`.
 
@@ -360,6 +360,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
     from . import compiler
 
     start = time.perf_counter()
+    wgmma = compiler.resolve_wgmma(wgmma, chip)   # the key names what is compiled
     components = key_components(ir_text, chip=chip, opt_level=opt_level, features=features,
                                 assemble=assemble, wgmma=wgmma)
     if name is not None:

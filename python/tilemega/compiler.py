@@ -232,12 +232,26 @@ def default_target_info() -> Dict[str, Any]:
     return extension.target_info(extension.DEFAULT_CHIP)
 
 
+def resolve_wgmma(wgmma, chip: str) -> bool:
+    """Whether gemms that tile::chooseWgmma accepts take Hopper's wgmma:
+    the caller's bool, or with None whether `chip` is sm_90a (the chip that
+    has wgmma; checked on the H200: docs/tile.md). The one rule for
+    tilemega.compile, @tilemega.jit and the compile cache's key."""
+    if wgmma is None:
+        return chip == "sm_90a"
+    if not isinstance(wgmma, bool):
+        raise ValueError(f"wgmma must be a bool or None, got {wgmma!r}")
+    if wgmma and chip != "sm_90a":
+        raise ValueError(f"wgmma=True needs chip='sm_90a' (wgmma is Hopper's), got {chip!r}")
+    return wgmma
+
+
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
-            mega_prefetch_depth: int = 1, wgmma: bool = False) -> CompiledModule:
+            mega_prefetch_depth: int = 1, wgmma: Optional[bool] = None) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -247,8 +261,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         aot or jit), per-task timestamps, the watchdog, the resident CTAs
         (None: the chip's SM count, `target_info(chip)["sm_count"]`).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
-        wgmma.mma_async (sm_90a only; experimental: not yet checked on the
-        GPU, so off by default).
+        wgmma.mma_async; None (the default) does so on sm_90a, the chip that
+        has it (resolve_wgmma); False keeps every gemm on mma.sync.
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -275,10 +289,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     max_ctas = target["sm_count"] if mega_max_ctas is None else int(mega_max_ctas)
     if max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
-    if not isinstance(wgmma, bool):
-        raise ValueError(f"wgmma must be a bool, got {wgmma!r}")
-    if wgmma and chip != "sm_90a":
-        raise ValueError(f"wgmma=True needs chip='sm_90a' (wgmma is Hopper's), got {chip!r}")
+    wgmma = resolve_wgmma(wgmma, chip)
     options = f"chip={chip} features={features} opt-level={opt_level}"
     if wgmma:
         options += " wgmma=1"

@@ -88,15 +88,17 @@ class JitFunction:
     def __init__(self, fn, *, out_idx: Union[None, int, Sequence[int]] = None,
                  chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                  assemble: bool = True, name: Optional[str] = None, cache: bool = True,
-                 wgmma: bool = False):
+                 wgmma: Optional[bool] = None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = KernelSignature(fn)
         self.kernel_name = name or self.signature.name
         self.options = {"chip": chip, "opt_level": opt_level, "features": features,
                         "assemble": assemble}
-        if wgmma:               # Hopper's gemm (tilemega.compile's wgmma)
-            self.options["wgmma"] = True
+        # Hopper's gemm, resolved now (tilemega.compile's rule) so that the
+        # cache key names what the compile does.
+        from .compiler import resolve_wgmma
+        self.options["wgmma"] = resolve_wgmma(wgmma, chip)
         self.use_disk_cache = cache
         self.out_idx = self._normalize_out_idx(out_idx)
         self._lock = threading.RLock()
@@ -326,7 +328,7 @@ class JitFunction:
 
 def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
         features: str = "+ptx80", assemble: bool = True, name: Optional[str] = None,
-        cache: bool = True, wgmma: bool = False):
+        cache: bool = True, wgmma: Optional[bool] = None):
     """Decorator: `@tilemega.jit` or `@tilemega.jit(out_idx=[-1], ...)`.
 
     Returns a `JitFunction`; see this module's docstring for tracing,

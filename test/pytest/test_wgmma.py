@@ -1,9 +1,10 @@
-"""The Hopper gemm path (convert-tile-to-gpu wgmma=true, tilemega.compile
-wgmma=True): a T.* GEMM whose tiles satisfy tile::chooseWgmma compiles to
-wgmma.mma_async with no register spills and no ptxas serialisation
-warnings (C7509-C7515 fail the compile), its shared memory aligned to the
-128-byte swizzle's 1024-byte period; off by default (mma.sync). Needs no
-GPU: the path is not yet checked on one (docs/tile.md)."""
+"""The Hopper gemm path (convert-tile-to-gpu wgmma=true; tilemega.compile's
+and @tilemega.jit's wgmma, by default on for sm_90a): a T.* GEMM whose tiles
+satisfy tile::chooseWgmma compiles to wgmma.mma_async with no register
+spills and no ptxas serialisation warnings (C7509-C7515 fail the compile),
+its shared memory aligned to the 128-byte swizzle's 1024-byte period;
+wgmma=False keeps mma.sync. Needs no GPU (the kernels' numbers are checked
+on the H200 by examples/gemm_hopper.py's entries in test/gpu/results.json)."""
 
 import os
 import re
@@ -22,7 +23,7 @@ M, N, K = 512, 512, 512
 BM, BN, BK = 128, 128, 64
 
 
-def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=False):
+def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=None):
     """C = A @ B^T, A [M, K] and B [N, K] bf16, C f32: BM x BN tiles, the K
     loop pipelined through cp.async; the accumulator layout and the 128-byte
     swizzle written out unless None / False (then layout inference picks)."""
@@ -60,14 +61,14 @@ def test_a_qualifying_gemm_compiles_to_wgmma_without_serialisation():
         assert not tilemega.compiler.wgmma_serialisation_warnings(art.ptxas_log)
 
 
-def test_the_plain_gemm_takes_the_hopper_path_with_the_option():
-    """No layout or swizzle written: with wgmma, layout inference gives the
-    accumulator 16 rows a warp and the tiles the 128-byte swizzle (what
-    tile::chooseWgmma accepts); the jit option reaches the compile and its
+def test_the_plain_gemm_takes_the_hopper_path_by_itself():
+    """No layout, swizzle or option written: on sm_90a layout inference gives
+    the accumulator 16 rows a warp and the tiles the 128-byte swizzle (what
+    tile::chooseWgmma accepts); wgmma=False reaches the compile and its
     cache key."""
-    hopper = gemm_tn(layout=None, swizzled=False, wgmma=True).compile()
+    hopper = gemm_tn(layout=None, swizzled=False).compile()
     assert hopper.ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in hopper.ptx
-    ampere = gemm_tn(layout=None, swizzled=False).compile()
+    ampere = gemm_tn(layout=None, swizzled=False, wgmma=False).compile()
     assert "wgmma" not in ampere.ptx and "mma.sync" in ampere.ptx
     from tilemega.cache import key_components, make_key
     keys = {make_key(key_components("x", chip="sm_90a", opt_level=3, features="+ptx80",
@@ -75,10 +76,14 @@ def test_the_plain_gemm_takes_the_hopper_path_with_the_option():
     assert len(keys) == 2
 
 
-def test_off_by_default_and_declined_gemms_stay_on_mma_sync():
-    plain = tilemega.compile(gemm_tn().ir(), assemble=False)
+def test_on_by_default_on_sm_90a_and_declined_gemms_stay_on_mma_sync():
+    assert tilemega.compile(gemm_tn().ir(), assemble=False).ptx.count("wgmma.mma_async") == 4
+    plain = tilemega.compile(gemm_tn().ir(), wgmma=False, assemble=False)
     assert "wgmma" not in plain.ptx and "mma.sync" in plain.ptx
     assert ".align 1024" not in plain.ptx
+    # Other chips have no wgmma: the default leaves them on mma.sync.
+    sm90 = tilemega.compile(gemm_tn().ir(), chip="sm_90", assemble=False)
+    assert "wgmma" not in sm90.ptx and "mma.sync" in sm90.ptx
     # Warps split along N: not wgmma's D fragment, so mma.sync.
     split = tilemega.compile(gemm_tn(layout="#tile.mma<warpsPerBlock = [4, 2]>").ir(),
                              wgmma=True, assemble=False)
@@ -88,8 +93,10 @@ def test_off_by_default_and_declined_gemms_stay_on_mma_sync():
 def test_wgmma_needs_hopper_and_a_bool():
     with pytest.raises(ValueError, match=r"wgmma=True needs chip='sm_90a'"):
         tilemega.compile(gemm_tn().ir(), chip="sm_90", wgmma=True)
-    with pytest.raises(ValueError, match="wgmma must be a bool"):
+    with pytest.raises(ValueError, match="wgmma must be a bool or None"):
         tilemega.compile(gemm_tn().ir(), wgmma="yes")
+    from tilemega.compiler import resolve_wgmma
+    assert resolve_wgmma(None, "sm_90a") and not resolve_wgmma(None, "sm_80")
 
 
 def test_ptxas_serialisation_warnings_are_found():

@@ -315,9 +315,10 @@ SAMPLING_WORDS, INV_T, TOP_K, TOP_P = 3, 0, 1, 2
 # The largest top-k the device keeps candidates for: each chunk of the
 # logits hands its k largest to the pick, which takes the k largest of them.
 MAX_TOP_K = 64
-# Rounds of sample_filtered before it gives up (8 x 8: a loop that leaves
-# early); each round at least halves the expected mass left to search.
-FILTER_ROUNDS = (8, 8)
+# Rounds of sample_filtered before it gives up; each round at least halves
+# the expected mass left to search. Rounds after the pick is kept cost one
+# read of a shared flag each.
+FILTER_ROUNDS = 64
 # Chunks of the logits and scores in flight in one sample_filtered round.
 FILTER_STAGES = 6
 
@@ -620,7 +621,7 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
     next candidate. Each round leaves, in expectation, at most half of the
     mass still searched, so ln(mass / kept mass) + 1 rounds are expected
     (about 8 for top-k 100 of a flat 128k vocabulary); after
-    FILTER_ROUNDS[0] * FILTER_ROUNDS[1] rounds (odds below 1e-20 for any
+    FILTER_ROUNDS rounds (odds below 1e-20 for any
     vocabulary under 2^24) the pick is the top-ranked token, which is
     always kept. The passes run on this one block: mass terms are
     exp((logit - largest) / T), the largest from the partials' raw maxima
@@ -664,53 +665,54 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
     count = T.alloc_fragment((1,), "float32")
     best = T.alloc_fragment((1,), "float32")
     best_at = T.alloc_fragment((1,), "float32")
-    outer, inner = FILTER_ROUNDS
-    for _ in T.serial(outer):
-        for _ in T.serial(T.if_then_else(done_s[0] == 0, inner, 0)):
-            for _ in T.serial(T.if_then_else(done_s[0] == 0, 1, 0)):
-                s = pick_s[0]
-                ls = T.cast(logits[s], "float32")
-                lmax = lmax_s[0]
+    # One round a trip while the candidate is not kept; a trip after that
+    # only reads the flag. (A nest of two data-dependent trip counts ran a
+    # round per outer trip on the H200: bench/pick_rounds.py.)
+    for _ in T.serial(FILTER_ROUNDS):
+        for _ in T.serial(T.if_then_else(done_s[0] == 0, 1, 0)):
+            s = pick_s[0]
+            ls = T.cast(logits[s], "float32")
+            lmax = lmax_s[0]
+            for i, j in T.Parallel(1, CH):
+                acc_mass[i, j] = 0.0
+                acc_above[i, j] = 0.0
+                acc_count[i, j] = 0.0
+                acc_best[i, j] = ninf
+                acc_at[i, j] = big
+            # Per-thread sums over the chunks, reduced once after them;
+            # the chunks stream through FILTER_STAGES shared buffers (one
+            # block reads the whole vocabulary: the copies must overlap).
+            for c in T.Pipelined(passes, num_stages=FILTER_STAGES):
+                T.copy(logits.view(1, V)[0, c * CH], x)
+                T.copy(scores.view(1, V)[0, c * CH], y)
                 for i, j in T.Parallel(1, CH):
-                    acc_mass[i, j] = 0.0
-                    acc_above[i, j] = 0.0
-                    acc_count[i, j] = 0.0
-                    acc_best[i, j] = ninf
-                    acc_at[i, j] = big
-                # Per-thread sums over the chunks, reduced once after them;
-                # the chunks stream through FILTER_STAGES shared buffers (one
-                # block reads the whole vocabulary: the copies must overlap).
-                for c in T.Pipelined(passes, num_stages=FILTER_STAGES):
-                    T.copy(logits.view(1, V)[0, c * CH], x)
-                    T.copy(scores.view(1, V)[0, c * CH], y)
-                    for i, j in T.Parallel(1, CH):
-                        t = c * CH + j
-                        ok = t < V
-                        xv = T.cast(x[i, j], "float32")
-                        e = T.if_then_else(ok, T.exp((xv - lmax) * inv_t), 0.0)
-                        up = ok & ((xv > ls) | ((xv == ls) & (t < s)))
-                        acc_mass[i, j] = acc_mass[i, j] + e
-                        acc_above[i, j] = acc_above[i, j] + T.if_then_else(up, e, 0.0)
-                        acc_count[i, j] = acc_count[i, j] + T.if_then_else(up, 1.0, 0.0)
-                        # Earlier passes hold lower tokens: a strict > keeps
-                        # the first of equal scores.
-                        better = up & (y[i, j] > acc_best[i, j])
-                        acc_at[i, j] = T.if_then_else(better, T.cast(t, "float32"),
-                                                      acc_at[i, j])
-                        acc_best[i, j] = T.if_then_else(better, y[i, j], acc_best[i, j])
-                T.reduce_sum(acc_mass, mass, dim=1)
-                T.reduce_sum(acc_above, above, dim=1)
-                T.reduce_sum(acc_count, count, dim=1)
-                T.reduce_max(acc_best, best, dim=1)
-                for i, j in T.Parallel(1, CH):
-                    acc_at[i, j] = T.if_then_else(acc_best[i, j] == best[i], acc_at[i, j], big)
-                T.reduce_min(acc_at, best_at, dim=1)
-                for i in T.Parallel(1):
-                    kept = (count[i] < keep_k) & ((top_p >= 1.0) | (above[i] < top_p * mass[i]))
-                    done_s[0] = T.cast(T.if_then_else(kept, 1, 0), "int32")
-                    # Rejected: s ranks below the whole kept set, which
-                    # ranks above it, so count > 0 and best_at is a token.
-                    pick_s[0] = T.if_then_else(kept, s, T.cast(T.min(best_at[i], float(V - 1)),
-                                                             "int32"))
+                    t = c * CH + j
+                    ok = t < V
+                    xv = T.cast(x[i, j], "float32")
+                    e = T.if_then_else(ok, T.exp((xv - lmax) * inv_t), 0.0)
+                    up = ok & ((xv > ls) | ((xv == ls) & (t < s)))
+                    acc_mass[i, j] = acc_mass[i, j] + e
+                    acc_above[i, j] = acc_above[i, j] + T.if_then_else(up, e, 0.0)
+                    acc_count[i, j] = acc_count[i, j] + T.if_then_else(up, 1.0, 0.0)
+                    # Earlier passes hold lower tokens: a strict > keeps
+                    # the first of equal scores.
+                    better = up & (y[i, j] > acc_best[i, j])
+                    acc_at[i, j] = T.if_then_else(better, T.cast(t, "float32"),
+                                                  acc_at[i, j])
+                    acc_best[i, j] = T.if_then_else(better, y[i, j], acc_best[i, j])
+            T.reduce_sum(acc_mass, mass, dim=1)
+            T.reduce_sum(acc_above, above, dim=1)
+            T.reduce_sum(acc_count, count, dim=1)
+            T.reduce_max(acc_best, best, dim=1)
+            for i, j in T.Parallel(1, CH):
+                acc_at[i, j] = T.if_then_else(acc_best[i, j] == best[i], acc_at[i, j], big)
+            T.reduce_min(acc_at, best_at, dim=1)
+            for i in T.Parallel(1):
+                kept = (count[i] < keep_k) & ((top_p >= 1.0) | (above[i] < top_p * mass[i]))
+                done_s[0] = T.cast(T.if_then_else(kept, 1, 0), "int32")
+                # Rejected: s ranks below the whole kept set, which
+                # ranks above it, so count > 0 and best_at is a token.
+                pick_s[0] = T.if_then_else(kept, s, T.cast(T.min(best_at[i], float(V - 1)),
+                                                         "int32"))
     for i in T.Parallel(1):
         pick_s[0] = T.if_then_else(done_s[0] == 1, pick_s[0], top0_s[0])
