@@ -246,6 +246,9 @@ def main(argv=None):
         if kept:
             entry["sanitizers"] = kept
         doc["artifacts"][name] = entry
+        if not args.no_write:
+            # After each verdict: a run cut short keeps the ones it reached.
+            save_results(doc, args.results)
         if entry["verdict"] != "pass":
             failed.append(name)
         err = entry["error"]
@@ -254,7 +257,6 @@ def main(argv=None):
               f"{' tolerance %g' % entry['tolerance'] if entry['tolerance'] is not None else ''}",
               flush=True)
     if not args.no_write:
-        save_results(doc, args.results)
         print(f"wrote {len(found)} verdicts to {args.results}")
     print(f"{len(found) - len(failed)} passed, {len(failed)} failed")
     if failed:
