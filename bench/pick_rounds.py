@@ -10,8 +10,8 @@ If the rounds' loop leaves once the candidate is kept, a mode's time
 follows the rounds filtered_pick takes, not the FILTER_ROUNDS bound
 (measured 2026-12-02 on the H200 with the loop then shipped, a nest of two
 data-dependent trip counts 8 x 8: every whole-vocabulary mode took 216 us,
-one round per outer trip, while 8 x 1 took 34 / 84 / 211 us for 1 / 3 / 8
-rounds; docs/benchmarks.md).
+8 rounds, while 8 x 1 took 34 / 84 / 211 us for 1 / 3 / 8 rounds: a ptxas
+13.0 miscompile, docs/toolchain.md).
 """
 
 import argparse

@@ -235,7 +235,7 @@ def default_target_info() -> Dict[str, Any]:
 def resolve_wgmma(wgmma, chip: str) -> bool:
     """Whether gemms that tile::chooseWgmma accepts take Hopper's wgmma:
     the caller's bool, or with None whether `chip` is sm_90a (the chip that
-    has wgmma; checked on the H200: docs/tile.md). The one rule for
+    has wgmma; checked on the H200: docs/architecture.md). The one rule for
     tilemega.compile, @tilemega.jit and the compile cache's key."""
     if wgmma is None:
         return chip == "sm_90a"

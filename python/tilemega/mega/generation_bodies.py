@@ -666,8 +666,9 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
     best = T.alloc_fragment((1,), "float32")
     best_at = T.alloc_fragment((1,), "float32")
     # One round a trip while the candidate is not kept; a trip after that
-    # only reads the flag. (A nest of two data-dependent trip counts ran a
-    # round per outer trip on the H200: bench/pick_rounds.py.)
+    # only reads the flag. Not a nest of two data-dependent trip counts:
+    # ptxas 13.0 -O3 drops the middle loop's test of the flag in that shape
+    # and runs every round (docs/toolchain.md).
     for _ in T.serial(FILTER_ROUNDS):
         for _ in T.serial(T.if_then_else(done_s[0] == 0, 1, 0)):
             s = pick_s[0]
