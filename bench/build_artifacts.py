@@ -43,6 +43,13 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_4096_bn128": dict(M=4096, N=4096, K=4096, block_n=128,
                                                  num_stages=4),
     "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=3),
+    # Each k-tile's wgmma in flight into the next iteration (copies N - 2 ahead).
+    "bench_gemm_hopper_bf16_nt_4096_in_flight": dict(M=4096, N=4096, K=4096, block_n=256,
+                                                     num_stages=4, wgmma_in_flight=True),
+    "bench_gemm_hopper_bf16_nt_4096_s3_in_flight": dict(M=4096, N=4096, K=4096, block_n=256,
+                                                        num_stages=3, wgmma_in_flight=True),
+    "bench_gemm_hopper_bf16_nt_8192_in_flight": dict(M=8192, N=8192, K=8192, block_n=256,
+                                                     num_stages=4, wgmma_in_flight=True),
 }
 
 
@@ -67,7 +74,8 @@ def compile_one(name):
     module_name, config = example_of(name)
     example = run_examples.example_module(module_name)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name)
+        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name,
+                                **run_examples.compile_options(example, config))
 
 
 def main():

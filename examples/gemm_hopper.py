@@ -12,7 +12,7 @@ overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
 `build(name=..., **config)` returns the kernel's MLIR text (parameters:
-DEFAULTS); run_examples.EXAMPLES lists the configurations it compiles and
+DEFAULTS) and `compile_options(**config)` what tilemega.compile needs besides; run_examples.EXAMPLES lists the configurations it compiles and
 examples_gpu/gemm_hopper.py checks. The compiler is imported in `build()`
 only, so `config()` and `reference()` load on a GPU machine with just the
 runtime.
@@ -21,7 +21,7 @@ runtime.
 import sys
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
-                dtype="bf16")
+                dtype="bf16", wgmma_in_flight=False)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -40,6 +40,14 @@ def config(**overrides):
         raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
                          f"got {cfg['block_m']}")
     return cfg
+
+
+def compile_options(**overrides):
+    """tilemega.compile keyword arguments of a configuration: with
+    `wgmma_in_flight`, each k-tile's wgmma runs on into the next iteration
+    (tile-pipeline wgmma-in-flight; not on by default)."""
+    cfg = config(**overrides)
+    return {"wgmma_in_flight": True} if cfg["wgmma_in_flight"] else {}
 
 
 def threads(cfg):

@@ -44,6 +44,9 @@ EXAMPLES = [
     ("gemm_hopper_f16_nt_512x768x320", "gemm_hopper", {"M": 512, "N": 768, "K": 320,
                                                         "dtype": "f16", "block_n": 256,
                                                         "num_stages": 3}),
+    # Each k-tile's wgmma in flight into the next iteration.
+    ("gemm_hopper_bf16_nt_1000x1000x1000_in_flight", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "wgmma_in_flight": True}),
     # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
     ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
                                      "epilogue": "bias_relu"}),
@@ -120,6 +123,13 @@ def example_module(name):
     return module
 
 
+def compile_options(example, config):
+    """The tilemega.compile options an example module asks for the
+    configuration (its compile_options(**config); none for most)."""
+    options = getattr(example, "compile_options", None)
+    return options(**config) if options else {}
+
+
 def compile_entry(name, module, config):
     """The CompiledModule of one EXAMPLES entry: its module's build(**config),
     named after the entry even when the module holds several kernels."""
@@ -128,7 +138,8 @@ def compile_entry(name, module, config):
 
     example = example_module(module)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name)
+        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name,
+                                **compile_options(example, config))
 
 
 def compile_all(out_dir):

@@ -48,6 +48,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts(layouts));
   tile::TilePipelineOptions pipelining;
   pipelining.chip = options.chip;
+  pipelining.wgmmaInFlight = options.wgmma && options.wgmmaInFlight;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;

@@ -251,7 +251,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
-            mega_prefetch_depth: int = 1, wgmma: Optional[bool] = None) -> CompiledModule:
+            mega_prefetch_depth: int = 1, wgmma: Optional[bool] = None,
+            wgmma_in_flight: bool = False) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -263,6 +264,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
+    wgmma_in_flight: in tile.pipelined loops of 3 or more stages, let each
+        iteration's wgmma run on into the next (tile-pipeline
+        wgmma-in-flight; needs wgmma). Off by default until its kernels have
+        a GPU verdict (docs/architecture.md).
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -290,9 +295,16 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
     wgmma = resolve_wgmma(wgmma, chip)
+    if not isinstance(wgmma_in_flight, bool):
+        raise ValueError(f"wgmma_in_flight must be a bool, got {wgmma_in_flight!r}")
+    if wgmma_in_flight and not wgmma:
+        raise ValueError("wgmma_in_flight=True needs the wgmma lowering (wgmma=True, or None "
+                         "on sm_90a)")
     options = f"chip={chip} features={features} opt-level={opt_level}"
     if wgmma:
         options += " wgmma=1"
+    if wgmma_in_flight:
+        options += " wgmma-in-flight=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth))
     if mega != ("auto", False, 2000, target["sm_count"], 0, 1):

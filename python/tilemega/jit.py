@@ -88,7 +88,7 @@ class JitFunction:
     def __init__(self, fn, *, out_idx: Union[None, int, Sequence[int]] = None,
                  chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                  assemble: bool = True, name: Optional[str] = None, cache: bool = True,
-                 wgmma: Optional[bool] = None):
+                 wgmma: Optional[bool] = None, wgmma_in_flight: bool = False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = KernelSignature(fn)
@@ -99,6 +99,8 @@ class JitFunction:
         # cache key names what the compile does.
         from .compiler import resolve_wgmma
         self.options["wgmma"] = resolve_wgmma(wgmma, chip)
+        if wgmma_in_flight:     # tilemega.compile checks it needs wgmma
+            self.options["wgmma_in_flight"] = True
         self.use_disk_cache = cache
         self.out_idx = self._normalize_out_idx(out_idx)
         self._lock = threading.RLock()
@@ -328,7 +330,7 @@ class JitFunction:
 
 def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
         features: str = "+ptx80", assemble: bool = True, name: Optional[str] = None,
-        cache: bool = True, wgmma: Optional[bool] = None):
+        cache: bool = True, wgmma: Optional[bool] = None, wgmma_in_flight: bool = False):
     """Decorator: `@tilemega.jit` or `@tilemega.jit(out_idx=[-1], ...)`.
 
     Returns a `JitFunction`; see this module's docstring for tracing,
@@ -337,7 +339,7 @@ def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
     def wrap(f):
         return JitFunction(f, out_idx=out_idx, chip=chip, opt_level=opt_level,
                            features=features, assemble=assemble, name=name, cache=cache,
-                           wgmma=wgmma)
+                           wgmma=wgmma, wgmma_in_flight=wgmma_in_flight)
     if fn is not None:
         if not callable(fn):
             raise TypeError(f"tilemega.jit decorates a function, got {type(fn).__name__}; "

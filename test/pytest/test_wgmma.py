@@ -110,3 +110,25 @@ def test_ptxas_serialisation_warnings_are_found():
     assert "C7515" in line
     assert not tilemega.compiler.wgmma_serialisation_warnings(
         "ptxas warning : (C7520) something else\n")
+
+
+def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
+    """tilemega.compile(wgmma_in_flight=True): in a 3-stage loop the wgmma of
+    each k-tile stays pending into the next iteration (wait_group 1), the
+    copies run one iteration ahead instead of two (cp.async wait 0 before
+    each k-tile), and the loop's end waits for every group before the
+    accumulator is stored; it needs the wgmma lowering."""
+    art = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=True, assemble=ptxas_checks_enabled())
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", art.ptx)
+    assert "1" in waits and waits[-1] == "0"
+    tail = art.ptx[art.ptx.rindex("wgmma.wait_group.sync.aligned"):]
+    assert "st.global" in tail and "wgmma.mma_async" not in tail
+    assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", art.ptx)) == {"0"}
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
+    plain = tilemega.compile(gemm_tn().ir(), assemble=False)
+    assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", plain.ptx) == ["0"]
+    with pytest.raises(ValueError, match="wgmma_in_flight=True needs the wgmma lowering"):
+        tilemega.compile(gemm_tn().ir(), wgmma=False, wgmma_in_flight=True)
+    with pytest.raises(ValueError, match="wgmma_in_flight must be a bool"):
+        tilemega.compile(gemm_tn().ir(), wgmma_in_flight=1)

@@ -33,8 +33,12 @@ struct TileToPTXPipelineOptions
   PassOptions::Option<bool> wgmma{
       *this, "wgmma",
       llvm::cl::desc("Lower qualifying tile.gemm ops to Hopper's "
-                     "wgmma.mma_async (sm_90a; experimental, not yet checked "
-                     "on the GPU)"),
+                     "wgmma.mma_async (sm_90a)"),
+      llvm::cl::init(false)};
+  PassOptions::Option<bool> wgmmaInFlight{
+      *this, "wgmma-in-flight",
+      llvm::cl::desc("With wgmma: keep each pipelined iteration's wgmma in "
+                     "flight into the next (tile-pipeline wgmma-in-flight)"),
       llvm::cl::init(false)};
   // Mega-kernels (graphs in the module): see docs/mega.md.
   PassOptions::Option<std::string> megaPolicy{

@@ -47,6 +47,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -82,6 +83,24 @@ Value descriptor(OpBuilder &b, Location loc, Value address) {
   int64_t fixed = ((kLeadingByteOffset >> 4) << 16) |
                   ((kStrideByteOffset >> 4) << 32) | (kSwizzle128B << 62);
   return arith::OrIOp::create(b, loc, start, cI64(b, loc, fixed));
+}
+
+/// `wgmma.wait_group 0` right after the loop tile-pipeline marked around an
+/// in-flight gemm (once per loop): nothing after it may read an accumulator
+/// a wgmma is still writing.
+LogicalResult waitAfterLoop(tile::GemmOp op, ConversionPatternRewriter &rewriter) {
+  auto loop = dyn_cast<scf::ForOp>(op->getParentOp());
+  if (!loop || !loop->hasAttr(tile::kWgmmaInFlightAttrName))
+    return rewriter.notifyMatchFailure(
+        op, "an in-flight gemm must sit at the top of its marked loop");
+  Operation *next = loop->getNextNode();
+  auto wait = dyn_cast_or_null<NVVM::WgmmaWaitGroupSyncOp>(next);
+  if (wait && wait.getGroup() == 0)
+    return success();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointAfter(loop);
+  NVVM::WgmmaWaitGroupSyncOp::create(rewriter, op.getLoc(), 0);
+  return success();
 }
 
 /// Benefit 3: ahead of the mma.sync lowering (2), which takes the gemms this
@@ -178,7 +197,14 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
           /*satfinite=*/nullptr);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);
-    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, 0);
+    // In flight (tile-pipeline wgmma-in-flight): this group may run on into
+    // the next iteration, whose refill only overwrites the stage of the
+    // group waited for here; the loop's end waits for all of them.
+    bool inFlight = op->hasAttr(tile::kWgmmaInFlightAttrName);
+    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, inFlight ? 1 : 0);
+    if (inFlight)
+      if (failed(waitAfterLoop(op, rewriter)))
+        return failure();
     for (auto [i, slot] : llvm::enumerate(slots)) {
       Value v = LLVM::ExtractValueOp::create(rewriter, loc, d, i);
       Value index = arith::ConstantIndexOp::create(rewriter, loc, slot);

@@ -9,6 +9,7 @@
 
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -124,6 +125,31 @@ static std::optional<Producer> matchProducer(CopyOp copy, PipelinedOp loop) {
       return std::nullopt;
   }
   return producer;
+}
+
+/// The gemms of `loop` whose wgmma may stay in flight into the next
+/// iteration (`wgmma-in-flight`): at the top level of the body, accepted by
+/// tile::chooseWgmma (the rule convert-tile-to-gpu lowers by), and whose
+/// accumulator nothing else in the loop touches (its registers are the
+/// pending wgmma's until the wait after the loop). Empty with fewer than 3
+/// stages: the refill then has no stage that the pending wgmma is not
+/// reading.
+static SmallVector<GemmOp> findInFlightGemms(PipelinedOp loop) {
+  SmallVector<GemmOp> gemms;
+  if (loop.getNumStages() < 3)
+    return gemms;
+  for (auto gemm : loop.getBody().front().getOps<GemmOp>()) {
+    auto alloc = gemm.getC().getDefiningOp<AllocFragmentOp>();
+    if (!alloc ||
+        !chooseWgmma(gemm, alloc.getLayoutAttr()).usesTensorCores())
+      continue;
+    bool onlyGemms = llvm::all_of(gemm.getC().getUsers(), [&](Operation *user) {
+      return !loop->isProperAncestor(user) || isa<GemmOp>(user);
+    });
+    if (onlyGemms)
+      gemms.push_back(gemm);
+  }
+  return gemms;
 }
 
 struct TilePipelinePass
@@ -253,6 +279,14 @@ struct TilePipelinePass
   void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {
     Location loc = loop.getLoc();
     int64_t numStages = loop.getNumStages();
+    // Iterations whose copies are in flight ahead of the one computed:
+    // N - 1, or N - 2 when the gemms' wgmma of the previous iteration may
+    // still be reading its stage (the refill then takes the stage of two
+    // iterations back, whose wgmma has been waited for).
+    SmallVector<GemmOp> inFlight;
+    if (wgmmaInFlight)
+      inFlight = findInFlightGemms(loop);
+    int64_t ahead = numStages - (inFlight.empty() ? 1 : 2);
 
     // The N-stage buffers, next to the tiles they replace.
     OpBuilder b(loop);
@@ -305,8 +339,8 @@ struct TilePipelinePass
       }
     };
 
-    // Prologue: iterations 0 .. N-2, one group each.
-    for (int64_t j = 0; j + 1 < numStages; ++j) {
+    // Prologue: iterations 0 .. ahead - 1, one group each.
+    for (int64_t j = 0; j < ahead; ++j) {
       Value cj = arith::ConstantIndexOp::create(b, loc, j);
       Value pred = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
                                                  cj, trips);
@@ -323,15 +357,17 @@ struct TilePipelinePass
       AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(0));
       gpu::BarrierOp::create(fb, loc);
     } else {
-      // Iteration i's group is complete once at most N - 2 are pending (the
-      // refill below is not committed yet). One barrier then does two jobs:
-      // every thread's copies of stage i % N are visible, and every thread
-      // is done reading stage (i - 1) % N in iteration i - 1, which is the
-      // stage the refill for iteration i + N - 1 overwrites.
-      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(numStages - 2));
+      // Iteration i's group is complete once at most ahead - 1 are pending
+      // (the refill below is not committed yet). One barrier then does two
+      // jobs: every thread's copies of stage i % N are visible, and every
+      // thread is done reading stage (i + ahead) % N, the one the refill
+      // for iteration i + ahead overwrites: (i - 1) % N, read in iteration
+      // i - 1, or with in-flight wgmma (i - 2) % N, whose wgmma every
+      // warpgroup waited for in iteration i - 1 (wait_group 1).
+      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(ahead - 1));
       gpu::BarrierOp::create(fb, loc);
-      Value ahead = arith::ConstantIndexOp::create(fb, loc, numStages - 1);
-      Value next = arith::AddIOp::create(fb, loc, i, ahead);
+      Value aheadValue = arith::ConstantIndexOp::create(fb, loc, ahead);
+      Value next = arith::AddIOp::create(fb, loc, i, aheadValue);
       Value pred = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::slt,
                                          next, trips);
       issue(fb, next, pred);
@@ -357,6 +393,13 @@ struct TilePipelinePass
       trailing = gpu::BarrierOp::create(fb, loc);
     b.setInsertionPointAfter(forOp);
     gpu::BarrierOp::create(b, loc);
+    // convert-tile-to-gpu leaves these gemms' wgmma pending (wait_group 1)
+    // and waits for all of them after the marked loop.
+    if (!inFlight.empty()) {
+      forOp->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+      for (GemmOp gemm : inFlight)
+        gemm->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+    }
     for (Producer &p : list)
       p.copy.erase();
     Block &body = loop.getBody().front();

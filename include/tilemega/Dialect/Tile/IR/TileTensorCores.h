@@ -66,6 +66,10 @@ inline constexpr int64_t kWgmmaTileM = 64, kWgmmaTileK = 16,
 /// #tile.swizzle<bits = 3, base = 3, shift = 3> on 16-bit elements; its
 /// pattern repeats every 1024 bytes, the alignment the tiles then need.
 inline constexpr int64_t kWgmmaRowElems = 64, kWgmmaSwizzleAlign = 1024;
+/// Marks the gemms (and their scf.for) whose wgmma tile-pipeline lets stay
+/// in flight into the next iteration (its wgmma-in-flight option).
+inline constexpr llvm::StringLiteral kWgmmaInFlightAttrName =
+    "tile.wgmma_in_flight";
 
 /// The wgmma decision for one tile.gemm whose accumulator has `accLayout`:
 /// the mma layout (each warp 16 rows of the accumulator, so that warpgroup

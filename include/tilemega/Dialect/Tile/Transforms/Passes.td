@@ -93,6 +93,18 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     - after the loop, one `gpu.barrier`, so that later writers of shared
       memory (a sibling loop's prologue) wait for the last iteration's reads.
 
+    **In-flight wgmma** (`wgmma-in-flight`, for a pipeline that lowers gemms
+    with `convert-tile-to-gpu wgmma`): in a loop of N >= 3 stages, the gemms
+    at the top of the body that `tile::chooseWgmma` accepts and whose
+    accumulator nothing else in the loop touches get the unit attribute
+    `tile.wgmma_in_flight`, as does the `scf.for`. The copies then run
+    N - 2 iterations ahead (prologue 0 .. N - 3, `tile.async_wait pending
+    N-3`, the refill for i + N - 2 into stage (i - 2) % N): the lowering
+    waits for all but the newest wgmma group after each gemm
+    (`wgmma.wait_group 1`), so iteration i's wgmma overlaps iteration
+    i + 1's waits, barrier and refill, and the stage a refill overwrites was
+    read by a wgmma already waited for; it waits for all after the loop.
+
     N = 1 degenerates to copy, commit, wait 0, barrier, compute, barrier.
     Loops shorter than N - 1 iterations (down to none) only issue the copies
     they run; the tail of a K dimension that is not a multiple of the tile is
@@ -133,6 +145,9 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target GPU whose shared memory per block bounds the buffers">,
+    Option<"wgmmaInFlight", "wgmma-in-flight", "bool", /*default=*/"false",
+           "With convert-tile-to-gpu wgmma: keep each iteration's wgmma in "
+           "flight into the next (copies N - 2 iterations ahead)">,
   ];
   let dependentDialects = [
     "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",
