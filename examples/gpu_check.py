@@ -199,6 +199,16 @@ def check_one(name, path, torch):
         meta = json.load(f)
     kind = shipped.kind_of(name, meta)
     entry = {"kind": kind, "ptx_sha256": ptx_sha256(path), "metric": "rel_l2"}
+    # What ran is the cubin: which ptxas made it, and its hash (the verdict
+    # stays bound to the PTX; docs/toolchain.md says why both matter).
+    ptxas = (meta.get("toolchain") or {}).get("ptxas")
+    if ptxas:
+        entry["ptxas"] = ptxas
+    if meta.get("cubin"):
+        cubin = os.path.join(os.path.dirname(path), meta["cubin"])
+        if os.path.exists(cubin):
+            with open(cubin, "rb") as f:
+                entry["cubin_sha256"] = hashlib.sha256(f.read()).hexdigest()
     try:
         got = CHECKS[kind](name, path, torch)
         torch.cuda.synchronize()

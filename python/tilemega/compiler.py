@@ -10,6 +10,7 @@ compiler-free `tilemega.runtime` loads.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -33,6 +34,18 @@ class CompileError(RuntimeError):
 class CompileWarning(UserWarning):
     """A compiler warning, e.g. a 16-bit gemm that cannot use tensor cores;
     the message starts with the source location."""
+
+
+@functools.lru_cache(maxsize=None)
+def ptxas_version(ptxas: str) -> str:
+    """`ptxas --version`'s release and build ("13.0, V13.0.88"), or "unknown"."""
+    try:
+        out = subprocess.run([ptxas, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    found = re.search(r"release (\S+?),? (V\S+)", out)
+    return f"{found.group(1)}, {found.group(2)}" if found else "unknown"
 
 
 def find_ptxas() -> Optional[str]:
@@ -368,7 +381,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     ptxas = find_ptxas() if assemble else None
     if ptxas:
         cubin, log = _assemble(ptx, chip, ptxas)
-        toolchain["ptxas"] = ptxas
+        # The version, not the path: the same PTX assembled by another ptxas
+        # can behave differently on the GPU (docs/toolchain.md).
+        toolchain["ptxas"] = ptxas_version(ptxas)
         for kernel_name, regs in _REGISTERS.findall(log):
             for k in kernels:
                 if k["name"] == kernel_name:

@@ -54,6 +54,10 @@ def test_compile_returns_ptx_cubin_and_metadata(tmp_path):
     meta = json.load(open(path))
     assert meta["format"] == "tilemega.artifact" and meta["version"] == 1
     assert os.path.exists(tmp_path / meta["ptx"])
+    if result.cubin is not None:
+        # The assembler's version (what made the cubin), not its path.
+        import re
+        assert re.fullmatch(r"\d+\.\d+, V[\d.]+", meta["toolchain"]["ptxas"])
     # The runtime loads what the compiler saved (no GPU touched).
     from tilemega.runtime import load_artifact
     art = load_artifact(path)

@@ -42,8 +42,8 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
            "Lower the tile.gemm ops that tile::chooseWgmma accepts to Hopper's "
            "wgmma.mma_async (sm_90a only), their operand tiles aligned to the "
-           "1024-byte swizzle period. Off by default: not yet checked on the "
-           "GPU.">
+           "1024-byte swizzle period (the pass's default is off; "
+           "tilemega.compile turns it on for sm_90a).">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
