@@ -74,8 +74,7 @@ def compile_one(name):
     module_name, config = example_of(name)
     example = run_examples.example_module(module_name)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name,
-                                **run_examples.compile_options(example, config))
+        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name)
 
 
 def main():

@@ -12,7 +12,8 @@ overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
 `build(name=..., **config)` returns the kernel's MLIR text (parameters:
-DEFAULTS) and `compile_options(**config)` what tilemega.compile needs besides; run_examples.EXAMPLES lists the configurations it compiles and
+DEFAULTS; `wgmma_in_flight` keeps each k-tile's wgmma pending into the next
+iteration, `T.Pipelined(..., wgmma_in_flight=True)`); run_examples.EXAMPLES lists the configurations it compiles and
 examples_gpu/gemm_hopper.py checks. The compiler is imported in `build()`
 only, so `config()` and `reference()` load on a GPU machine with just the
 runtime.
@@ -42,14 +43,6 @@ def config(**overrides):
     return cfg
 
 
-def compile_options(**overrides):
-    """tilemega.compile keyword arguments of a configuration: with
-    `wgmma_in_flight`, each k-tile's wgmma runs on into the next iteration
-    (tile-pipeline wgmma-in-flight; not on by default)."""
-    cfg = config(**overrides)
-    return {"wgmma_in_flight": True} if cfg["wgmma_in_flight"] else {}
-
-
 def threads(cfg):
     """One warpgroup (128 threads) per 64 rows of the block."""
     return cfg["block_m"] // 64 * 128
@@ -63,6 +56,7 @@ def build(name="gemm_hopper", **overrides):
     cfg = config(**overrides)
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
+    in_flight = cfg["wgmma_in_flight"]
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
     @tilemega.jit(name=name, cache=False)
@@ -73,7 +67,8 @@ def build(name="gemm_hopper", **overrides):
             b_s = T.alloc_shared((BN, BLOCK_K), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
             T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages):
+            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
+                                 wgmma_in_flight=in_flight):
                 T.copy(A[bx * BM, k * BLOCK_K], a_s)
                 T.copy(B[by * BN, k * BLOCK_K], b_s)
                 T.gemm(a_s, b_s, acc, transpose_B=True)

@@ -123,13 +123,6 @@ def example_module(name):
     return module
 
 
-def compile_options(example, config):
-    """The tilemega.compile options an example module asks for the
-    configuration (its compile_options(**config); none for most)."""
-    options = getattr(example, "compile_options", None)
-    return options(**config) if options else {}
-
-
 def compile_entry(name, module, config):
     """The CompiledModule of one EXAMPLES entry: its module's build(**config),
     named after the entry even when the module holds several kernels."""
@@ -138,8 +131,7 @@ def compile_entry(name, module, config):
 
     example = example_module(module)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name,
-                                **compile_options(example, config))
+        return tilemega.compile(example.build(**config, name=name), chip="sm_90a", name=name)
 
 
 def compile_all(out_dir):

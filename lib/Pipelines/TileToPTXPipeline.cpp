@@ -48,7 +48,8 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(tile::createTileInferLayouts(layouts));
   tile::TilePipelineOptions pipelining;
   pipelining.chip = options.chip;
-  pipelining.wgmmaInFlight = options.wgmma && options.wgmmaInFlight;
+  pipelining.wgmma = options.wgmma;
+  pipelining.wgmmaInFlight = options.wgmmaInFlight;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;

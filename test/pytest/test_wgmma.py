@@ -132,3 +132,45 @@ def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
         tilemega.compile(gemm_tn().ir(), wgmma=False, wgmma_in_flight=True)
     with pytest.raises(ValueError, match="wgmma_in_flight must be a bool"):
         tilemega.compile(gemm_tn().ir(), wgmma_in_flight=1)
+
+
+def gemm_tn_knob(stages=3):
+    """gemm_tn with the loop's own knob: T.Pipelined(wgmma_in_flight=...)
+    from a keyword-only config parameter (what @tilemega.autotune varies)."""
+    @tilemega.jit(cache=False)
+    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
+               C: T.Tensor((M, N), "float32"), *, in_flight: bool):
+        with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
+            a_s = T.alloc_shared((BM, BK), "bfloat16")
+            b_s = T.alloc_shared((BN, BK), "bfloat16")
+            acc = T.alloc_fragment((BM, BN), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K // BK, num_stages=stages, wgmma_in_flight=in_flight):
+                T.copy(A[bx * BM, k * BK], a_s)
+                T.copy(B[by * BN, k * BK], b_s)
+                T.gemm(a_s, b_s, acc, transpose_B=True)
+            T.copy(acc, C[bx * BM, by * BN])
+    return kernel
+
+
+def test_the_loop_knob_is_the_compile_option_for_its_loop():
+    knob = gemm_tn_knob()
+    marked = knob.ir(config={"in_flight": True})
+    assert "num_stages 3 wgmma_in_flight" in marked
+    on = tilemega.compile(marked, assemble=False)
+    option = tilemega.compile(knob.ir(config={"in_flight": False}), wgmma_in_flight=True,
+                              assemble=False)
+    assert on.ptx == option.ptx and "wgmma.wait_group.sync.aligned \t1;" in on.ptx
+    off = tilemega.compile(knob.ir(config={"in_flight": False}), assemble=False)
+    assert "wgmma.wait_group.sync.aligned \t1;" not in off.ptx
+    # Without the wgmma lowering the knob cannot apply: a warning at the loop.
+    with pytest.warns(tilemega.compiler.CompileWarning, match="wgmma_in_flight has no effect"):
+        tilemega.compile(marked, wgmma=False, assemble=False)
+
+
+def test_the_loop_knob_needs_three_stages_and_a_bool():
+    with pytest.raises(tilemega.language.TileLangError,
+                       match=r"wgmma_in_flight needs num_stages >= 3 .* got 2"):
+        gemm_tn_knob(stages=2).ir(config={"in_flight": True})
+    with pytest.raises(tilemega.language.TileLangError, match="must be a Python bool"):
+        gemm_tn_knob().ir(config={"in_flight": 1})

@@ -53,12 +53,16 @@ def parallel(extents, *, layout=None, loc=None, ip=None) -> ParallelOp:
     return op
 
 
-def pipelined(lower, upper, step, num_stages, *, loc=None, ip=None) -> PipelinedOp:
-    """Creates `tile.pipelined` from index values; the block argument is the IV."""
+def pipelined(lower, upper, step, num_stages, *, wgmma_in_flight=False, loc=None,
+              ip=None) -> PipelinedOp:
+    """Creates `tile.pipelined` from index values; the block argument is the IV.
+    `wgmma_in_flight` marks the loop (tile-pipeline keeps its wgmma pending
+    into the next iteration)."""
     if not isinstance(num_stages, int) or num_stages < 1:
         raise ValueError(f"num_stages must be an int >= 1, got {num_stages!r}")
     op = PipelinedOp(lower, upper, step,
                      IntegerAttr.get(IntegerType.get_signless(64), num_stages),
+                     wgmma_in_flight=True if wgmma_in_flight else None,
                      loc=loc, ip=ip)
     op.body.blocks.append(IndexType.get())
     return op

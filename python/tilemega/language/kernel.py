@@ -127,13 +127,19 @@ class Pipelined:
     """`for k in T.Pipelined(n, num_stages=3):` or `T.Pipelined(lb, ub, step=1,
     num_stages=3)`: a counted loop (`tile.pipelined`) whose global->shared
     copies may overlap across `num_stages` iterations. Bounds may be ints or
-    traced index values; `num_stages=0` (TileLang's "no pipelining") is 1."""
+    traced index values; `num_stages=0` (TileLang's "no pipelining") is 1.
+    `wgmma_in_flight=True` (Hopper, num_stages >= 3) keeps each iteration's
+    wgmma pending into the next, the copies num_stages - 2 iterations ahead
+    (`tile.pipelined ... wgmma_in_flight`; a config parameter can set it, so
+    autotune can choose it)."""
 
-    def __init__(self, start, stop=None, step=1, *, num_stages=1, **ignored):
+    def __init__(self, start, stop=None, step=1, *, num_stages=1, wgmma_in_flight=False,
+                 **ignored):
         if stop is None:
             start, stop = 0, start
         self.start, self.stop, self.step = start, stop, step
         self.num_stages = num_stages
+        self.wgmma_in_flight = wgmma_in_flight
         self.ignored = ignored
         self.api = "T.Pipelined"
 
@@ -144,15 +150,23 @@ class Pipelined:
         state = in_kernel(api)
         if self.ignored:
             user_error(api, f"unsupported arguments {sorted(self.ignored)} (supported: start, "
-                            "stop, step, num_stages)", TileLangTypeError)
+                            "stop, step, num_stages, wgmma_in_flight)", TileLangTypeError)
         stages = static_int(self.num_stages, "num_stages", api, minimum=0)
+        in_flight = self.wgmma_in_flight
+        if not isinstance(in_flight, bool):
+            user_error(api, f"wgmma_in_flight must be a Python bool, got {in_flight!r}",
+                       TileLangTypeError)
+        if in_flight and stages < 3:
+            user_error(api, f"wgmma_in_flight needs num_stages >= 3 (a stage that neither the "
+                            f"pending wgmma nor the current iteration reads), got {stages}")
         step = static_int(self.step, "step", api, minimum=1)
         lb = to_index(self.start, api, "start")
         ub = to_index(self.stop, api, "stop")
         st = constant(step, index, api=api)
         position = user_position()
         with user_location(), state.scope.end_point():
-            op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages))
+            op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages),
+                                wgmma_in_flight=in_flight)
         block = op.body.blocks[0]
         scope = Scope("pipelined", block, state.scope, op, position)
         state.push(scope)

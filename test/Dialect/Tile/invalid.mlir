@@ -800,6 +800,17 @@ func.func @pipelined_stages(%c0: index, %c8: index, %c1: index) {
 
 // -----
 
+func.func @pipelined_in_flight_two_stages(%c0: index, %c8: index, %c1: index) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    // expected-error @+1 {{wgmma_in_flight needs num_stages >= 3 (a stage that neither the pending wgmma nor the current iteration reads), got 2}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 wgmma_in_flight {
+    }
+  }
+  return
+}
+
+// -----
+
 // Found by scripts/fuzz/fuzz_opt.py: tile-pipeline hung unrolling the
 // prologue of this loop, or overflowed sizing its stage buffers.
 func.func @pipelined_too_many_stages(%c0: index, %c8: index, %c1: index) {

@@ -173,6 +173,22 @@ func.func @pipelined(%A: memref<64x256xf16>) {
   return
 }
 
+// CHECK-LABEL: func.func @pipelined_wgmma_in_flight
+// CHECK:         tile.pipelined %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} num_stages 3 wgmma_in_flight {
+func.func @pipelined_wgmma_in_flight(%A: memref<64x256xf16>) {
+  tile.kernel blocks(%bx) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c8 = arith.constant 8 : index
+    %c1 = arith.constant 1 : index
+    %s = tile.alloc_shared : memref<64x32xf16, #gpu.address_space<workgroup>>
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 wgmma_in_flight {
+      tile.copy %A[0, %k] to %s[0, 0] sizes [64, 32]
+          : memref<64x256xf16> to memref<64x32xf16, #gpu.address_space<workgroup>>
+    }
+  }
+  return
+}
+
 // CHECK-LABEL: func.func @async_copy
 // CHECK:         tile.copy async %{{.*}}[0, %{{.*}}] to %{{.*}}[0, 0] sizes [64, 32] : memref<64x256xf16> to memref<64x32xf16, #gpu.address_space<workgroup>>
 // CHECK-NEXT:    tile.async_commit

@@ -1,6 +1,7 @@
-// RUN: tilemega-opt %s -tile-pipeline="wgmma-in-flight=true" -split-input-file | FileCheck %s
-// RUN: tilemega-opt %s -tile-pipeline -split-input-file | FileCheck %s --check-prefix=OFF
-// RUN: tilemega-opt %s -tile-pipeline="wgmma-in-flight=true" -convert-tile-to-gpu="wgmma=true" -split-input-file | FileCheck %s --check-prefix=LOWER
+// RUN: tilemega-opt %s -tile-pipeline="wgmma=true wgmma-in-flight=true" -split-input-file | FileCheck %s
+// RUN: tilemega-opt %s -tile-pipeline="wgmma=true" -split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: tilemega-opt %s -tile-pipeline="wgmma-in-flight=true" -split-input-file | FileCheck %s --check-prefix=OFF
+// RUN: tilemega-opt %s -tile-pipeline="wgmma=true wgmma-in-flight=true" -convert-tile-to-gpu="wgmma=true" -split-input-file | FileCheck %s --check-prefix=LOWER
 
 // wgmma-in-flight: a 3-stage loop whose gemm tile::chooseWgmma accepts keeps
 // its copies one iteration ahead (N - 2): the prologue issues iteration 0
@@ -24,7 +25,8 @@
 // CHECK:         } {tile.wgmma_in_flight}
 // CHECK-NEXT:    gpu.barrier
 
-// Without the option: two iterations ahead, no marks.
+// Without the option, or without the wgmma lowering: two iterations ahead,
+// no marks.
 // OFF-LABEL:   func.func @in_flight
 // OFF:           tile.async_commit
 // OFF:           tile.async_commit

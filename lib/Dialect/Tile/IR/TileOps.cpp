@@ -628,10 +628,13 @@ LogicalResult ParallelOp::verifyRegions() {
 
 void PipelinedOp::build(OpBuilder &builder, OperationState &result,
                         Value lowerBound, Value upperBound, Value step,
-                        int64_t numStages) {
+                        int64_t numStages, bool wgmmaInFlight) {
   result.addOperands({lowerBound, upperBound, step});
   result.addAttribute(getNumStagesAttrName(result.name),
                       builder.getI64IntegerAttr(numStages));
+  if (wgmmaInFlight)
+    result.addAttribute(getWgmmaInFlightAttrName(result.name),
+                        builder.getUnitAttr());
   Region *body = result.addRegion();
   Block *block = new Block();
   block->addArgument(builder.getIndexType(), result.location);
@@ -656,6 +659,9 @@ ParseResult PipelinedOp::parse(OpAsmParser &parser, OperationState &result) {
     return failure();
   result.addAttribute(getNumStagesAttrName(result.name),
                       parser.getBuilder().getI64IntegerAttr(numStages));
+  if (succeeded(parser.parseOptionalKeyword("wgmma_in_flight")))
+    result.addAttribute(getWgmmaInFlightAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
   return parser.parseRegion(*result.addRegion(), {iv});
@@ -666,8 +672,10 @@ void PipelinedOp::print(OpAsmPrinter &p) {
   p.printOperand(getInductionVar());
   p << " = " << getLowerBound() << " to " << getUpperBound() << " step "
     << getStep() << " num_stages " << getNumStages();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getNumStagesAttrName()});
+  if (getWgmmaInFlight())
+    p << " wgmma_in_flight";
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {getNumStagesAttrName(), getWgmmaInFlightAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
@@ -684,6 +692,13 @@ LogicalResult PipelinedOp::verify() {
   constexpr int64_t kMaxStages = 32;
   if (numStages > kMaxStages)
     return emitOpError() << "num_stages must be <= " << kMaxStages << ", got "
+                         << numStages;
+  // The refill of an in-flight loop takes the stage two iterations back:
+  // with fewer than 3 stages that is the one its pending wgmma reads.
+  if (getWgmmaInFlight() && numStages < 3)
+    return emitOpError() << "wgmma_in_flight needs num_stages >= 3 (a stage "
+                            "that neither the pending wgmma nor the current "
+                            "iteration reads), got "
                          << numStages;
   return success();
 }

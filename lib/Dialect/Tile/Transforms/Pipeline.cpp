@@ -283,9 +283,7 @@ struct TilePipelinePass
     // N - 1, or N - 2 when the gemms' wgmma of the previous iteration may
     // still be reading its stage (the refill then takes the stage of two
     // iterations back, whose wgmma has been waited for).
-    SmallVector<GemmOp> inFlight;
-    if (wgmmaInFlight)
-      inFlight = findInFlightGemms(loop);
+    SmallVector<GemmOp> inFlight = inFlightGemmsOf(loop);
     int64_t ahead = numStages - (inFlight.empty() ? 1 : 2);
 
     // The N-stage buffers, next to the tiles they replace.
@@ -412,6 +410,26 @@ struct TilePipelinePass
          llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
       if (isOpTriviallyDead(&op))
         op.erase();
+  }
+
+  /// The gemms whose wgmma stays in flight in `loop`: with the wgmma
+  /// lowering, when the pass option or the loop's `wgmma_in_flight` asks.
+  /// A loop that asks and gets none is told why (a warning at its line).
+  SmallVector<GemmOp> inFlightGemmsOf(PipelinedOp loop) {
+    bool asked = loop.getWgmmaInFlight();
+    if (!wgmma || (!wgmmaInFlight && !asked)) {
+      if (asked)
+        loop.emitWarning() << "wgmma_in_flight has no effect: the gemms are "
+                              "not lowered to wgmma here (sm_90a with wgmma "
+                              "on is needed)";
+      return {};
+    }
+    SmallVector<GemmOp> gemms = findInFlightGemms(loop);
+    if (gemms.empty() && asked)
+      loop.emitWarning() << "wgmma_in_flight has no effect: no gemm at the top "
+                            "of the loop takes wgmma with an accumulator that "
+                            "only gemms use in the loop";
+    return gemms;
   }
 
   /// The stage iteration `iteration` uses: iteration % N.

@@ -336,7 +336,9 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     `num_stages` is how many iterations' global-to-shared copies may be in
     flight at once (TileLang's `T.Pipelined(..., num_stages=N)`); 1 means no
     overlap. `tile-pipeline` turns it into multi-buffered shared tiles and
-    asynchronous copies.
+    asynchronous copies. `wgmma_in_flight` (N >= 3) asks `tile-pipeline` to
+    keep each iteration's wgmma pending into the next (its `wgmma-in-flight`
+    option, for this loop; `T.Pipelined(..., wgmma_in_flight=True)`).
 
     ```mlir
     tile.pipelined %k = %c0 to %c32 step %c1 num_stages 3 {
@@ -346,14 +348,15 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     ```
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
-                       I64Attr:$num_stages);
+                       I64Attr:$num_stages, UnitAttr:$wgmma_in_flight);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let skipDefaultBuilders = 1;
   let builders = [OpBuilder<(ins "::mlir::Value":$lowerBound,
-      "::mlir::Value":$upperBound, "::mlir::Value":$step, "int64_t":$numStages)>];
+      "::mlir::Value":$upperBound, "::mlir::Value":$step, "int64_t":$numStages,
+      CArg<"bool", "false">:$wgmmaInFlight)>];
   let extraClassDeclaration = [{
     ::mlir::Value getInductionVar() { return getBody().getArgument(0); }
   }];

@@ -93,8 +93,10 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     - after the loop, one `gpu.barrier`, so that later writers of shared
       memory (a sibling loop's prologue) wait for the last iteration's reads.
 
-    **In-flight wgmma** (`wgmma-in-flight`, for a pipeline that lowers gemms
-    with `convert-tile-to-gpu wgmma`): in a loop of N >= 3 stages, the gemms
+    **In-flight wgmma** (with `wgmma`, the option of a pipeline that lowers
+    gemms with `convert-tile-to-gpu wgmma`: for every loop with
+    `wgmma-in-flight`, else for the loops marked `wgmma_in_flight`, which
+    get a warning where it cannot apply): in a loop of N >= 3 stages, the gemms
     at the top of the body that `tile::chooseWgmma` accepts and whose
     accumulator nothing else in the loop touches get the unit attribute
     `tile.wgmma_in_flight`, as does the `scf.for`. The copies then run
@@ -145,9 +147,12 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"sm_90a\"",
            "Target GPU whose shared memory per block bounds the buffers">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "The pipeline lowers gemms with convert-tile-to-gpu wgmma (what "
+           "in-flight wgmma needs)">,
     Option<"wgmmaInFlight", "wgmma-in-flight", "bool", /*default=*/"false",
-           "With convert-tile-to-gpu wgmma: keep each iteration's wgmma in "
-           "flight into the next (copies N - 2 iterations ahead)">,
+           "With wgmma: keep each iteration's wgmma in flight into the next "
+           "in every loop that allows it (copies N - 2 iterations ahead)">,
   ];
   let dependentDialects = [
     "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",
