@@ -23,21 +23,24 @@ M, N, K = 512, 512, 512
 BM, BN, BK = 128, 128, 64
 
 
-def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=None):
+def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=None,
+            stages=3):
     """C = A @ B^T, A [M, K] and B [N, K] bf16, C f32: BM x BN tiles, the K
-    loop pipelined through cp.async; the accumulator layout and the 128-byte
-    swizzle written out unless None / False (then layout inference picks)."""
+    loop pipelined through cp.async in `stages`; the accumulator layout and
+    the 128-byte swizzle written out unless None / False (then layout
+    inference picks). The config parameter `in_flight` is the loop's
+    wgmma_in_flight knob (what @tilemega.autotune would vary)."""
     swizzle = T.Swizzle(bits=3, base=3, shift=3) if swizzled else None
 
     @tilemega.jit(cache=False, wgmma=wgmma)
     def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
-               C: T.Tensor((M, N), "float32")):
+               C: T.Tensor((M, N), "float32"), *, in_flight: bool = False):
         with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
             a_s = T.alloc_shared((BM, BK), "bfloat16", swizzle=swizzle)
             b_s = T.alloc_shared((BN, BK), "bfloat16", swizzle=swizzle)
             acc = T.alloc_fragment((BM, BN), "float32", layout=layout)
             T.clear(acc)
-            for k in T.Pipelined(K // BK, num_stages=3):
+            for k in T.Pipelined(K // BK, num_stages=stages, wgmma_in_flight=in_flight):
                 T.copy(A[bx * BM, k * BK], a_s)
                 T.copy(B[by * BN, k * BK], b_s)
                 T.gemm(a_s, b_s, acc, transpose_B=True)
@@ -134,27 +137,8 @@ def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
         tilemega.compile(gemm_tn().ir(), wgmma_in_flight=1)
 
 
-def gemm_tn_knob(stages=3):
-    """gemm_tn with the loop's own knob: T.Pipelined(wgmma_in_flight=...)
-    from a keyword-only config parameter (what @tilemega.autotune varies)."""
-    @tilemega.jit(cache=False)
-    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
-               C: T.Tensor((M, N), "float32"), *, in_flight: bool):
-        with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
-            a_s = T.alloc_shared((BM, BK), "bfloat16")
-            b_s = T.alloc_shared((BN, BK), "bfloat16")
-            acc = T.alloc_fragment((BM, BN), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(K // BK, num_stages=stages, wgmma_in_flight=in_flight):
-                T.copy(A[bx * BM, k * BK], a_s)
-                T.copy(B[by * BN, k * BK], b_s)
-                T.gemm(a_s, b_s, acc, transpose_B=True)
-            T.copy(acc, C[bx * BM, by * BN])
-    return kernel
-
-
 def test_the_loop_knob_is_the_compile_option_for_its_loop():
-    knob = gemm_tn_knob()
+    knob = gemm_tn(layout=None, swizzled=False)
     marked = knob.ir(config={"in_flight": True})
     assert "num_stages 3 wgmma_in_flight" in marked
     on = tilemega.compile(marked, assemble=False)
@@ -171,6 +155,6 @@ def test_the_loop_knob_is_the_compile_option_for_its_loop():
 def test_the_loop_knob_needs_three_stages_and_a_bool():
     with pytest.raises(tilemega.language.TileLangError,
                        match=r"wgmma_in_flight needs num_stages >= 3 .* got 2"):
-        gemm_tn_knob(stages=2).ir(config={"in_flight": True})
+        gemm_tn(stages=2).ir(config={"in_flight": True})
     with pytest.raises(tilemega.language.TileLangError, match="must be a Python bool"):
-        gemm_tn_knob().ir(config={"in_flight": 1})
+        gemm_tn().ir(config={"in_flight": 1})
