@@ -61,3 +61,19 @@ func.func @declined(%A: memref<128x512xbf16>, %B: memref<128x512xbf16>) {
   }
   return
 }
+
+// -----
+
+// Asked, but nothing to pipeline: the loop stays a loop, with a warning.
+// CHECK-LABEL: func.func @no_copies
+func.func @no_copies(%G: memref<256xf32>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    // expected-warning @+1 {{wgmma_in_flight has no effect: the loop has no global-to-shared copy to pipeline}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 wgmma_in_flight {
+    }
+  }
+  return
+}

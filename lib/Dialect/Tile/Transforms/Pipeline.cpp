@@ -223,9 +223,14 @@ struct TilePipelinePass
       return failure();
     DenseSet<Operation *> existing;
     kernel.walk([&](Operation *op) { existing.insert(op); });
-    for (auto &[loop, list] : producers)
+    for (auto &[op, list] : producers) {
+      auto loop = cast<PipelinedOp>(op);
       if (!list.empty())
-        pipelineLoop(cast<PipelinedOp>(loop), list);
+        pipelineLoop(loop, list);
+      else if (loop.getWgmmaInFlight())
+        loop.emitWarning() << "wgmma_in_flight has no effect: the loop has no "
+                              "global-to-shared copy to pipeline";
+    }
     for (Operation *alloc : pipelinedAllocs)
       if (alloc->use_empty())
         alloc->erase();
