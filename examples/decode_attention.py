@@ -58,6 +58,8 @@ runtime. `python examples/decode_attention.py OUT_DIR` compiles the defaults.
 import math as _math
 import sys
 
+from example_config import with_defaults
+
 DEFAULTS = dict(heads=32, kv_heads=8, seq=1024, head_dim=64, block_n=32,
                 splits=16, threads=128, stages=2, combine_rows=1,
                 combine_threads=128)
@@ -65,11 +67,7 @@ DEFAULTS = dict(heads=32, kv_heads=8, seq=1024, head_dim=64, block_n=32,
 
 def config(**overrides):
     """DEFAULTS updated with `overrides` (unknown keys are an error), checked."""
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown decode_attention parameters: {sorted(unknown)}")
-    cfg = dict(DEFAULTS)
-    cfg.update(overrides)
+    cfg = with_defaults(DEFAULTS, overrides, "decode_attention")
     H, HKV, N, D = cfg["heads"], cfg["kv_heads"], cfg["seq"], cfg["head_dim"]
     bn, splits, warps = cfg["block_n"], cfg["splits"], cfg["threads"] // 32
     if H % HKV:

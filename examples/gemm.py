@@ -19,6 +19,8 @@ defaults. The compiler is imported in `build()` only, so `config()` and
 
 import sys
 
+from example_config import with_defaults
+
 DEFAULTS = dict(M=512, N=512, K=512, block_m=128, block_n=128, block_k=32,
                 threads=128, num_stages=4, dtype="f16", acc="f32",
                 transpose_a=False, transpose_b=False, group_m=0,
@@ -30,11 +32,7 @@ EPILOGUES = (None, "bias_relu", "bias_gelu")
 
 def config(**overrides):
     """DEFAULTS updated with `overrides` (unknown keys are an error)."""
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown gemm parameters: {sorted(unknown)}")
-    cfg = dict(DEFAULTS)
-    cfg.update(overrides)
+    cfg = with_defaults(DEFAULTS, overrides, "gemm")
     if cfg["dtype"] not in ("f16", "bf16"):
         raise ValueError(f"dtype must be 'f16' or 'bf16', got {cfg['dtype']!r}")
     if cfg["acc"] not in ("f32", "f16"):

@@ -21,6 +21,8 @@ runtime.
 
 import sys
 
+from example_config import with_defaults
+
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16", wgmma_in_flight=False)
 
@@ -30,11 +32,7 @@ BLOCK_K = 64
 
 def config(**overrides):
     """DEFAULTS updated with `overrides` (unknown keys are an error)."""
-    unknown = set(overrides) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown gemm_hopper parameters: {sorted(unknown)}")
-    cfg = dict(DEFAULTS)
-    cfg.update(overrides)
+    cfg = with_defaults(DEFAULTS, overrides, "gemm_hopper")
     if cfg["dtype"] not in ("f16", "bf16"):
         raise ValueError(f"dtype must be 'f16' or 'bf16', got {cfg['dtype']!r}")
     if cfg["block_m"] % 64:
