@@ -356,6 +356,33 @@ def test_arithmetic_emits_typed_ops_and_compiles():
     assert ".entry arith_kernel" in result.ptx
 
 
+def test_reinterpret_reads_the_bits_and_names_a_width_mismatch():
+    """T.reinterpret: a bfloat16's bits as an int16 (arith.bitcast), the
+    order key of sample_filtered's radix select; widths must match."""
+    @tilemega.jit
+    def keys(X: T.Tensor((64,), "bfloat16"), K: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            g = T.alloc_fragment((64,), "int32")
+            for i in T.Parallel(64):
+                b = T.cast(T.reinterpret(X[i], "int16"), "int32")
+                g[i] = T.if_then_else(b >= 0, b, b ^ 0x7FFF) + 32768
+            T.copy(g, K)
+    text = keys.ir()
+    assert "arith.bitcast" in text and ": bf16 to i16" in text
+    assert ".entry keys" in keys.compile().ptx
+
+    @tilemega.jit
+    def wide(X: T.Tensor((64,), "bfloat16"), K: T.Tensor((64,), "int32")):
+        with T.Kernel(1, threads=64):
+            g = T.alloc_fragment((64,), "int32")
+            for i in T.Parallel(64):
+                g[i] = T.reinterpret(X[i], "int32")
+            T.copy(g, K)
+    with pytest.raises(T.TileLangTypeError,
+                       match=r"cannot reinterpret bfloat16 \(16 bits\) as int32 \(32 bits\)"):
+        wide.ir()
+
+
 def test_python_modulo_semantics_for_signed_ints():
     @tilemega.jit
     def k(C: T.Tensor((64,), "int32"), n: T.int32):

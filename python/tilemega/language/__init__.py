@@ -35,7 +35,7 @@ from .trace import TileLangError, TileLangTypeError
 from .types import (DTYPES, Buffer, DType, SymExpr, Symbol, Tensor, bfloat16, ceildiv,
                     dynamic, float16, float32, float64, int8, int16, int32, int64,
                     symbolic)
-from .values import BufferRegion, Expr, cast, if_then_else
+from .values import BufferRegion, Expr, cast, if_then_else, reinterpret
 from .values import Buffer as TileBuffer  # noqa: F401  (the proxy class)
 
 __all__ = [
@@ -50,7 +50,8 @@ __all__ = [
     "annotate_layout", "use_swizzle", "Blocked", "Swizzle",
     # scalar math
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
-    "abs", "max", "min", "cast", "if_then_else", "infinity", "max_value", "min_value",
+    "abs", "max", "min", "cast", "reinterpret", "if_then_else", "infinity", "max_value",
+    "min_value",
     # errors and proxies
     "TileLangError", "TileLangTypeError", "Expr", "BufferRegion", "TileBuffer", "DTYPES",
     # tracing machinery (used by tilemega.jit)

@@ -494,6 +494,29 @@ def cast(value, dtype, *, api: str = "T.cast") -> Expr:
     user_error(api, f"cannot convert {src.name} to {dst.name}", TileLangTypeError)
 
 
+def reinterpret(value, dtype, *, api: str = "T.reinterpret") -> Expr:
+    """The bits of a traced value read as `dtype` of the same width
+    (`arith.bitcast`): e.g. a bfloat16's 16 bits as an int16, for
+    order-preserving integer keys of floats."""
+    from ..dialects import arith
+    from .types import as_dtype
+
+    dst = as_dtype(dtype, "dtype", api=api)
+    if not isinstance(value, Expr):
+        user_error(api, f"expects a traced value, got {type(value).__name__} "
+                   "(a Python number has no bits of a dtype)", TileLangTypeError)
+    src = value.dtype
+    if src is dst:
+        return value
+    if {"bool", "index"} & {src.kind, dst.kind} or src.bits != dst.bits:
+        user_error(api, f"cannot reinterpret {src.name} ({src.bits} bits) as {dst.name} "
+                   f"({dst.bits} bits): the widths must be equal, and neither a bool "
+                   "nor an index",
+                   TileLangTypeError)
+    return emit_pure(api, ("bitcast", dst.name), [value],
+                     lambda v: arith.bitcast(dst.mlir_type(), v), dst)
+
+
 # ---------------------------------------------------------------------------
 # Buffers and regions
 # ---------------------------------------------------------------------------
