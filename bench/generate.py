@@ -259,6 +259,8 @@ def main(argv=None):
     sampled_row("tilemega engine sampling, top-k 50 top-p 0.9", top_k=50, top_p=0.9)
     sampled_row("tilemega engine sampling, top-p 0.9 (whole vocabulary)", top_p=0.9)
     sampled_row("tilemega engine sampling, top-k 200 (whole vocabulary)", top_k=200)
+    sampled_row("tilemega engine sampling, top-k 200 top-p 0.9 (whole vocabulary)", top_k=200,
+                top_p=0.9)
 
     def graph_row(name, make_step, role):
         """A step captured once into a CUDA graph, replayed once per

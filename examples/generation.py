@@ -210,7 +210,10 @@ def check_artifact(path, torch, seed=0):
         # The whole vocabulary filtered (generation_bodies.sample_filtered).
         ("sampled top-p 0.8", S // 2 + 3, 1.0, 0, 0.8),
         ("sampled top-p 0.02", S - 2, 0.7, 0, 0.02),
-        ("sampled top-k 300", 1, 1.2, 300, 1.0)]
+        ("sampled top-k 300", 1, 1.2, 300, 1.0),
+        # Top-p within a top-k over 64 (sample_filtered's top_k_mass).
+        ("sampled top-k 300 top-p 0.7", S // 2 + 3, 1.0, 300, 0.7),
+        (f"sampled top-k {cfg.vocab - 1} top-p 0.95", 1, 0.8, cfg.vocab - 1, 0.95)]
     for key, pos, temperature, top_k, top_p in runs:
         # The step generates the token after pos (given = pos + 1) when
         # there is room; at max_seq_len - 1 there is none (DONE, pos stays).
@@ -250,7 +253,8 @@ def check_loop(mk, cfg, tensors, torch, steps=6):
     names = ref.cache_names(cfg) + ["tokens", "gen", "sampling", "logits"]
     out = {"passed": True, "steps": steps}
     for start, temperature, top_k, top_p in ((2, None, 0, 1.0), (S - steps - 1, 1.3, 0, 1.0),
-                                             (40, 1.0, 20, 0.9), (60, 0.9, 0, 0.7)):
+                                             (40, 1.0, 20, 0.9), (60, 0.9, 0, 0.7),
+                                             (80, 1.1, 200, 0.8)):
         ref.set_state(tensors, start, given=start + 1, end=start + 1 + steps, eos=None,
                       seed=99, temperature=temperature, top_k=top_k, top_p=top_p)
         tensors["logits"].zero_()

@@ -104,8 +104,7 @@ def parse_args(argv=None):
     parser.add_argument("--top-k", type=int, default=None,
                         help="sample from the k largest logits (0: all)")
     parser.add_argument("--top-p", type=float, default=None,
-                        help="and of those from the smallest set of mass >= p (with --top-k "
-                             "over 64: not served)")
+                        help="and of those from the smallest set of mass >= p")
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
     args = parser.parse_args(argv)
     from .mega.engine import Engine

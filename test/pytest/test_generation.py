@@ -310,9 +310,8 @@ def test_the_engine_checks_its_sampling_settings():
     assert Engine._sampling(0.5, None, 0.9) == [2.0, 0.0, 0.9]
     with pytest.raises(ValueError, match=r"top_k=-1: 0 \(the whole vocabulary\) or a"):
         Engine._sampling(0.7, -1, None)
-    with pytest.raises(ValueError, match="top_p=0.9 with top_k=65: the device applies top-p "
-                                         "within a top-k of at most 64"):
-        Engine._sampling(0.7, 65, 0.9)
+    # Top-p within a top-k over the candidates' 64 (sample_filtered's top_k_mass).
+    assert Engine._sampling(0.5, 65, 0.9) == [2.0, 65.0, 0.9]
     with pytest.raises(ValueError, match=r"top_p=0: a number in \(0, 1\]"):
         Engine._sampling(0.7, 5, 0)
     with pytest.raises(ValueError, match="temperature must be 0"):
@@ -350,13 +349,55 @@ def test_the_filtered_rounds_find_the_largest_score_of_the_kept_set():
             logits = np.round(logits * 2) / 2          # many ties
         inv_t = float(rng.uniform(0.3, 3))
         top_k, top_p = [(0, float(rng.uniform(0.01, 0.99))),
-                        (int(rng.integers(1, V + 1)), 1.0)][trial % 2]
+                        (int(rng.integers(1, V + 1)), 1.0),
+                        (int(rng.integers(1, V + 1)), float(rng.uniform(0.01, 0.99)))][trial % 3]
         scores = logits * inv_t + gumbel(np.arange(V), trial, 7)
         pick, rounds = filtered_pick(logits, scores, inv_t, top_k, top_p)
         keep = sampled_set(logits, inv_t, top_k, top_p)
         assert pick == int(np.argmax(np.where(keep, scores, -np.inf))), trial
         worst = max(worst, rounds)
     assert worst < 30
+
+
+def _bf16(values):
+    """float32 values cut to bfloat16: (their 16 bits as int16, the values
+    as float64)."""
+    bits = (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return bits.view(np.int16), (bits.astype(np.uint32) << 16).view(np.float32).astype(float)
+
+
+def test_the_radix_select_finds_the_kth_largest_bf16_logit_and_the_k_mass():
+    """top_k_mass's algorithm (generation_reference.kth_key_by_digits, the
+    same digit passes): order_key orders bfloat16 values as floats (both
+    zeros, infinities, subnormals), and the digit passes find the k-th
+    largest key and the count above it for any k, ties included; the k's
+    mass from them equals a sort's."""
+    from tilemega.mega.generation_reference import kth_key_by_digits, order_keys
+
+    bits, values = _bf16([0.0, -0.0, 1e-40, -1e-40, 3.0, -3.0, np.inf, -np.inf, 65504.0,
+                          -2.5e38, 2.5e38, -1e-3])
+    keys = order_keys(bits)
+    for a in range(len(values)):
+        for b in range(len(values)):
+            if values[a] < values[b]:
+                assert keys[a] < keys[b], (values[a], values[b])
+    assert (keys >= 0).all() and (keys < 65536).all()
+    rng = np.random.default_rng(1)
+    for trial in range(60):
+        V = int(rng.integers(1, 5000))
+        raw = rng.normal(size=V) * rng.uniform(0.01, 30)
+        if trial % 3 == 0:
+            raw = np.round(raw * 2) / 2                       # many ties
+        bits, x = _bf16(raw)
+        keys = order_keys(bits)
+        for k in {1, V, int(rng.integers(1, V + 1))}:
+            for digit_bits in (1, 2, 4):
+                kth, above = kth_key_by_digits(keys, k, digit_bits)
+                assert kth == np.sort(keys)[::-1][k - 1], (trial, k, digit_bits)
+                assert above == int((keys > kth).sum()), (trial, k, digit_bits)
+            e = np.exp(x - x.max())
+            mass = e[keys > kth].sum() + (k - above) * e[keys == kth][0]
+            assert np.isclose(mass, np.sort(e)[::-1][:k].sum(), rtol=1e-12)
 
 
 def test_gumbel_max_within_the_kept_set_samples_its_renormalised_softmax():
@@ -656,8 +697,10 @@ def _cli(*args):
     (["--model", ".", "--prompt-ids", "1", "--temperature", "-1"], "0 (greedy) or in"),
     (["--model", ".", "--prompt-ids", "1", "--seed", "-5"], "must be in [0, 2^64)"),
     (["--model", ".", "--prompt-ids", "1", "--eos-id", "2,b"], "expected comma-separated"),
-    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-p", "0.5",
-      "--top-k", "100"], "top_p=0.5 with top_k=100"),
+    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-p", "1.5",
+      "--top-k", "100"], "top_p=1.5: a number in (0, 1]"),
+    (["--model", ".", "--prompt-ids", "1", "--temperature", "1", "--top-k", "-3"],
+     "top_k=-3: 0 (the whole vocabulary) or a positive int"),
 ])
 def test_cli_argument_errors(args, message, tmp_path):
     proc = _cli(*[str(tmp_path) if a == "." else a for a in args])

@@ -332,10 +332,12 @@ def test_a_seed_reproduces_a_sampled_generation(case):
     assert engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=2.0,
                            top_k=1, seed=9) == greedy
     # The whole vocabulary filtered (generation_bodies.sample_filtered):
-    # top-p alone and top-k over the candidates' 64 reproduce with a seed;
+    # top-p alone and top-k over the candidates' 64 (with top-p too)
+    # reproduce with a seed;
     # a top-p too small for any token but the first is greedy (the rounds
     # must walk down to the top-ranked token).
-    for kw in (dict(top_p=0.9), dict(top_k=200), dict(top_k=engine.cfg.vocab)):
+    for kw in (dict(top_p=0.9), dict(top_k=200, top_p=0.9), dict(top_k=200),
+               dict(top_k=engine.cfg.vocab)):
         kw.update(max_new_tokens=32, eos_token_id=[], temperature=0.8)
         e = engine.generate(prompt, seed=5, **kw)
         assert e == engine.generate(prompt, seed=5, **kw), kw
@@ -343,6 +345,8 @@ def test_a_seed_reproduces_a_sampled_generation(case):
     assert e == a          # top-k of the whole vocabulary: temperature alone
     assert engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=1.5,
                            top_p=1e-7, seed=9) == greedy
+    assert engine.generate(prompt, max_new_tokens=32, eos_token_id=[], temperature=1.5,
+                           top_k=300, top_p=1e-7, seed=9) == greedy
 
 
 def test_the_cli_streams_a_saved_checkpoints_tokens(tmp_path):

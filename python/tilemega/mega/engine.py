@@ -215,9 +215,9 @@ class Engine:
     def _sampling(temperature, top_k, top_p):
         """The sampling tensor's words for these settings (generation_bodies:
         1 / temperature or 0 for greedy, top-k or 0, top-p); ValueError for
-        settings the device cannot serve."""
-        from .generation_bodies import MAX_TOP_K, sampling_modes
-
+        settings out of range. The device serves every setting in range
+        (generation_bodies.sampling_modes); top-k over the vocabulary is
+        refused by start(), which knows the vocabulary."""
         if temperature is None or temperature == 0:
             return [0.0, 0.0, 1.0]                  # greedy: top-k and top-p do not apply
         if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or \
@@ -230,11 +230,6 @@ class Engine:
         p = 1.0 if top_p is None else top_p
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p <= 1:
             raise ValueError(f"top_p={top_p!r}: a number in (0, 1]")
-        fast, noisy, whole = sampling_modes(1.0, k, float(p))
-        if not (fast or noisy):
-            raise ValueError(f"top_p={top_p!r} with top_k={top_k!r}: the device applies top-p "
-                             f"within a top-k of at most {MAX_TOP_K}, or over the whole "
-                             "vocabulary (top_k=0)")
         return [1.0 / float(temperature), float(k), float(p)]
 
     def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False,

@@ -329,12 +329,12 @@ def sampling_modes(inv_t, top_k, top_p):
     fast: top-k from the chunks' candidates (1 <= k <= MAX_TOP_K, with any
     top-p); noisy: Gumbel noise on every logit (sampling without those
     candidates); whole: of those, the settings that filter the whole
-    vocabulary (top-p < 1 without top-k, or top-k over MAX_TOP_K), which
-    sample_filtered serves. Top-p within a top-k over MAX_TOP_K is none of
-    these (the host refuses it: engine.Engine._sampling)."""
+    vocabulary (top-p < 1 without top-k, or top-k over MAX_TOP_K with or
+    without top-p), which sample_filtered serves. Every sampled setting is
+    one of fast and noisy."""
     sampled = inv_t > 0.0
     fast = sampled & (top_k >= 1) & (top_k <= MAX_TOP_K)
-    large_k = (top_k > MAX_TOP_K) & (top_p >= 1.0)
+    large_k = top_k > MAX_TOP_K
     noisy = sampled & ((top_k == 0) | large_k)
     whole = noisy & (large_k | (top_p < 1.0))
     return fast, noisy, whole
@@ -603,6 +603,85 @@ def filter_chunk(V, threads):
     return min(8 * threads, -(-V // threads) * threads)
 
 
+# Bits of the bfloat16 order key resolved per top_k_mass pass (4 keys a
+# pass: 3 counts per logit), and the passes that resolve all 16.
+KEY_DIGIT_BITS = 2
+KEY_PASSES = 16 // KEY_DIGIT_BITS
+# Chunks in flight in those passes: fewer than the rounds' (the mode is
+# rare), so that the pick's shared memory stays within the 100 KiB carveout
+# step it had (the whole persistent kernel's L1 shrinks past it).
+KEY_STAGES = 3
+
+
+def order_key(x):
+    """A bfloat16 logit's 16 bits as an int32 in [0, 65536) that orders as
+    the values do (sign-magnitude to offset binary; -0 just below +0)."""
+    b = T.cast(T.reinterpret(x, "int16"), "int32")
+    return T.if_then_else(b >= 0, b, b ^ 0x7FFF) + 32768
+
+
+def top_k_mass(logits, top_k, inv_t, lmax, threads, mass_k_s):
+    """Inside sample_filtered, for top-p within a top-k over MAX_TOP_K:
+    mass_k_s[0] = the mass of the k largest logits, sum of exp((logit -
+    lmax) / T) over them (ties at the k-th value by the lower index, which
+    does not change the sum: tied logits have equal terms). The k-th
+    largest order key (order_key) is found digit by digit from the top,
+    KEY_DIGIT_BITS a pass over the vocabulary (a radix select: each pass
+    counts the logits at or above 3 keys of the remaining range); a last
+    pass sums the terms above it and those of its ties, and the k's mass
+    is the first plus k - (count above) of the ties' mean. One pipelined
+    loop serves every pass (one set of shared stages)."""
+    V = logits.shape[0]
+    CH = filter_chunk(V, threads)
+    chunks = -(-V // CH)
+    digits = 1 << KEY_DIGIT_BITS
+    k = T.cast(top_k, "float32")
+    base_s = T.alloc_shared((1,), "int32")       # the k-th key is in [base, base + range)
+    above_s = T.alloc_shared((1,), "float32")    # logits with keys >= base + range
+    for i in T.Parallel(1):
+        base_s[0] = 0
+        above_s[0] = 0.0
+    x = T.alloc_shared((1, CH), "bfloat16")
+    # Digit passes: counts at or above base + d * step, d = 1 .. 3. The last
+    # pass: the terms above the k-th key, the ties' terms, the ties' count.
+    accs = [T.alloc_fragment((1, CH), "float32") for _ in range(digits - 1)]
+    sums = [T.alloc_fragment((1,), "float32") for _ in range(digits - 1)]
+    for level in T.serial(KEY_PASSES + 1):
+        base = base_s[0]
+        lv = T.cast(level, "int32")
+        last = lv == KEY_PASSES
+        step = T.cast(1, "int32") << T.max(16 - KEY_DIGIT_BITS * (lv + 1), 0)
+        for acc in accs:
+            T.clear(acc)
+        for c in T.Pipelined(chunks, num_stages=KEY_STAGES):
+            T.copy(logits.view(1, V)[0, c * CH], x)
+            for i, j in T.Parallel(1, CH):
+                key = T.if_then_else(c * CH + j < V, order_key(x[i, j]), -1)
+                e = T.exp((T.cast(x[i, j], "float32") - lmax) * inv_t)
+                final = (T.if_then_else(key > base, e, 0.0), T.if_then_else(key == base, e, 0.0),
+                         T.if_then_else(key == base, 1.0, 0.0))
+                for d, acc in enumerate(accs):
+                    digit_pass = T.if_then_else(key >= base + (d + 1) * step, 1.0, 0.0)
+                    acc[i, j] = acc[i, j] + T.if_then_else(last, final[d], digit_pass)
+        for acc, total in zip(accs, sums):
+            T.reduce_sum(acc, total, dim=1)
+        for i in T.Parallel(1):
+            # The largest digit whose key has k or more logits at or above
+            # it (digit 0: base itself, which has; digit 0 also means none
+            # found yet); the count above the new range is the next digit's.
+            digit = T.cast(0, "int32")
+            upper = above_s[0]
+            for d in range(digits - 1, 0, -1):
+                hit = sums[d - 1][i] >= k
+                upper = T.if_then_else((digit != 0) | hit, upper, sums[d - 1][i])
+                digit = T.if_then_else((digit == 0) & hit, d, digit)
+            mass_k_s[0] = T.if_then_else(
+                last, sums[0][i] + (k - above_s[0]) * sums[1][i] / T.max(sums[2][i], 1.0),
+                mass_k_s[0])
+            above_s[0] = T.if_then_else(last, above_s[0], upper)
+            base_s[0] = T.if_then_else(last, base, base + digit * step)
+
+
 def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, pick_s):
     """Inside pick_advance, for top-p without top-k or top-k over MAX_TOP_K
     (sampling_modes' `whole`): pick_s[0] = the largest noisy score
@@ -610,7 +689,8 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
     set sample_top_k keeps but ranked over the whole vocabulary (logits
     descending, ties by the lower index): a token stays while fewer than k
     rank above it and, with top_p < 1, the mass ranked above it is below
-    top_p of the whole mass. That is a sample of the renormalised softmax
+    top_p of the mass of the k (of the whole vocabulary without top-k; the
+    k's from top_k_mass). That is a sample of the renormalised softmax
     of the kept set, the same draw as a sort would give, found without one:
 
     The kept set is a prefix of the ranking. pick_s[0] holds the largest
@@ -653,6 +733,13 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
         top0_s[0] = T.cast(first[i], "int32")
         done_s[0] = 0
     keep_k = T.cast(T.if_then_else(top_k > 0, top_k, V), "float32")
+    # The mass top_p is a share of: the k's (top_k_mass) or, where 0, the
+    # whole vocabulary's (summed by the rounds).
+    mass_k_s = T.alloc_shared((1,), "float32")
+    for i in T.Parallel(1):
+        mass_k_s[0] = 0.0
+    for _ in T.serial(T.if_then_else((top_k > 0) & (top_k < V) & (top_p < 1.0), 1, 0)):
+        top_k_mass(logits, top_k, inv_t, lmax_s[0], threads, mass_k_s)
     x = T.alloc_shared((1, CH), "bfloat16")
     y = T.alloc_shared((1, CH), "float32")
     acc_mass = T.alloc_fragment((1, CH), "float32")    # every token's
@@ -709,7 +796,8 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
                 acc_at[i, j] = T.if_then_else(acc_best[i, j] == best[i], acc_at[i, j], big)
             T.reduce_min(acc_at, best_at, dim=1)
             for i in T.Parallel(1):
-                kept = (count[i] < keep_k) & ((top_p >= 1.0) | (above[i] < top_p * mass[i]))
+                share_of = T.if_then_else(mass_k_s[0] > 0.0, mass_k_s[0], mass[i])
+                kept = (count[i] < keep_k) & ((top_p >= 1.0) | (above[i] < top_p * share_of))
                 done_s[0] = T.cast(T.if_then_else(kept, 1, 0), "int32")
                 # Rejected: s ranks below the whole kept set, which
                 # ranks above it, so count > 0 and best_at is a token.

@@ -377,13 +377,41 @@ def filtered_pick(logits, scores, inv_t, top_k, top_p, rounds=64):
     idx = np.arange(logits.size)
     e = np.exp((logits - logits.max()) * inv_t)
     k = logits.size if top_k <= 0 else top_k
+    # top_p is a share of the k's mass (sample_filtered's top_k_mass).
+    share_of = e[np.lexsort((idx, -logits))[:k]].sum()
     s = int(np.argmax(scores))
     for r in range(rounds):
         up = (logits > logits[s]) | ((logits == logits[s]) & (idx < s))
-        if up.sum() < k and (top_p >= 1 or e[up].sum() < top_p * e.sum()):
+        if up.sum() < k and (top_p >= 1 or e[up].sum() < top_p * share_of):
             return s, r + 1
         s = int(np.argmax(np.where(up, scores, -np.inf)))
     return int(np.lexsort((idx, -logits))[0]), rounds
+
+
+def order_keys(logits_bf16):
+    """generation_bodies.order_key of each bfloat16 logit (a torch
+    bfloat16 tensor or its int16 bits as numpy): int64 keys in [0, 65536)
+    ordered as the values."""
+    bits = np.asarray(logits_bf16, dtype=np.int16).astype(np.int64)
+    return np.where(bits >= 0, bits, bits ^ 0x7FFF) + 32768
+
+
+def kth_key_by_digits(keys, k, digit_bits=None):
+    """generation_bodies.top_k_mass's radix select in numpy, digit by digit
+    from the top: (the k-th largest key, the count of keys above it)."""
+    from .generation_bodies import KEY_DIGIT_BITS
+
+    bits = digit_bits or KEY_DIGIT_BITS
+    keys = np.asarray(keys)
+    base, upper = 0, 0
+    for level in range(16 // bits):
+        step = 1 << (16 - bits * (level + 1))
+        counts = [int((keys >= base + d * step).sum()) for d in range(1 << bits)]
+        digit = max(d for d in range(1 << bits) if counts[d] >= k)
+        if digit + 1 < (1 << bits):
+            upper = counts[digit + 1]
+        base += digit * step
+    return base, upper
 
 
 def gumbel_of(words, vocab):
