@@ -37,19 +37,15 @@ GEMMS = {
     "bench_gemm_bf16_nn_128x14336x4096": dict(M=128, N=14336, K=4096, dtype="bf16"),
 }
 
-# Name -> examples/gemm_hopper.py configuration (C = A @ B^T on wgmma).
+# Name -> examples/gemm_hopper.py configuration (C = A @ B^T on wgmma, each
+# k-tile's wgmma in flight into the next iteration: sm_90a's default).
 HOPPER_GEMMS = {
-    "bench_gemm_hopper_bf16_nt_4096": dict(M=4096, N=4096, K=4096, block_n=256, num_stages=3),
+    "bench_gemm_hopper_bf16_nt_4096": dict(M=4096, N=4096, K=4096, block_n=256, num_stages=4),
+    "bench_gemm_hopper_bf16_nt_4096_s3": dict(M=4096, N=4096, K=4096, block_n=256,
+                                              num_stages=3),
     "bench_gemm_hopper_bf16_nt_4096_bn128": dict(M=4096, N=4096, K=4096, block_n=128,
                                                  num_stages=4),
-    "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=3),
-    # Each k-tile's wgmma in flight into the next iteration (copies N - 2 ahead).
-    "bench_gemm_hopper_bf16_nt_4096_in_flight": dict(M=4096, N=4096, K=4096, block_n=256,
-                                                     num_stages=4, wgmma_in_flight=True),
-    "bench_gemm_hopper_bf16_nt_4096_s3_in_flight": dict(M=4096, N=4096, K=4096, block_n=256,
-                                                        num_stages=3, wgmma_in_flight=True),
-    "bench_gemm_hopper_bf16_nt_8192_in_flight": dict(M=8192, N=8192, K=8192, block_n=256,
-                                                     num_stages=4, wgmma_in_flight=True),
+    "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
 }
 
 

@@ -37,16 +37,14 @@ EXAMPLES = [
                                            "block_k": 64, "num_stages": 3, "group_m": 4}),
     ("gemm_f16_tn_768x512x384", "gemm", {"M": 768, "N": 512, "K": 384, "dtype": "f16",
                                          "transpose_a": True}),
-    # The Hopper path: the plain T.* GEMM, C = A @ B^T, on wgmma (sm_90a's
-    # default); odd sizes masked.
+    # The Hopper path: the plain T.* GEMM, C = A @ B^T, on wgmma with each
+    # k-tile's wgmma in flight into the next iteration (sm_90a's default);
+    # odd sizes masked.
     ("gemm_hopper_bf16_nt_1024", "gemm_hopper", {"M": 1024, "N": 1024, "K": 1024}),
     ("gemm_hopper_bf16_nt_1000x1000x1000", "gemm_hopper", {"M": 1000, "N": 1000, "K": 1000}),
     ("gemm_hopper_f16_nt_512x768x320", "gemm_hopper", {"M": 512, "N": 768, "K": 320,
                                                         "dtype": "f16", "block_n": 256,
                                                         "num_stages": 3}),
-    # Each k-tile's wgmma in flight into the next iteration.
-    ("gemm_hopper_bf16_nt_1000x1000x1000_in_flight", "gemm_hopper",
-     {"M": 1000, "N": 1000, "K": 1000, "wgmma_in_flight": True}),
     # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
     ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
                                      "epilogue": "bias_relu"}),

@@ -352,7 +352,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
                    chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                    assemble: bool = True, name: Optional[str] = None,
                    disk: bool = True, wgmma: Optional[bool] = None,
-                   wgmma_in_flight: bool = False) -> CacheEntry:
+                   wgmma_in_flight: Optional[bool] = None) -> CacheEntry:
     """The CompiledModule for `ir_text`: from the process memo, the disk cache,
     or `tilemega.compiler.compile(compile_text or ir_text, ...)`.
 
@@ -365,6 +365,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
 
     start = time.perf_counter()
     wgmma = compiler.resolve_wgmma(wgmma, chip)   # the key names what is compiled
+    wgmma_in_flight = compiler.resolve_wgmma_in_flight(wgmma_in_flight, wgmma)
     components = key_components(ir_text, chip=chip, opt_level=opt_level, features=features,
                                 assemble=assemble, wgmma=wgmma,
                                 wgmma_in_flight=wgmma_in_flight)

@@ -259,13 +259,29 @@ def resolve_wgmma(wgmma, chip: str) -> bool:
     return wgmma
 
 
+def resolve_wgmma_in_flight(in_flight, wgmma: bool) -> bool:
+    """Whether tile-pipeline keeps each k-tile's wgmma in flight into the
+    next iteration (loops of 3 or more stages): the caller's bool, or with
+    None whenever the gemms take wgmma (`wgmma`, resolved by resolve_wgmma;
+    checked on the H200: docs/architecture.md). The one rule for
+    tilemega.compile, @tilemega.jit and the compile cache's key."""
+    if in_flight is None:
+        return bool(wgmma)
+    if not isinstance(in_flight, bool):
+        raise ValueError(f"wgmma_in_flight must be a bool or None, got {in_flight!r}")
+    if in_flight and not wgmma:
+        raise ValueError("wgmma_in_flight=True needs the wgmma lowering (wgmma=True, or None "
+                         "on sm_90a)")
+    return in_flight
+
+
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, wgmma: Optional[bool] = None,
-            wgmma_in_flight: bool = False) -> CompiledModule:
+            wgmma_in_flight: Optional[bool] = None) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -279,8 +295,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
     wgmma_in_flight: in tile.pipelined loops of 3 or more stages, let each
         iteration's wgmma run on into the next (tile-pipeline
-        wgmma-in-flight; needs wgmma). Off by default until its kernels have
-        a GPU verdict (docs/architecture.md).
+        wgmma-in-flight; needs wgmma). None (the default): wherever the
+        gemms take wgmma (resolve_wgmma_in_flight); False keeps every loop
+        but those marked `T.Pipelined(..., wgmma_in_flight=True)` waiting
+        for its wgmma in the iteration.
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -308,11 +326,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
     wgmma = resolve_wgmma(wgmma, chip)
-    if not isinstance(wgmma_in_flight, bool):
-        raise ValueError(f"wgmma_in_flight must be a bool, got {wgmma_in_flight!r}")
-    if wgmma_in_flight and not wgmma:
-        raise ValueError("wgmma_in_flight=True needs the wgmma lowering (wgmma=True, or None "
-                         "on sm_90a)")
+    wgmma_in_flight = resolve_wgmma_in_flight(wgmma_in_flight, wgmma)
     options = f"chip={chip} features={features} opt-level={opt_level}"
     if wgmma:
         options += " wgmma=1"

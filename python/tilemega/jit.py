@@ -88,7 +88,7 @@ class JitFunction:
     def __init__(self, fn, *, out_idx: Union[None, int, Sequence[int]] = None,
                  chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                  assemble: bool = True, name: Optional[str] = None, cache: bool = True,
-                 wgmma: Optional[bool] = None, wgmma_in_flight: bool = False):
+                 wgmma: Optional[bool] = None, wgmma_in_flight: Optional[bool] = None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = KernelSignature(fn)
@@ -97,10 +97,10 @@ class JitFunction:
                         "assemble": assemble}
         # Hopper's gemm, resolved now (tilemega.compile's rule) so that the
         # cache key names what the compile does.
-        from .compiler import resolve_wgmma
+        from .compiler import resolve_wgmma, resolve_wgmma_in_flight
         self.options["wgmma"] = resolve_wgmma(wgmma, chip)
-        if wgmma_in_flight:     # tilemega.compile checks it needs wgmma
-            self.options["wgmma_in_flight"] = True
+        self.options["wgmma_in_flight"] = resolve_wgmma_in_flight(wgmma_in_flight,
+                                                                  self.options["wgmma"])
         self.use_disk_cache = cache
         self.out_idx = self._normalize_out_idx(out_idx)
         self._lock = threading.RLock()
@@ -330,7 +330,8 @@ class JitFunction:
 
 def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
         features: str = "+ptx80", assemble: bool = True, name: Optional[str] = None,
-        cache: bool = True, wgmma: Optional[bool] = None, wgmma_in_flight: bool = False):
+        cache: bool = True, wgmma: Optional[bool] = None,
+        wgmma_in_flight: Optional[bool] = None):
     """Decorator: `@tilemega.jit` or `@tilemega.jit(out_idx=[-1], ...)`.
 
     Returns a `JitFunction`; see this module's docstring for tracing,

@@ -24,7 +24,7 @@ BM, BN, BK = 128, 128, 64
 
 
 def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=None,
-            stages=3):
+            stages=3, wgmma_in_flight=None):
     """C = A @ B^T, A [M, K] and B [N, K] bf16, C f32: BM x BN tiles, the K
     loop pipelined through cp.async in `stages`; the accumulator layout and
     the 128-byte swizzle written out unless None / False (then layout
@@ -32,7 +32,7 @@ def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=Non
     wgmma_in_flight knob (what @tilemega.autotune would vary)."""
     swizzle = T.Swizzle(bits=3, base=3, shift=3) if swizzled else None
 
-    @tilemega.jit(cache=False, wgmma=wgmma)
+    @tilemega.jit(cache=False, wgmma=wgmma, wgmma_in_flight=wgmma_in_flight)
     def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
                C: T.Tensor((M, N), "float32"), *, in_flight: bool = False):
         with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
@@ -49,7 +49,8 @@ def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=Non
 
 
 def test_a_qualifying_gemm_compiles_to_wgmma_without_serialisation():
-    art = tilemega.compile(gemm_tn().ir(), wgmma=True, assemble=ptxas_checks_enabled())
+    art = tilemega.compile(gemm_tn().ir(), wgmma=True, wgmma_in_flight=False,
+                           assemble=ptxas_checks_enabled())
     # Two warpgroups, four k-steps of 16 per 64-wide K tile, inside the loop.
     steps = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", art.ptx)
     assert len(steps) == 4
@@ -69,7 +70,7 @@ def test_the_plain_gemm_takes_the_hopper_path_by_itself():
     the accumulator 16 rows a warp and the tiles the 128-byte swizzle (what
     tile::chooseWgmma accepts); wgmma=False reaches the compile and its
     cache key."""
-    hopper = gemm_tn(layout=None, swizzled=False).compile()
+    hopper = gemm_tn(layout=None, swizzled=False, wgmma_in_flight=False).compile()
     assert hopper.ptx.count("wgmma.mma_async") == 4 and "mma.sync" not in hopper.ptx
     ampere = gemm_tn(layout=None, swizzled=False, wgmma=False).compile()
     assert "wgmma" not in ampere.ptx and "mma.sync" in ampere.ptx
@@ -80,7 +81,8 @@ def test_the_plain_gemm_takes_the_hopper_path_by_itself():
 
 
 def test_on_by_default_on_sm_90a_and_declined_gemms_stay_on_mma_sync():
-    assert tilemega.compile(gemm_tn().ir(), assemble=False).ptx.count("wgmma.mma_async") == 4
+    assert tilemega.compile(gemm_tn().ir(), wgmma_in_flight=False,
+                            assemble=False).ptx.count("wgmma.mma_async") == 4
     plain = tilemega.compile(gemm_tn().ir(), wgmma=False, assemble=False)
     assert "wgmma" not in plain.ptx and "mma.sync" in plain.ptx
     assert ".align 1024" not in plain.ptx
@@ -129,23 +131,27 @@ def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
     assert set(re.findall(r"cp\.async\.wait_group\s+(\d+);", art.ptx)) == {"0"}
     if art.cubin is not None:
         assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
-    plain = tilemega.compile(gemm_tn().ir(), assemble=False)
+    # On by default wherever the gemms take wgmma (resolve_wgmma_in_flight).
+    assert tilemega.compile(gemm_tn().ir(), assemble=False).ptx == art.ptx
+    plain = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=False, assemble=False)
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", plain.ptx) == ["0"]
     with pytest.raises(ValueError, match="wgmma_in_flight=True needs the wgmma lowering"):
         tilemega.compile(gemm_tn().ir(), wgmma=False, wgmma_in_flight=True)
-    with pytest.raises(ValueError, match="wgmma_in_flight must be a bool"):
+    with pytest.raises(ValueError, match="wgmma_in_flight must be a bool or None"):
         tilemega.compile(gemm_tn().ir(), wgmma_in_flight=1)
+    assert tilemega.compiler.resolve_wgmma_in_flight(None, False) is False
 
 
 def test_the_loop_knob_is_the_compile_option_for_its_loop():
     knob = gemm_tn(layout=None, swizzled=False)
     marked = knob.ir(config={"in_flight": True})
     assert "num_stages 3 wgmma_in_flight" in marked
-    on = tilemega.compile(marked, assemble=False)
+    on = tilemega.compile(marked, wgmma_in_flight=False, assemble=False)
     option = tilemega.compile(knob.ir(config={"in_flight": False}), wgmma_in_flight=True,
                               assemble=False)
     assert on.ptx == option.ptx and "wgmma.wait_group.sync.aligned \t1;" in on.ptx
-    off = tilemega.compile(knob.ir(config={"in_flight": False}), assemble=False)
+    off = tilemega.compile(knob.ir(config={"in_flight": False}), wgmma_in_flight=False,
+                           assemble=False)
     assert "wgmma.wait_group.sync.aligned \t1;" not in off.ptx
     # Without the wgmma lowering the knob cannot apply: a warning at the loop.
     with pytest.warns(tilemega.compiler.CompileWarning, match="wgmma_in_flight has no effect"):
