@@ -647,7 +647,9 @@ def top_k_mass(logits, top_k, inv_t, lmax, threads, mass_k_s):
     accs = [T.alloc_fragment((1, CH), "float32") for _ in range(digits - 1)]
     sums = [T.alloc_fragment((1,), "float32") for _ in range(digits - 1)]
     for level in T.serial(KEY_PASSES + 1):
-        base = base_s[0]
+        # Read here, not in the Parallel(1) below that writes them: its
+        # threads would read what another thread had just written there.
+        base, above, mass_before = base_s[0], above_s[0], mass_k_s[0]
         lv = T.cast(level, "int32")
         last = lv == KEY_PASSES
         step = T.cast(1, "int32") << T.max(16 - KEY_DIGIT_BITS * (lv + 1), 0)
@@ -670,15 +672,15 @@ def top_k_mass(logits, top_k, inv_t, lmax, threads, mass_k_s):
             # it (digit 0: base itself, which has; digit 0 also means none
             # found yet); the count above the new range is the next digit's.
             digit = T.cast(0, "int32")
-            upper = above_s[0]
+            upper = above
             for d in range(digits - 1, 0, -1):
                 hit = sums[d - 1][i] >= k
                 upper = T.if_then_else((digit != 0) | hit, upper, sums[d - 1][i])
                 digit = T.if_then_else((digit == 0) & hit, d, digit)
             mass_k_s[0] = T.if_then_else(
-                last, sums[0][i] + (k - above_s[0]) * sums[1][i] / T.max(sums[2][i], 1.0),
-                mass_k_s[0])
-            above_s[0] = T.if_then_else(last, above_s[0], upper)
+                last, sums[0][i] + (k - above) * sums[1][i] / T.max(sums[2][i], 1.0),
+                mass_before)
+            above_s[0] = T.if_then_else(last, above, upper)
             base_s[0] = T.if_then_else(last, base, base + digit * step)
 
 
