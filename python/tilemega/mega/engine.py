@@ -14,9 +14,10 @@ of the cache). The host's work per generation is the prompt upload, one
 launch (the arguments packed once at bind) and, when streaming, reads of
 the state's GENERATED counter on a second stream while the kernel runs.
 `step()` keeps the single-step mode (one step per launch) for tests and
-callers that own the loop. Sampling on the device: temperature, top-k (up
-to 64) and top-p within the top-k, drawn with a seeded Philox generator
-(generation_state.py, generation_bodies.sample_top_k).
+callers that own the loop. Sampling on the device: temperature, top-k (any
+k) and top-p (alone or within the top-k), drawn with a seeded Philox
+generator (generation_state.py; generation_bodies.sample_top_k for k <= 64,
+sample_filtered over the whole vocabulary otherwise).
 
 The prompt: with a prefill artifact (prefill.py; compiled here when the
 compiler is installed, or passed as prefill=PATH) its cache rows but the
