@@ -6,7 +6,14 @@ replay once more after a synchronisation (the prefill's kernels done).
 Then, for the Llama artifact, the same replay after torch.compile
 (max-autotune, CUDA graphs) has compiled and run a model in the process,
 as bench/generate.py's peers do before our row: whether the launch's host
-time depends on what else the process has done. Writes
+time depends on what else the process has done.
+
+The control: a CUDA graph of one trivial torch kernel (a 1-element add),
+captured and launched by the same driver.LaunchGraph path, is launched on
+the engine's stream just before every timed generation launch, in the same
+state (same stream, same dependencies, same queue behind the prefill): if
+its host time swings as ours does, the swing is the driver's and the
+machine's, not the mega-kernel's launch. Writes
 $OUT/generate_launch.json (docs/results/generate_launch.json holds the run
 on record)."""
 import json, os, sys, time
@@ -18,28 +25,62 @@ from tilemega.mega.engine import Engine
 PROMPT = list(range(1, 512))
 
 
-def launch_times(e, n=15):
-    """Host time of the launch in each of n generations of 4 tokens (us,
-    sorted)."""
-    host = []
-    for _ in range(n):
-        e.generate(PROMPT, max_new_tokens=4, eos_token_id=[])
-        host.append(round(e.last_launch_host_s * 1e6, 1))
-    return sorted(host)
+def control_graph(e):
+    """A LaunchGraph of a trivial kernel on the engine's run stream."""
+    from tilemega.runtime.driver import LaunchGraph
+    x = torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+
+    def enqueue():
+        with torch.cuda.stream(e._run):
+            x.add_(1)
+
+    g = LaunchGraph(e._run_handle, enqueue)
+    g.keep = x
+    torch.cuda.synchronize()
+    return g
 
 
-def summary(host):
-    return {"host_us": host, "median": host[len(host) // 2]}
+def launch_times(e, control, n=15):
+    """Host time of the launch in each of n generations of 4 tokens, and of
+    the control graph's launch just before it (us, sorted each)."""
+    host, ctrl = [], []
+    launch = e._launch_generation
+
+    def with_control():
+        # The state the launch finds (after_sync's synchronisation included).
+        e._run.wait_stream(torch.cuda.current_stream())
+        e._set_limit(e.cfg.max_seq_len, e._run)
+        began = time.perf_counter()
+        control.launch(e._run_handle)
+        ctrl.append(round((time.perf_counter() - began) * 1e6, 1))
+        launch()
+
+    e._launch_generation = with_control
+    try:
+        for _ in range(n):
+            e.generate(PROMPT, max_new_tokens=4, eos_token_id=[])
+            host.append(round(e.last_launch_host_s * 1e6, 1))
+    finally:
+        e._launch_generation = launch
+    return sorted(host), sorted(ctrl)
+
+
+def summary(times):
+    host, ctrl = times
+    return {"host_us": host, "median": host[len(host) // 2],
+            "control_host_us": ctrl, "control_median": ctrl[len(ctrl) // 2]}
 
 
 def measure(e):
+    control = control_graph(e)
     r = {"captured": e._graph is not None, "capture_error": e.launch_capture_error}
     graph = e._graph
     for label, g in (("graph", graph), ("direct", None)):
         e._graph = g
         toks = e.generate(PROMPT, max_new_tokens=16, eos_token_id=[])
         streamed = list(e.stream(PROMPT, max_new_tokens=16, eos_token_id=[]))
-        r[label] = dict(summary(launch_times(e)), tokens=toks,
+        r[label] = dict(summary(launch_times(e, control)), tokens=toks,
                         streamed_equal=streamed == toks)
     # The same replay after a synchronisation (the prompt's prefill kernels
     # done): the launch into an idle device.
@@ -51,7 +92,7 @@ def measure(e):
         torch.cuda.synchronize()
 
     e._set_limit = synced
-    r["graph_after_sync"] = summary(launch_times(e))
+    r["graph_after_sync"] = summary(launch_times(e, control))
     e._set_limit = limit
     r["tokens_equal"] = r["graph"]["tokens"] == r["direct"]["tokens"]
     return r
@@ -91,7 +132,7 @@ def main():
     e = engines["gen_llama1b"]
     before = e.generate(PROMPT, max_new_tokens=16, eos_token_id=[])
     out["torch_compile_s"] = round(compile_something(), 1)
-    after = {"graph": summary(launch_times(e)),
+    after = {"graph": summary(launch_times(e, control_graph(e))),
              "tokens_equal": e.generate(PROMPT, max_new_tokens=16, eos_token_id=[]) == before}
     out["gen_llama1b_after_torch_compile"] = after
     print("after torch.compile", after, flush=True)

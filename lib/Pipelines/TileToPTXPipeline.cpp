@@ -50,6 +50,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pipelining.chip = options.chip;
   pipelining.wgmma = options.wgmma;
   pipelining.wgmmaInFlight = options.wgmmaInFlight;
+  pipelining.tma = options.tma;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;
@@ -81,6 +82,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   toNVVM.indexBitwidth = 64;
   gpuPm.addPass(createConvertGpuOpsToNVVMOps(toNVVM));
   gpuPm.addPass(createAlignDynamicSharedMemory());
+  // TMA tensor maps travel by value, as grid constants (a 128-byte byval
+  // parameter the TMA unit reads in place).
+  gpuPm.addPass(createMarkTensorMapParams());
   // NVVM ops that LLVM has no intrinsic for (wgmma.mma_async) become their
   // PTX, written by MLIR's own op definitions.
   gpuPm.addPass(createConvertNVVMToLLVMPass());

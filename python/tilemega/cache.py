@@ -123,7 +123,7 @@ def compiler_build_id() -> str:
 
 def key_components(ir_text: str, *, chip: str, opt_level: int, features: str,
                    assemble: bool, wgmma: bool = False,
-                   wgmma_in_flight: bool = False) -> Dict[str, Any]:
+                   wgmma_in_flight: bool = False, tma: bool = False) -> Dict[str, Any]:
     from . import __version__
     from .compiler import MLIR_VERSION, find_ptxas
 
@@ -133,6 +133,8 @@ def key_components(ir_text: str, *, chip: str, opt_level: int, features: str,
         options["wgmma"] = True
     if wgmma_in_flight:
         options["wgmma_in_flight"] = True
+    if tma:
+        options["tma"] = True
     return {
         "format": KEY_FORMAT,
         "ir": ir_text,
@@ -352,7 +354,8 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
                    chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                    assemble: bool = True, name: Optional[str] = None,
                    disk: bool = True, wgmma: Optional[bool] = None,
-                   wgmma_in_flight: Optional[bool] = None) -> CacheEntry:
+                   wgmma_in_flight: Optional[bool] = None,
+                   tma: Optional[bool] = None) -> CacheEntry:
     """The CompiledModule for `ir_text`: from the process memo, the disk cache,
     or `tilemega.compiler.compile(compile_text or ir_text, ...)`.
 
@@ -366,9 +369,10 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
     start = time.perf_counter()
     wgmma = compiler.resolve_wgmma(wgmma, chip)   # the key names what is compiled
     wgmma_in_flight = compiler.resolve_wgmma_in_flight(wgmma_in_flight, wgmma)
+    tma = compiler.resolve_tma(tma, chip)
     components = key_components(ir_text, chip=chip, opt_level=opt_level, features=features,
                                 assemble=assemble, wgmma=wgmma,
-                                wgmma_in_flight=wgmma_in_flight)
+                                wgmma_in_flight=wgmma_in_flight, tma=tma)
     if name is not None:
         components["name"] = name
     key = make_key(components)
@@ -404,7 +408,7 @@ def compile_cached(ir_text: str, *, compile_text: Optional[str] = None,
     t0 = time.perf_counter()
     compiled = compiler.compile(compile_text or ir_text, chip, name=name, opt_level=opt_level,
                                 features=features, assemble=assemble, wgmma=wgmma,
-                                wgmma_in_flight=wgmma_in_flight)
+                                wgmma_in_flight=wgmma_in_flight, tma=tma)
     seconds = time.perf_counter() - t0
     stats["miss"] += 1
     path, content = (_store(root, key, compiled, components, seconds) if root is not None

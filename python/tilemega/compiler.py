@@ -275,13 +275,30 @@ def resolve_wgmma_in_flight(in_flight, wgmma: bool) -> bool:
     return in_flight
 
 
+def resolve_tma(tma, chip: str) -> bool:
+    """Whether tile-pipeline moves the global-to-shared tiles of pipelined
+    loops with TMA bulk copies on mbarriers where every copy of a loop can
+    be one TMA box (tile::chooseBulkCopy; the others keep cp.async): the
+    caller's bool, or with None whether `chip` is sm_90a (the chip that has
+    TMA). The one rule for tilemega.compile, @tilemega.jit and the compile
+    cache's key."""
+    if tma is None:
+        return chip == "sm_90a"
+    if not isinstance(tma, bool):
+        raise ValueError(f"tma must be a bool or None, got {tma!r}")
+    if tma and chip != "sm_90a":
+        raise ValueError(f"tma=True needs chip='sm_90a' (TMA is Hopper's), got {chip!r}")
+    return tma
+
+
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             opt_level: int = 3, features: str = "+ptx80",
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, wgmma: Optional[bool] = None,
-            wgmma_in_flight: Optional[bool] = None) -> CompiledModule:
+            wgmma_in_flight: Optional[bool] = None,
+            tma: Optional[bool] = None) -> CompiledModule:
     """Compiles a module of tile functions for `chip`.
 
     module: a `tilemega.ir.Module` (not modified) or MLIR text.
@@ -299,6 +316,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         gemms take wgmma (resolve_wgmma_in_flight); False keeps every loop
         but those marked `T.Pipelined(..., wgmma_in_flight=True)` waiting
         for its wgmma in the iteration.
+    tma: pipeline the global-to-shared tiles with TMA bulk copies completing
+        on mbarriers where every copy of a loop qualifies (tile-pipeline
+        tma; the kernel then takes tensor maps the runtime encodes); None
+        (the default) does so on sm_90a (resolve_tma); False keeps cp.async.
     """
     from .ir import Context, Location, Module, MLIRError
     from .passmanager import PassManager
@@ -332,6 +353,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " wgmma=1"
     if wgmma_in_flight:
         options += " wgmma-in-flight=1"
+    if resolve_tma(tma, chip):
+        options += " tma=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth))
     if mega != ("auto", False, 2000, target["sm_count"], 0, 1):

@@ -88,7 +88,8 @@ class JitFunction:
     def __init__(self, fn, *, out_idx: Union[None, int, Sequence[int]] = None,
                  chip: str = "sm_90a", opt_level: int = 3, features: str = "+ptx80",
                  assemble: bool = True, name: Optional[str] = None, cache: bool = True,
-                 wgmma: Optional[bool] = None, wgmma_in_flight: Optional[bool] = None):
+                 wgmma: Optional[bool] = None, wgmma_in_flight: Optional[bool] = None,
+                 tma: Optional[bool] = None):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.signature = KernelSignature(fn)
@@ -97,10 +98,11 @@ class JitFunction:
                         "assemble": assemble}
         # Hopper's gemm, resolved now (tilemega.compile's rule) so that the
         # cache key names what the compile does.
-        from .compiler import resolve_wgmma, resolve_wgmma_in_flight
+        from .compiler import resolve_tma, resolve_wgmma, resolve_wgmma_in_flight
         self.options["wgmma"] = resolve_wgmma(wgmma, chip)
         self.options["wgmma_in_flight"] = resolve_wgmma_in_flight(wgmma_in_flight,
                                                                   self.options["wgmma"])
+        self.options["tma"] = resolve_tma(tma, chip)
         self.use_disk_cache = cache
         self.out_idx = self._normalize_out_idx(out_idx)
         self._lock = threading.RLock()
@@ -331,7 +333,7 @@ class JitFunction:
 def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
         features: str = "+ptx80", assemble: bool = True, name: Optional[str] = None,
         cache: bool = True, wgmma: Optional[bool] = None,
-        wgmma_in_flight: Optional[bool] = None):
+        wgmma_in_flight: Optional[bool] = None, tma: Optional[bool] = None):
     """Decorator: `@tilemega.jit` or `@tilemega.jit(out_idx=[-1], ...)`.
 
     Returns a `JitFunction`; see this module's docstring for tracing,
@@ -340,7 +342,7 @@ def jit(fn=None, *, out_idx=None, chip: str = "sm_90a", opt_level: int = 3,
     def wrap(f):
         return JitFunction(f, out_idx=out_idx, chip=chip, opt_level=opt_level,
                            features=features, assemble=assemble, name=name, cache=cache,
-                           wgmma=wgmma, wgmma_in_flight=wgmma_in_flight)
+                           wgmma=wgmma, wgmma_in_flight=wgmma_in_flight, tma=tma)
     if fn is not None:
         if not callable(fn):
             raise TypeError(f"tilemega.jit decorates a function, got {type(fn).__name__}; "

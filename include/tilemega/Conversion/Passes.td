@@ -70,6 +70,24 @@ def AlignDynamicSharedMemory
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MarkTensorMapParams
+    : Pass<"tilemega-mark-tensor-map-params", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Pass the kernels' TMA tensor maps by value as grid constants";
+  let description = [{
+    `convert-tile-to-gpu` gives a kernel with `tile.bulk_copy` ops one
+    `!llvm.ptr` parameter per tensor map after its own, listed by index in
+    the kernel's `tilemega.tensor_map_params` attribute. The TMA unit reads a
+    CUtensorMap in kernel-parameter space, so after `convert-gpu-to-nvvm`
+    this pass makes each of those parameters of the `llvm.func` a 128-byte
+    by-value one (`llvm.byval = !llvm.array<128 x i8>`, `llvm.align = 64`,
+    `nvvm.grid_constant`): `.param .align 64 .b8 name[128]` in the PTX,
+    whose address the copies take in place. (`gpu.func` refuses these
+    attributes and `convert-gpu-to-nvvm` would drop them: hence a pass of
+    its own after the conversion.)
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect"];
+}
+
 def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Turn a scheduled mega.graph into one persistent kernel";
   let description = [{

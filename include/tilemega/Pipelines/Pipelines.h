@@ -40,6 +40,12 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("With wgmma: keep each pipelined iteration's wgmma in "
                      "flight into the next (tile-pipeline wgmma-in-flight)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> tma{
+      *this, "tma",
+      llvm::cl::desc("Pipeline global-to-shared tile copies with TMA bulk "
+                     "copies on mbarriers where they qualify (sm_90a; "
+                     "tile-pipeline tma)"),
+      llvm::cl::init(false)};
   // Mega-kernels (graphs in the module): see docs/mega.md.
   PassOptions::Option<std::string> megaPolicy{
       *this, "mega-policy",

@@ -9,11 +9,13 @@
 #include "TileToGPUInternal.h"
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 #include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
@@ -112,6 +114,33 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     if (failed(verifyTileFunction(func, kernel)))
       return failure();
 
+    // One tensor map per (argument, box, swizzle) the kernel's bulk copies
+    // read through, passed after the function's own parameters.
+    struct TensorMap {
+      unsigned arg;
+      ArrayRef<int64_t> box;
+      int64_t swizzleBytes;
+    };
+    SmallVector<TensorMap> tensorMaps;
+    SmallVector<std::pair<tile::BulkCopyOp, unsigned>> bulkCopies;
+    kernel.walk([&](tile::BulkCopyOp copy) {
+      unsigned arg = cast<BlockArgument>(copy.getSrc()).getArgNumber();
+      ArrayRef<int64_t> box = copy.getDst().getType().getShape();
+      int64_t swizzleBytes =
+          tile::chooseBulkCopy(copy.getSrc().getType(), copy.getDst().getType(),
+                               box, tile::getSharedSwizzle(copy.getDst()))
+              .swizzleBytes;
+      auto *found = llvm::find_if(tensorMaps, [&](const TensorMap &m) {
+        return m.arg == arg && m.box == box && m.swizzleBytes == swizzleBytes;
+      });
+      unsigned index = found - tensorMaps.begin();
+      if (found == tensorMaps.end())
+        tensorMaps.push_back({arg, box, swizzleBytes});
+      bulkCopies.push_back({copy, index});
+    });
+    SmallVector<Type> inputs(func.getArgumentTypes());
+    inputs.append(tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
+
     // All kernels of a module share one gpu.module, so they end up in one
     // PTX file that the runtime loads once.
     if (!gpuModule) {
@@ -119,8 +148,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       gpuModule = gpu::GPUModuleOp::create(b, func.getLoc(), kKernelModuleName);
     }
     b.setInsertionPointToEnd(gpuModule.getBody());
-    auto gpuFunc = gpu::GPUFuncOp::create(b, func.getLoc(), func.getName(),
-                                          func.getFunctionType());
+    auto gpuFunc = gpu::GPUFuncOp::create(
+        b, func.getLoc(), func.getName(), b.getFunctionType(inputs, {}));
     gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                      b.getUnitAttr());
     ArrayRef<int64_t> gridRef = kernel.getGrid();
@@ -149,8 +178,7 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     for (auto [i, arg] : llvm::enumerate(body.getArguments()))
       arg.replaceAllUsesWith(
           gpu::BlockIdOp::create(b, kernel.getLoc(), dims[i]).getResult());
-    for (auto [from, to] :
-         llvm::zip_equal(func.getArguments(), entry.getArguments()))
+    for (auto [from, to] : llvm::zip(func.getArguments(), entry.getArguments()))
       from.replaceAllUsesWith(to);
     entry.getOperations().splice(entry.end(), body.getOperations());
     b.setInsertionPointToEnd(&entry);
@@ -162,6 +190,15 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     KernelLoweringState &state = states[gpuFunc];
     state.numThreads = kernel.getThreads();
     state.wgmma = wgmma;
+    unsigned numParams = func.getNumArguments();
+    SmallVector<int64_t> tensorMapParams;
+    for (unsigned j = 0; j < tensorMaps.size(); ++j)
+      tensorMapParams.push_back(numParams + j);
+    for (auto [copy, index] : bulkCopies)
+      state.tensorMaps[copy] = entry.getArgument(numParams + index);
+    if (!tensorMaps.empty())
+      gpuFunc->setAttr(kTensorMapParamsAttrName,
+                       b.getDenseI64ArrayAttr(tensorMapParams));
     // wgmma reads its operand tiles by absolute shared address under the
     // 128-byte swizzle: they start on the swizzle's 1024-byte period, and so
     // must the buffer (tilemega-align-dynamic-shared-memory).
@@ -179,6 +216,18 @@ LogicalResult tile_to_gpu::outlineTileKernels(
             periodAligned.insert(alloc);
         }
       });
+    // A swizzled TMA destination starts on its swizzle atom (at most the
+    // 1024 bytes of the 128-byte swizzle), as wgmma operands do.
+    for (auto [copy, index] : bulkCopies) {
+      auto alloc = copy.getDst().getDefiningOp<tile::AllocSharedOp>();
+      if (!alloc)
+        alloc = tile::getMultiBufferedAlloc(copy.getDst());
+      if (!alloc)
+        continue;
+      state.bulkCopyTiles.insert(alloc);
+      if (tensorMaps[index].swizzleBytes)
+        periodAligned.insert(alloc);
+    }
     if (!periodAligned.empty())
       gpuModule->setAttr(kSharedAlignmentAttrName,
                          b.getI64IntegerAttr(tile::kWgmmaSwizzleAlign));
@@ -226,6 +275,13 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     SmallVector<Attribute> params;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       params.push_back(buildParamMetadata(b, func, i));
+    SmallVector<Attribute> tensorMapsMetadata;
+    for (const TensorMap &m : tensorMaps)
+      tensorMapsMetadata.push_back(b.getDictionaryAttr({
+          b.getNamedAttr("param", b.getI64IntegerAttr(m.arg)),
+          b.getNamedAttr("box", b.getDenseI64ArrayAttr(m.box)),
+          b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(m.swizzleBytes)),
+      }));
     SmallVector<int64_t> grid64(grid.begin(), grid.end()),
         block64(block.begin(), block.end());
     SmallVector<NamedAttribute> entries = {
@@ -235,6 +291,9 @@ LogicalResult tile_to_gpu::outlineTileKernels(
         b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(sharedBytes)),
         b.getNamedAttr("params", b.getArrayAttr(params)),
     };
+    if (!tensorMapsMetadata.empty())
+      entries.push_back(
+          b.getNamedAttr("tensor_maps", b.getArrayAttr(tensorMapsMetadata)));
     // A persistent kernel (convert-mega-to-gpu) brings its task tables.
     if (auto mega = func->getAttrOfType<DictionaryAttr>(
             mega::MegaDialect::getMegaMetadataAttrName()))

@@ -73,6 +73,7 @@ struct ConvertTileToGPUPass
     populateDataMovementPatterns(patterns, converter, state);
     populateComputePatterns(patterns, converter, state);
     populateAsyncCopyPatterns(patterns, converter, state);
+    populateBulkCopyPatterns(patterns, converter, state);
     populateReducePatterns(patterns, converter, state);
     populateMmaGemmPatterns(patterns, converter, state);
     populateWgmmaGemmPatterns(patterns, converter, state);

@@ -8,6 +8,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Transforms/DialectConversion.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace mlir::tilemega::tile_to_gpu {
 
@@ -21,6 +22,13 @@ struct KernelLoweringState {
   bool wgmma = false;
   /// Byte offset of every tile.alloc_shared in the dynamic shared memory.
   DenseMap<Operation *, int64_t> sharedOffsets;
+  /// The tensor-map parameter (an !llvm.ptr argument of the kernel) each
+  /// tile.bulk_copy reads its box through.
+  DenseMap<Operation *, Value> tensorMaps;
+  /// The shared tiles (allocations) only TMA writes: the destinations of the
+  /// bulk copies (tile-pipeline gives every pipelined loop its own buffers
+  /// and lets nothing else write them).
+  llvm::SmallPtrSet<Operation *, 4> bulkCopyTiles;
 };
 
 /// Base class of the tile lowering patterns: the kernel's state travels along.
@@ -49,6 +57,13 @@ outlineTileKernels(ModuleOp module,
 /// memory needs beyond the default (tilemega-align-dynamic-shared-memory).
 inline constexpr llvm::StringLiteral kSharedAlignmentAttrName =
     "tilemega.shared_alignment";
+
+/// The gpu.func / llvm.func attribute listing the kernel's tensor-map
+/// parameters (tilemega-mark-tensor-map-params), and their form: a
+/// CUtensorMap is 128 bytes, 64-byte aligned.
+inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
+    "tilemega.tensor_map_params";
+inline constexpr int64_t kTensorMapBytes = 128, kTensorMapAlign = 64;
 
 /// Inserts gpu.barrier around tile ops that write shared memory.
 void insertSharedMemoryBarriers(gpu::GPUFuncOp func);
@@ -135,6 +150,11 @@ void populateComputePatterns(RewritePatternSet &patterns,
 void populateAsyncCopyPatterns(RewritePatternSet &patterns,
                                TypeConverter &converter,
                                KernelLoweringState &state);
+/// tile.bulk_copy to cp.async.bulk.tensor, the mbarrier ops to NVVM's
+/// (BulkCopyPatterns.cpp).
+void populateBulkCopyPatterns(RewritePatternSet &patterns,
+                              TypeConverter &converter,
+                              KernelLoweringState &state);
 void populateReducePatterns(RewritePatternSet &patterns,
                             TypeConverter &converter,
                             KernelLoweringState &state);

@@ -130,11 +130,20 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     int64_t stepBytes = tile::kWgmmaTileK * aType.getElementTypeBitWidth() / 8;
 
     // The tiles' writers were generic-proxy stores; wgmma reads through the
-    // async proxy.
-    NVVM::FenceProxyOp::create(
-        rewriter, loc, NVVM::ProxyKind::async_shared,
-        NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
-    gpu::BarrierOp::create(rewriter, loc);
+    // async proxy. Tiles only TMA writes are async-proxy data already, and
+    // each thread's mbarrier wait made them visible to it.
+    auto onlyTma = [&](Value tile) {
+      auto alloc = tile.getDefiningOp<tile::AllocSharedOp>();
+      if (!alloc)
+        alloc = tile::getMultiBufferedAlloc(tile);
+      return alloc && state.bulkCopyTiles.contains(alloc);
+    };
+    if (!onlyTma(op.getA()) || !onlyTma(op.getB())) {
+      NVVM::FenceProxyOp::create(
+          rewriter, loc, NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      gpu::BarrierOp::create(rewriter, loc);
+    }
 
     // Warpgroup g multiplies rows 64g.. of A.
     Value tid = gpu::ThreadIdOp::create(rewriter, loc, gpu::Dimension::x);

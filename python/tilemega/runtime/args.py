@@ -8,6 +8,7 @@ arguments or raises ArgumentError naming the kernel and the parameter.
 from __future__ import annotations
 
 import ctypes
+import functools
 import numbers
 import operator
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any, List, Optional, Sequence
 from .dtypes import DTYPES, pack_scalar
 from .errors import ArgumentError
 from .metadata import KernelSpec, ParamSpec
+from .tensor_maps import TensorMaps
 from .tensors import TensorDesc, TensorError, describe
 
 
@@ -62,7 +64,17 @@ def bind(spec: KernelSpec, args: Sequence[Any], stream: Optional[int] = None) ->
         listed = ", ".join(f"'{n}' on cuda:{d}" for d, n in devices.items())
         raise ArgumentError(f"{spec.name}: tensor arguments are on different devices ({listed})")
     bound.device = next(iter(devices), None)
+    if spec.tensor_maps:
+        # The TMA tensor maps of the tensors just checked, after the params.
+        addresses = [v.value for v in bound.values]
+        bound.values.extend(maps_for(spec).slots(addresses))
     return bound
+
+
+@functools.lru_cache(maxsize=256)
+def maps_for(spec: KernelSpec) -> TensorMaps:
+    """The tensor maps (and their cache of encoded addresses) of `spec`."""
+    return TensorMaps(spec)
 
 
 def check_tensor(param: ParamSpec, arg, where: str, stream: Optional[int] = None) -> TensorDesc:

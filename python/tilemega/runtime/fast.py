@@ -39,6 +39,7 @@ from . import driver
 from .args import _strides_match
 from .dtypes import DTYPES, _bfloat16_bits
 from .launch import check_result, describe, stream_handle
+from .tensor_maps import MAP_ALIGN, MAP_BYTES, TensorMaps
 
 # Kinds of parameter checks, the first field of each entry of FastLauncher.checks.
 _TENSOR, _INT, _FLOAT, _BF16 = 0, 1, 2, 3
@@ -76,6 +77,20 @@ def _raw_stream_getter(torch):
     return lambda device: current_stream(device).cuda_stream
 
 
+def _param_slots(nparams: int, nmaps: int):
+    """(buffer, void*[] kernelParams, map slot addresses): an 8-byte slot per
+    parameter, then a 64-byte-aligned 128-byte slot per tensor map."""
+    size = _SLOT * nparams + (MAP_ALIGN + MAP_BYTES * nmaps if nmaps else 0)
+    buffer = ctypes.create_string_buffer(max(size, _SLOT))
+    base = ctypes.addressof(buffer)
+    slots = [base + _SLOT * i for i in range(nparams)]
+    first = base + _SLOT * nparams
+    first += -first % MAP_ALIGN
+    maps = [first + MAP_BYTES * j for j in range(nmaps)]
+    pointers = (ctypes.c_void_p * max(nparams + nmaps, 1))(*(slots + maps))
+    return buffer, pointers, maps
+
+
 class FastLauncher:
     """Per-kernel state of the fast path; `try_launch(args, stream)` -> bool."""
 
@@ -102,13 +117,15 @@ class FastLauncher:
             fmt += code + "x" * (_SLOT - struct.calcsize("<" + code))
         self.checks = tuple(checks)
         self.pack_into = struct.Struct(fmt).pack_into
+        # TMA tensor maps, by value after the params (the tensor's address
+        # each one was last written for, per slot).
+        self.maps = TensorMaps(spec) if spec.tensor_maps else None
+        self.nmaps = len(spec.tensor_maps)
         # One slot per parameter and the void*[] kernelParams pointing at them,
         # allocated once: a launch only writes the slots (build() ensures >= 1).
-        self.buffer = ctypes.create_string_buffer(_SLOT * self.nparams)
-        base = ctypes.addressof(self.buffer)
-        self.pointers = (ctypes.c_void_p * self.nparams)(
-            *(base + _SLOT * i for i in range(self.nparams)))
+        self.buffer, self.pointers, self.map_slots = _param_slots(self.nparams, self.nmaps)
         self.params_address = ctypes.addressof(self.pointers)
+        self.map_addresses = [None] * self.nmaps
         self.grid = spec.grid
         self.block = spec.block
         self.smem = spec.dynamic_shared_bytes
@@ -169,6 +186,8 @@ class FastLauncher:
                 self.pack_into(self.buffer, 0, *values)
             except (OverflowError, struct.error):
                 return False             # e.g. a float beyond float32: the general path says so
+            if self.maps is not None:
+                self._write_maps(values, self.map_slots, self.map_addresses)
             grid, block = self.grid, self.block
             if self.cooperative:
                 result = drv.cuLaunchCooperativeKernel(entry[1], grid[0], grid[1], grid[2],
@@ -184,6 +203,16 @@ class FastLauncher:
         if err and driver._code(err) != 0:
             check_result(result, self.what, self.kernel.name, self.grid)
         return True
+
+    def _write_maps(self, values, slots, written):
+        """The tensor maps of the tensors in `values` into `slots`, where the
+        address a slot was written for (`written`) changed."""
+        maps = self.maps
+        for index, param in enumerate(maps.params):
+            address = values[param]
+            if written[index] != address:
+                ctypes.memmove(slots[index], maps.bytes_for(index, address), MAP_BYTES)
+                written[index] = address
 
     def _checked(self, args):
         """(packed values, device) when every argument passes the fast
@@ -264,11 +293,10 @@ class BoundLaunch:
     def __init__(self, launcher: FastLauncher, values, device: int):
         self.launcher = launcher
         self.device = device
-        self.buffer = ctypes.create_string_buffer(_SLOT * launcher.nparams)
+        self.buffer, self.pointers, slots = _param_slots(launcher.nparams, launcher.nmaps)
         launcher.pack_into(self.buffer, 0, *values)
-        base = ctypes.addressof(self.buffer)
-        self.pointers = (ctypes.c_void_p * launcher.nparams)(
-            *(base + _SLOT * i for i in range(launcher.nparams)))
+        if launcher.maps is not None:
+            launcher._write_maps(values, slots, [None] * launcher.nmaps)
         self.params_address = ctypes.addressof(self.pointers)
 
     def launch(self, handle: int) -> bool:

@@ -7,7 +7,7 @@ reported at load time and not as a crash inside a launch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
 from .dtypes import DTYPES
@@ -41,6 +41,16 @@ class ParamSpec:
 
 
 @dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA tensor map (CUtensorMap) the kernel takes after its params: of
+    the tensor param `param`, read in boxes of `box` elements (outermost
+    first) into shared tiles swizzled by `swizzle_bytes` (0, 32, 64, 128)."""
+    param: int
+    box: Tuple[int, ...]
+    swizzle_bytes: int
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """One kernel entry of the artifact."""
     name: str
@@ -54,6 +64,8 @@ class KernelSpec:
     # A persistent kernel's graph arguments (`mega.args`): not parameters,
     # reached through its argument table (mega_args), in table order.
     graph_args: Tuple[ParamSpec, ...] = ()
+    # TMA tensor maps (tile.bulk_copy), passed by value after `params`.
+    tensor_maps: Tuple[TensorMapSpec, ...] = ()
 
 
 # Param roles of a mega-kernel's graph tensors; the runtime allocates "scratch".
@@ -187,13 +199,60 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
         if p.name in seen:
             c.fail(f"{field}.params[{i}].name", f"duplicate parameter name {p.name!r}")
         seen.add(p.name)
+    maps = k.get("tensor_maps", [])
+    if not isinstance(maps, list):
+        c.fail(f"{field}.tensor_maps", f"expected a list, got {maps!r}")
+    tensor_maps = tuple(_tensor_map(c, m, specs, f"{field}.tensor_maps[{i}]")
+                        for i, m in enumerate(maps))
+    # TMA reads its tensors at 16-byte aligned addresses.
+    specs = tuple(replace(p, alignment=max(p.alignment, TMA_ALIGNMENT))
+                  if any(m.param == i for m in tensor_maps) else p
+                  for i, p in enumerate(specs))
     mega = k.get("mega")
     graph_args: Tuple[ParamSpec, ...] = ()
     if mega is not None:
+        if tensor_maps:
+            c.fail(f"{field}.tensor_maps", "a persistent mega-kernel takes no tensor maps")
         validate_mega(mega, f"{field}.mega", c.source)
         validate_tables(mega, f"{field}.mega", c.source)
         graph_args = _graph_args(c, mega, f"{field}.mega.args")
-    return KernelSpec(name, grid, block, smem, specs, mega, graph_args)
+    return KernelSpec(name, grid, block, smem, specs, mega, graph_args, tensor_maps)
+
+
+# TMA's limits (cuTensorMapEncodeTiled): rank, box extents, address and
+# stride alignment, swizzle spans; tile::chooseBulkCopy holds the compiler
+# to the same.
+TMA_MAX_RANK, TMA_MAX_BOX, TMA_ALIGNMENT = 5, 256, 16
+TMA_SWIZZLES = (0, 32, 64, 128)
+
+
+def _tensor_map(c: _Checker, m: Any, params: Tuple[ParamSpec, ...], field: str) -> TensorMapSpec:
+    if not isinstance(m, dict):
+        c.fail(field, f"expected an object, got {m!r}")
+    index = c.integer(c.get(m, "param", f"{field}.param"), f"{field}.param", 0)
+    if index >= len(params) or params[index].kind != "tensor":
+        c.fail(f"{field}.param", f"{index} is not the index of a tensor parameter")
+    param = params[index]
+    itemsize = DTYPES[param.dtype].itemsize
+    box = c.int_list(c.get(m, "box", f"{field}.box"), f"{field}.box", 1, len(param.shape))
+    if not 1 <= len(box) <= TMA_MAX_RANK:
+        c.fail(f"{field}.box", f"TMA boxes have rank 1 to {TMA_MAX_RANK}, got {len(box)}")
+    for i, extent in enumerate(box):
+        if extent > TMA_MAX_BOX:
+            c.fail(f"{field}.box[{i}]", f"{extent} exceeds TMA's box limit {TMA_MAX_BOX}")
+    if box[-1] * itemsize % 16:
+        c.fail(f"{field}.box", f"rows of {box[-1] * itemsize} bytes; TMA needs multiples of 16")
+    if param.strides[-1] != 1 or any(s * itemsize % TMA_ALIGNMENT for s in param.strides[:-1]):
+        c.fail(f"{field}.param", f"tensor '{param.name}' has strides {list(param.strides)}: TMA "
+                                 f"needs unit inner strides and {TMA_ALIGNMENT}-byte row strides")
+    swizzle = c.integer(c.get(m, "swizzle_bytes", f"{field}.swizzle_bytes"),
+                        f"{field}.swizzle_bytes", 0)
+    if swizzle not in TMA_SWIZZLES:
+        c.fail(f"{field}.swizzle_bytes", f"expected one of {list(TMA_SWIZZLES)}, got {swizzle}")
+    if swizzle and box[-1] * itemsize != swizzle:
+        c.fail(f"{field}.box", f"rows of {box[-1] * itemsize} bytes under a {swizzle}-byte "
+                               "swizzle; they must be the swizzle's span")
+    return TensorMapSpec(index, box, swizzle)
 
 
 def _graph_args(c: _Checker, mega: Dict[str, Any], field: str) -> Tuple[ParamSpec, ...]:

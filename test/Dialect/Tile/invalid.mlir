@@ -973,3 +973,66 @@ func.func @slice_dim() {
   }
   return
 }
+
+// -----
+
+func.func @bulk_copy_not_an_argument(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %v = memref.subview %A[0, 0] [128, 256] [1, 1] : memref<128x512xbf16> to memref<128x256xbf16, strided<[512, 1]>>
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{source must be an argument of the kernel's function}}
+    tile.bulk_copy %v[0, 0] to %a, %bars[%c0] : memref<128x256xbf16, strided<[512, 1]>> to memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @bulk_copy_swizzle(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 4>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{cannot be one TMA box: the tile's swizzle is none of TMA's 32/64/128-byte modes}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @bulk_copy_box(%A: memref<512x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared : memref<512x8xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{cannot be one TMA box: a TMA box extent is at most 256, the box has 512}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] : memref<512x512xbf16> to memref<512x8xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @expect_tx_bytes() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{expects 1 to 1048575 bytes per phase, got 0}}
+    tile.mbarrier_arrive_expect_tx %bars[%c0], 0 : memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @barriers_type() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %bars = tile.alloc_shared : memref<2xi32, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{1-D shared-memory memref of i64 (mbarriers)}}
+    tile.mbarrier_init %bars : memref<2xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}

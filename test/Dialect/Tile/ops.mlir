@@ -219,3 +219,24 @@ func.func @async_copy(%A: memref<64x256xf16>, %k: index, %stage: index) {
   }
   return
 }
+
+// CHECK-LABEL: func.func @bulk_copies
+// CHECK:         tile.mbarrier_init %[[BARS:.*]] : memref<3xi64, #gpu.address_space<workgroup>>
+// CHECK:         tile.mbarrier_arrive_expect_tx %[[BARS]][%{{.*}}], 16384 : memref<3xi64, #gpu.address_space<workgroup>>
+// CHECK:         tile.bulk_copy %{{.*}}[0, %{{.*}}] to %{{.*}}, %[[BARS]][%{{.*}}] : memref<128x256xbf16> to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<3xi64, #gpu.address_space<workgroup>>
+// CHECK:         tile.mbarrier_wait %[[BARS]][%{{.*}}], %{{.*}} : memref<3xi64, #gpu.address_space<workgroup>>
+func.func @bulk_copies(%A: memref<128x256xbf16>, %k: index, %stage: index, %parity: index) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %bars = tile.alloc_shared : memref<3xi64, #gpu.address_space<workgroup>>
+    tile.mbarrier_init %bars : memref<3xi64, #gpu.address_space<workgroup>>
+    %buf = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+    %st = memref.subview %buf[%stage, 0, 0] [1, 128, 64] [1, 1, 1]
+        : memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+          to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>
+    tile.mbarrier_arrive_expect_tx %bars[%stage], 16384 : memref<3xi64, #gpu.address_space<workgroup>>
+    tile.bulk_copy %A[0, %k] to %st, %bars[%stage]
+        : memref<128x256xbf16> to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<3xi64, #gpu.address_space<workgroup>>
+    tile.mbarrier_wait %bars[%stage], %parity : memref<3xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}

@@ -1,6 +1,7 @@
 //===- TileOps.cpp - tile dialect operations --------------------------------===//
 
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
@@ -9,6 +10,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -368,6 +370,48 @@ LogicalResult CopyOp::verify() {
                          << srcType.getElementType() << " to "
                          << dstType.getElementType()
                          << " (both must be floats or both integers)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Bulk copies and mbarriers
+//===----------------------------------------------------------------------===//
+
+LogicalResult MbarrierArriveExpectTxOp::verify() {
+  // PTX's tx-count is a 20-bit quantity per phase.
+  constexpr int64_t kMaxTxBytes = (int64_t(1) << 20) - 1;
+  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
+    return emitOpError() << "expects 1 to " << kMaxTxBytes
+                         << " bytes per phase, got " << getBytes();
+  return success();
+}
+
+SmallVector<OpFoldResult> BulkCopyOp::getMixedSrcOffsets() {
+  return getMixedValues(getStaticSrcOffsets(), getSrcOffsets(), getContext());
+}
+
+int64_t BulkCopyOp::getBytes() {
+  MemRefType type = getDst().getType();
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+LogicalResult BulkCopyOp::verify() {
+  MemRefType srcType = getSrc().getType(), dstType = getDst().getType();
+  if (failed(verifyListOfOperandsOrIntegers(*this, "source offset",
+                                            srcType.getRank(),
+                                            getStaticSrcOffsets(),
+                                            getSrcOffsets())))
+    return failure();
+  // The tensor map describes a kernel argument: the runtime encodes it from
+  // the tensor passed there.
+  auto arg = dyn_cast<BlockArgument>(getSrc());
+  if (!arg || !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    return emitOpError("source must be an argument of the kernel's function "
+                       "(the runtime builds its tensor map from it)");
+  BulkCopyChoice choice = chooseBulkCopy(
+      srcType, dstType, dstType.getShape(), getSharedSwizzle(getDst()));
+  if (!choice.ok())
+    return emitOpError() << "cannot be one TMA box: " << choice.whyNot;
   return success();
 }
 

@@ -3,11 +3,15 @@
 // `tile.pipelined ... num_stages N` becomes an scf.for that issues the
 // global-to-shared copies of iteration i + N - 1 (cp.async into one of N
 // buffers of each tile) before it waits for and computes on iteration i. The
-// schedule and the conditions a copy must meet are in Passes.td.
+// schedule and the conditions a copy must meet are in Passes.td. With `tma`
+// the copies of a loop whose every producer can be one TMA box become
+// tile.bulk_copy ops completing on one mbarrier per stage instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Target/TargetInfo.h"
@@ -22,6 +26,9 @@
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "tile-pipeline"
 
 namespace mlir::tilemega::tile {
 #define GEN_PASS_DEF_TILEPIPELINE
@@ -261,6 +268,9 @@ struct TilePipelinePass
         loopBytes += stageBytes;
         tally.add(p.alloc, stageBytes);
       }
+      // The mbarriers of a TMA pipeline: one word a stage, 128-byte aligned.
+      if (!list.empty() && usesBulkCopies(loop, list))
+        tally.add(loop, 128);
       if (loopBytes > largestBytes) {
         largest = loop;
         largestBytes = loopBytes;
@@ -281,9 +291,41 @@ struct TilePipelinePass
            << " bytes: use fewer stages or smaller tiles";
   }
 
+  /// Whether `loop`'s producers become TMA bulk copies: with `tma`, outside
+  /// persistent mega-kernels (whose runtime binds no tensor maps), when every
+  /// producer copies from an argument of the kernel's function a box that
+  /// tile::chooseBulkCopy accepts. A loop that cannot says why under -debug.
+  bool usesBulkCopies(PipelinedOp loop, ArrayRef<Producer> list) {
+    if (!tma)
+      return false;
+    auto func = loop->getParentOfType<func::FuncOp>();
+    if (!func || func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
+      return false;
+    for (const Producer &p : list) {
+      CopyOp copy = p.copy;
+      AllocSharedOp alloc = p.alloc;
+      auto arg = dyn_cast<BlockArgument>(copy.getSrc());
+      if (!arg || arg.getOwner() != &func.getBody().front()) {
+        LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << copy.getLoc()
+                                << ": the source is not a kernel argument\n");
+        return false;
+      }
+      BulkCopyChoice choice = chooseBulkCopy(
+          copy.getSrc().getType(), alloc.getType(), copy.getSizes(),
+          alloc.getSwizzleAttr());
+      if (!choice.ok()) {
+        LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << copy.getLoc()
+                                << ": " << choice.whyNot << "\n");
+        return false;
+      }
+    }
+    return true;
+  }
+
   void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {
     Location loc = loop.getLoc();
     int64_t numStages = loop.getNumStages();
+    bool bulk = usesBulkCopies(loop, list);
     // Iterations whose copies are in flight ahead of the one computed:
     // N - 1, or N - 2 when the gemms' wgmma of the previous iteration may
     // still be reading its stage (the refill then takes the stage of two
@@ -307,6 +349,23 @@ struct TilePipelinePass
       // Keep discardable attributes such as the shared-memory group a
       // persistent kernel assigns (tile.exclusive_group).
       p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
+    }
+
+    // A TMA pipeline's mbarriers, one per stage, initialised before the
+    // prologue (kernel-level, next to the buffers).
+    Value barriers;
+    int64_t stageBytes = 0;
+    if (bulk) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointAfter(list.back().buffer);
+      auto space = list.front().alloc.getType().getMemorySpace();
+      barriers = AllocSharedOp::create(
+          b, loc, MemRefType::get({numStages}, b.getI64Type(), nullptr, space),
+          SwizzleAttr());
+      barriers.getDefiningOp()->setDiscardableAttrs(
+          list.front().alloc->getDiscardableAttrDictionary());
+      for (Producer &p : list)
+        stageBytes += getByteSize(p.alloc.getType());
     }
 
     Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
@@ -335,12 +394,38 @@ struct TilePipelinePass
       for (Operation &op : loop.getBody().front())
         if (llvm::any_of(list, [&](Producer &p) { return p.slice.contains(&op); }))
           ob.clone(op, mapping);
+      if (bulk) {
+        // One arrival expecting every tile's bytes, then the TMA boxes.
+        MbarrierArriveExpectTxOp::create(ob, loc, barriers, stage,
+                                         ob.getI64IntegerAttr(stageBytes));
+        for (Producer &p : list) {
+          CopyOp copy = p.copy;
+          SmallVector<Value> offsets;
+          for (Value v : copy.getSrcOffsets())
+            offsets.push_back(mapping.lookupOrDefault(v));
+          BulkCopyOp::create(ob, copy.getLoc(),
+                             mapping.lookupOrDefault(copy.getSrc()), offsets,
+                             copy.getStaticSrcOffsetsAttr(),
+                             stageView(ob, loc, p.buffer, stage), barriers,
+                             stage);
+        }
+        return;
+      }
       for (Producer &p : list) {
         mapping.map(p.alloc.getResult(), stageView(ob, loc, p.buffer, stage));
         auto copy = cast<CopyOp>(ob.clone(*p.copy, mapping));
         copy.setAsync(true);
       }
     };
+    // cp.async groups close with a commit; TMA stages need none.
+    auto commit = [&](OpBuilder &ob) {
+      if (!bulk)
+        AsyncCommitOp::create(ob, loc);
+    };
+    if (bulk) {
+      MbarrierInitOp::create(b, loc, barriers);
+      gpu::BarrierOp::create(b, loc);
+    }
 
     // Prologue: iterations 0 .. ahead - 1, one group each.
     for (int64_t j = 0; j < ahead; ++j) {
@@ -348,16 +433,28 @@ struct TilePipelinePass
       Value pred = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
                                                  cj, trips);
       issue(b, cj, pred);
-      AsyncCommitOp::create(b, loc);
+      commit(b);
     }
 
     auto forOp = scf::ForOp::create(b, loc, c0, trips, c1);
     OpBuilder fb = OpBuilder::atBlockTerminator(forOp.getBody());
     Value i = forOp.getInductionVar();
+    // TMA: every thread waits for stage i % N's phase (i / N) % 2 itself.
+    auto waitBulk = [&](OpBuilder &ob) {
+      Value n = arith::ConstantIndexOp::create(ob, loc, numStages);
+      Value parity = arith::RemUIOp::create(
+          ob, loc, arith::DivUIOp::create(ob, loc, i, n),
+          arith::ConstantIndexOp::create(ob, loc, 2));
+      MbarrierWaitOp::create(ob, loc, barriers,
+                             getStage(ob, loc, i, numStages), parity);
+    };
     if (numStages == 1) {
       issue(fb, i, Value());
-      AsyncCommitOp::create(fb, loc);
-      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(0));
+      commit(fb);
+      if (bulk)
+        waitBulk(fb);
+      else
+        AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(0));
       gpu::BarrierOp::create(fb, loc);
     } else {
       // Iteration i's group is complete once at most ahead - 1 are pending
@@ -367,7 +464,12 @@ struct TilePipelinePass
       // for iteration i + ahead overwrites: (i - 1) % N, read in iteration
       // i - 1, or with in-flight wgmma (i - 2) % N, whose wgmma every
       // warpgroup waited for in iteration i - 1 (wait_group 1).
-      AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(ahead - 1));
+      // With TMA the wait is the stage's mbarrier phase and the barrier
+      // only does the second job (the copies are visible to every waiter).
+      if (bulk)
+        waitBulk(fb);
+      else
+        AsyncWaitOp::create(fb, loc, fb.getI64IntegerAttr(ahead - 1));
       gpu::BarrierOp::create(fb, loc);
       Value aheadValue = arith::ConstantIndexOp::create(fb, loc, ahead);
       Value next = arith::AddIOp::create(fb, loc, i, aheadValue);
@@ -375,7 +477,7 @@ struct TilePipelinePass
                                          next, trips);
       issue(fb, next, pred);
       // Always a group, so that the count above stays exact.
-      AsyncCommitOp::create(fb, loc);
+      commit(fb);
     }
     Value stage = getStage(fb, loc, i, numStages);
     Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);

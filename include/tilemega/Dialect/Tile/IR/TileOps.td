@@ -403,4 +403,115 @@ def Tile_AsyncWaitOp : Tile_Op<"async_wait", []> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Bulk tensor copies and mbarriers (sm_90)
+//===----------------------------------------------------------------------===//
+
+def Tile_Barriers : Type<And<[Tile_SharedBuffer.predicate,
+                              CPred<"::llvm::cast<::mlir::MemRefType>($_self).getRank() == 1">,
+                              CPred<"::llvm::cast<::mlir::MemRefType>($_self).getElementType().isInteger(64)">]>,
+                         "1-D shared-memory memref of i64 (mbarriers)", "::mlir::MemRefType">;
+
+def Tile_MbarrierInitOp : Tile_Op<"mbarrier_init", []> {
+  let summary = "Initialise a row of mbarriers, one arrival each";
+  let description = [{
+    The block's first thread initialises every mbarrier of `barriers` (one
+    i64 word each in shared memory) with an expected arrival count of 1 and
+    fences the initialisation for the async proxy (`mbarrier.init`,
+    `fence.mbarrier_init`). A `gpu.barrier` must follow before any thread
+    uses them.
+
+    ```mlir
+    %bars = tile.alloc_shared : memref<4xi64, #gpu.address_space<workgroup>>
+    tile.mbarrier_init %bars : memref<4xi64, #gpu.address_space<workgroup>>
+    gpu.barrier
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers);
+  let assemblyFormat = "$barriers attr-dict `:` type($barriers)";
+}
+
+def Tile_MbarrierArriveExpectTxOp : Tile_Op<"mbarrier_arrive_expect_tx", []> {
+  let summary = "Expect bytes on an mbarrier and arrive on it, once per block";
+  let description = [{
+    The block's first thread adds `bytes` to the transaction count the
+    current phase of mbarrier `index` waits for and arrives on it (its one
+    expected arrival): the phase completes once the bulk copies that signal
+    it (`tile.bulk_copy`) have delivered that many bytes
+    (`mbarrier.arrive.expect_tx`).
+
+    ```mlir
+    tile.mbarrier_arrive_expect_tx %bars[%stage], 32768
+        : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers,
+                       Index:$index, I64Attr:$bytes);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $bytes attr-dict `:` type($barriers)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_MbarrierWaitOp : Tile_Op<"mbarrier_wait", []> {
+  let summary = "Wait for the phase of an mbarrier with a given parity";
+  let description = [{
+    Every thread waits until the phase of mbarrier `index` whose parity is
+    `parity` (its low bit) has completed (`mbarrier.try_wait.parity` in a
+    loop): the bytes its bulk copies delivered are then visible to the
+    thread. The k-th use of a barrier (from 0) completes phase k.
+
+    ```mlir
+    tile.mbarrier_wait %bars[%stage], %parity
+        : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemRead, MemWrite]>:$barriers,
+                       Index:$index, Index:$parity);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` `,` $parity attr-dict `:` type($barriers)
+  }];
+}
+
+def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
+  let summary = "Copy a global box into a shared tile by TMA, signalling an mbarrier";
+  let description = [{
+    The block's first thread issues one tensor-memory-accelerator copy
+    (`cp.async.bulk.tensor`) of the box at `src` offsets, of the shape of
+    the shared tile `dst`, into `dst`; its bytes complete on mbarrier
+    `index` of `barriers`, whose phase must expect them
+    (`tile.mbarrier_arrive_expect_tx`); `dst` may be read once a
+    `tile.mbarrier_wait` has seen that phase complete. Elements outside the
+    tensor land as zeros. `src` is an argument of the kernel's function:
+    the kernel receives a tensor map (CUtensorMap) of it, built by the
+    runtime, as a parameter after its own. The copy must satisfy
+    `tile::chooseBulkCopy` (TileBulkCopies.h): rows of 16-byte multiples,
+    box extents up to 256, and a destination swizzle that is one of TMA's
+    modes.
+
+    ```mlir
+    tile.bulk_copy %A[%row, %k] to %a_stage, %bars[%stage]
+        : memref<4096x4096xbf16> to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins
+    Arg<Tile_Buffer, "source", [MemRead]>:$src,
+    Variadic<Index>:$src_offsets,
+    DenseI64ArrayAttr:$static_src_offsets,
+    Arg<Tile_SharedBuffer, "destination", [MemWrite]>:$dst,
+    Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers,
+    Index:$index);
+  let assemblyFormat = [{
+    $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
+    `to` $dst `,` $barriers `[` $index `]`
+    attr-dict `:` type($src) `to` type($dst) `,` type($barriers)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::llvm::SmallVector<::mlir::OpFoldResult> getMixedSrcOffsets();
+    /// The bytes one copy delivers (the destination tile's).
+    int64_t getBytes();
+  }];
+}
+
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD

@@ -107,6 +107,20 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     i + 1's waits, barrier and refill, and the stage a refill overwrites was
     read by a wgmma already waited for; it waits for all after the loop.
 
+    **TMA** (with `tma`, on sm_90a): a loop whose every producer copies from
+    an argument of the kernel's function a box that `tile::chooseBulkCopy`
+    accepts (TileBulkCopies.h), outside a persistent mega-kernel, gets the
+    same schedule on mbarriers instead of cp.async groups: a
+    `tile.alloc_shared : memref<N x i64>` of barriers, `tile.mbarrier_init`
+    and a `gpu.barrier` before the prologue; issuing iteration j is
+    `tile.mbarrier_arrive_expect_tx` of stage j % N with the bytes of all its
+    tiles, then one `tile.bulk_copy` per producer into stage j % N signalling
+    that barrier (no commit); the wait of iteration i is `tile.mbarrier_wait`
+    on stage i % N with parity (i / N) % 2 (the k-th use of a stage completes
+    its phase k), followed by the same `gpu.barrier`, which now only orders
+    the reads of the stage the refill overwrites. A loop that cannot use TMA
+    keeps cp.async; `-debug-only=tile-pipeline` says why.
+
     N = 1 degenerates to copy, commit, wait 0, barrier, compute, barrier.
     Loops shorter than N - 1 iterations (down to none) only issue the copies
     they run; the tail of a K dimension that is not a multiple of the tile is
@@ -153,6 +167,9 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     Option<"wgmmaInFlight", "wgmma-in-flight", "bool", /*default=*/"false",
            "With wgmma: keep each iteration's wgmma in flight into the next "
            "in every loop that allows it (copies N - 2 iterations ahead)">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "Pipeline with TMA bulk copies on mbarriers where every producer "
+           "of a loop can be one TMA box (sm_90a)">,
   ];
   let dependentDialects = [
     "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",

@@ -1,0 +1,55 @@
+//===- TileBulkCopies.h - when a tile copy can be one TMA box ---*- C++ -*-===//
+//
+// The tensor memory accelerator (TMA, sm_90) copies a box of a global tensor
+// into shared memory with one instruction (cp.async.bulk.tensor), described
+// by a CUtensorMap the host encodes. This is the one rule that decides
+// whether a global-to-shared tile copy can be such a box: tile-pipeline asks
+// it before choosing the mbarrier pipeline, tile.bulk_copy's verifier
+// enforces it, convert-tile-to-gpu lays out and lowers by it, and the
+// artifact's tensor-map metadata carries its answer to the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILEBULKCOPIES_H
+#define TILEMEGA_DIALECT_TILE_IR_TILEBULKCOPIES_H
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include <string>
+
+namespace mlir::tilemega::tile {
+
+/// TMA's hardware limits (CUDA driver API, cuTensorMapEncodeTiled).
+inline constexpr int64_t kTmaMaxRank = 5, kTmaMaxBoxDim = 256,
+                         kTmaStrideAlign = 16, kTmaSharedAlign = 128;
+
+/// The answer for one copy: the TMA swizzle span (0: none; 32, 64 or 128
+/// bytes), or the reason why the copy cannot be a TMA box.
+struct BulkCopyChoice {
+  int64_t swizzleBytes = 0;
+  std::string whyNot;
+
+  bool ok() const { return whyNot.empty(); }
+  /// The shared alignment the destination needs: one swizzle atom (8 rows of
+  /// the span) when swizzled, else TMA's 128 bytes.
+  int64_t sharedAlignment() const {
+    return swizzleBytes ? 8 * swizzleBytes : kTmaSharedAlign;
+  }
+};
+
+/// Can the box `sizes` of the global tensor `global` be copied into the whole
+/// shared tile `tile` (a tile or one stage of a multi-buffered one) laid out
+/// with `swizzle` by one TMA box? Yes when: same element type of 1, 2, 4 or
+/// 8 bytes; the tensor is statically shaped and row-major with rank 1 to 5,
+/// its rows a multiple of 16 bytes; the box is the tile's shape, each extent
+/// at most 256, its innermost extent a multiple of 16 bytes; and the tile is
+/// unswizzled or swizzled exactly as a TMA swizzle mode places rows of its
+/// span (#tile.swizzle<bits = b, base = log2(16 / element bytes), shift = 3>
+/// for spans of 16 << b bytes) with rows of exactly the span and a whole
+/// number of 8-row atoms.
+BulkCopyChoice chooseBulkCopy(MemRefType global, MemRefType tile,
+                              ArrayRef<int64_t> sizes, SwizzleAttr swizzle);
+
+} // namespace mlir::tilemega::tile
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILEBULKCOPIES_H

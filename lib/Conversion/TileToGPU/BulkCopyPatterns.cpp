@@ -1,0 +1,185 @@
+//===- BulkCopyPatterns.cpp - TMA bulk copies and mbarriers ----------------===//
+//
+// What tile-pipeline's TMA schedule emits, lowered to NVVM:
+//
+//   tile.mbarrier_init %bars          thread 0: mbarrier.init(bar k, 1) for
+//                                     every k; fence.mbarrier_init
+//   tile.mbarrier_arrive_expect_tx    thread 0: mbarrier.arrive.expect_tx
+//   tile.bulk_copy                    thread 0: cp.async.bulk.tensor (the
+//                                     box at the source offsets, innermost
+//                                     coordinate first, through the kernel's
+//                                     tensor-map parameter) completing on
+//                                     the barrier; its destination is named
+//                                     in the shared::cluster window (which
+//                                     holds the CTA's own), the form PTX 8.0
+//                                     has
+//   tile.mbarrier_wait                every thread: mbarrier.try_wait.parity
+//                                     until the phase completes
+//
+// An mbarrier is the i64 word k of its shared buffer; its shared address is
+// the buffer's (as wgmma's descriptors take it) plus 8 k. Coordinates out of
+// the tensor are TMA's to zero-fill, so tiles that overhang need no masks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileToGPUInternal.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::tile_to_gpu;
+
+namespace {
+
+/// Suspend-time hint of one try_wait, in ns (CUTLASS uses the same).
+constexpr int32_t kTryWaitTicks = 0x989680;
+
+/// The shared-space address (`!llvm.ptr<3>`, or with `cluster` the same
+/// address in the shared::cluster window, `!llvm.ptr<7>`, which contains the
+/// CTA's own window) of element `index` of the lowered shared buffer
+/// `buffer` (null index: its first element).
+Value sharedPointer(OpBuilder &b, Location loc, Value buffer, Value index,
+                    bool cluster = false) {
+  auto type = cast<MemRefType>(buffer.getType());
+  int64_t elemBytes = type.getElementTypeBitWidth() / 8;
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value elements = meta.getOffset();
+  if (index)
+    elements = arith::AddIOp::create(b, loc, elements, index);
+  Value bytes = arith::MulIOp::create(
+      b, loc, elements, arith::ConstantIndexOp::create(b, loc, elemBytes));
+  Value address = arith::IndexCastUIOp::create(
+      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
+  auto shared = LLVM::LLVMPointerType::get(
+      b.getContext(),
+      static_cast<unsigned>(cluster ? NVVM::NVVMMemorySpace::SharedCluster
+                                    : NVVM::NVVMMemorySpace::Shared));
+  return LLVM::IntToPtrOp::create(b, loc, shared, address);
+}
+
+/// Emits `body` in the block's first thread only.
+void inFirstThread(OpBuilder &b, Location loc,
+                   function_ref<void(OpBuilder &)> body) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                      arith::ConstantIndexOp::create(b, loc, 0));
+  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body(b);
+}
+
+Value i32(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+
+struct MbarrierInitLowering : TileLoweringPattern<tile::MbarrierInitOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::MbarrierInitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t count = op.getBarriers().getType().getDimSize(0);
+    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+      for (int64_t k = 0; k < count; ++k)
+        NVVM::MBarrierInitOp::create(
+            b, loc,
+            sharedPointer(b, loc, adaptor.getBarriers(),
+                          arith::ConstantIndexOp::create(b, loc, k)),
+            i32(b, loc, 1), Value());
+      // The initialisation is visible to the async proxy (the TMA unit's
+      // complete_tx) before any copy signals the barriers.
+      NVVM::FenceMbarrierInitOp::create(b, loc);
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct MbarrierArriveExpectTxLowering
+    : TileLoweringPattern<tile::MbarrierArriveExpectTxOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::MbarrierArriveExpectTxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t bytes = op.getBytes();
+    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+      NVVM::MBarrierArriveExpectTxOp::create(
+          b, loc, Type(),
+          sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
+          i32(b, loc, bytes), NVVM::MemScopeKind::CTA, /*relaxed=*/false,
+          Value());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct MbarrierWaitLowering : TileLoweringPattern<tile::MbarrierWaitOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::MbarrierWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value parity = arith::IndexCastUIOp::create(
+        rewriter, loc, rewriter.getI32Type(),
+        arith::AndIOp::create(rewriter, loc, adaptor.getParity(),
+                              arith::ConstantIndexOp::create(rewriter, loc, 1)));
+    NVVM::MBarrierTryWaitParityOp::create(
+        rewriter, loc,
+        sharedPointer(rewriter, loc, adaptor.getBarriers(), adaptor.getIndex()),
+        parity, i32(rewriter, loc, kTryWaitTicks));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::BulkCopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value tensorMap = state.tensorMaps.lookup(op);
+    if (!tensorMap)
+      return op.emitOpError("has no tensor-map parameter (the kernel was not "
+                            "outlined by convert-tile-to-gpu)");
+    Location loc = op.getLoc();
+    SmallVector<OpFoldResult> offsets = op.getMixedSrcOffsets();
+    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+      // TMA coordinates: element indices, innermost dimension first.
+      SmallVector<Value> coordinates;
+      for (OpFoldResult offset : llvm::reverse(offsets))
+        coordinates.push_back(arith::IndexCastOp::create(
+            b, loc, b.getI32Type(),
+            getValueOrCreateConstantIndexOp(b, loc, offset)));
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc,
+          sharedPointer(b, loc, adaptor.getDst(), Value(), /*cluster=*/true),
+          tensorMap,
+          coordinates,
+          sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
+          ValueRange(), Value(), Value(),
+          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
+          NVVM::CTAGroupKindAttr(), Value());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+} // namespace
+
+void tile_to_gpu::populateBulkCopyPatterns(RewritePatternSet &patterns,
+                                           TypeConverter &converter,
+                                           KernelLoweringState &state) {
+  patterns.add<MbarrierInitLowering, MbarrierArriveExpectTxLowering,
+               MbarrierWaitLowering, BulkCopyLowering>(
+      converter, patterns.getContext(), state);
+}

@@ -1,0 +1,70 @@
+//===- TileBulkCopies.cpp - when a tile copy can be one TMA box -----------===//
+
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
+
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::tile;
+
+static BulkCopyChoice refuse(const Twine &why) {
+  BulkCopyChoice choice;
+  choice.whyNot = why.str();
+  return choice;
+}
+
+BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
+                                    ArrayRef<int64_t> sizes,
+                                    SwizzleAttr swizzle) {
+  if (!isGlobal(global) || !isShared(tile))
+    return refuse("TMA copies from global to shared memory");
+  Type elem = global.getElementType();
+  if (elem != tile.getElementType())
+    return refuse("TMA does not convert element types");
+  int64_t bits = elem.getIntOrFloatBitWidth();
+  if (bits % 8 || !llvm::isPowerOf2_64(bits / 8) || bits > 64)
+    return refuse("TMA moves elements of 1, 2, 4 or 8 bytes");
+  int64_t elemBytes = bits / 8;
+  int64_t rank = global.getRank();
+  if (rank < 1 || rank > kTmaMaxRank)
+    return refuse("TMA boxes have rank 1 to 5, the tensor has rank " +
+                  Twine(rank));
+  if (!global.hasStaticShape() || !global.getLayout().isIdentity())
+    return refuse("the tensor is not a statically shaped row-major one");
+  if (static_cast<int64_t>(sizes.size()) != rank ||
+      tile.getShape() != sizes)
+    return refuse("the box is not the whole destination tile");
+  for (int64_t extent : sizes)
+    if (extent < 1 || extent > kTmaMaxBoxDim)
+      return refuse("a TMA box extent is at most " + Twine(kTmaMaxBoxDim) +
+                    ", the box has " + Twine(extent));
+  int64_t rowBytes = global.getShape().back() * elemBytes;
+  if (rank > 1 && rowBytes % kTmaStrideAlign)
+    return refuse("the tensor's rows are " + Twine(rowBytes) +
+                  " bytes, not a multiple of " + Twine(kTmaStrideAlign) +
+                  " (TMA's stride alignment)");
+  int64_t innerBytes = sizes.back() * elemBytes;
+  if (innerBytes % 16)
+    return refuse("the box's rows are " + Twine(innerBytes) +
+                  " bytes, not a multiple of 16");
+  BulkCopyChoice choice;
+  if (!swizzle || swizzle.getBits() == 0)
+    return choice;
+  // TMA's swizzle modes XOR the 16-byte chunk index (bits 4..) with the row
+  // index mod 8 of rows of the span: on elements, base log2(16 / bytes).
+  int64_t base = llvm::Log2_64(16 / std::min<int64_t>(elemBytes, 16));
+  if (elemBytes > 16 || swizzle.getBase() != base || swizzle.getShift() != 3 ||
+      swizzle.getBits() < 1 || swizzle.getBits() > 3)
+    return refuse("the tile's swizzle is none of TMA's 32/64/128-byte modes");
+  int64_t span = int64_t(16) << swizzle.getBits();
+  if (innerBytes != span)
+    return refuse("the tile's rows are " + Twine(innerBytes) +
+                  " bytes, not the " + Twine(span) + " of its swizzle");
+  int64_t tileBytes = tile.getNumElements() * elemBytes;
+  if (tileBytes % (8 * span))
+    return refuse("the tile is not a whole number of 8-row swizzle atoms");
+  choice.swizzleBytes = span;
+  return choice;
+}
