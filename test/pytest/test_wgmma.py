@@ -49,7 +49,7 @@ def gemm_tn(layout="#tile.mma<warpsPerBlock = [8, 1]>", swizzled=True, wgmma=Non
 
 
 def test_a_qualifying_gemm_compiles_to_wgmma_without_serialisation():
-    art = tilemega.compile(gemm_tn().ir(), wgmma=True, wgmma_in_flight=False,
+    art = tilemega.compile(gemm_tn().ir(), wgmma=True, wgmma_in_flight=False, tma=False,
                            assemble=ptxas_checks_enabled())
     # Two warpgroups, four k-steps of 16 per 64-wide K tile, inside the loop.
     steps = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.bf16\.bf16", art.ptx)
@@ -83,7 +83,7 @@ def test_the_plain_gemm_takes_the_hopper_path_by_itself():
 def test_on_by_default_on_sm_90a_and_declined_gemms_stay_on_mma_sync():
     assert tilemega.compile(gemm_tn().ir(), wgmma_in_flight=False,
                             assemble=False).ptx.count("wgmma.mma_async") == 4
-    plain = tilemega.compile(gemm_tn().ir(), wgmma=False, assemble=False)
+    plain = tilemega.compile(gemm_tn().ir(), wgmma=False, tma=False, assemble=False)
     assert "wgmma" not in plain.ptx and "mma.sync" in plain.ptx
     assert ".align 1024" not in plain.ptx
     # Other chips have no wgmma: the default leaves them on mma.sync.
@@ -123,7 +123,8 @@ def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
     copies run one iteration ahead instead of two (cp.async wait 0 before
     each k-tile), and the loop's end waits for every group before the
     accumulator is stored; it needs the wgmma lowering."""
-    art = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=True, assemble=ptxas_checks_enabled())
+    art = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=True, tma=False,
+                           assemble=ptxas_checks_enabled())
     waits = re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", art.ptx)
     assert "1" in waits and waits[-1] == "0"
     tail = art.ptx[art.ptx.rindex("wgmma.wait_group.sync.aligned"):]
@@ -132,8 +133,8 @@ def test_wgmma_in_flight_waits_for_one_group_in_the_loop_and_all_after_it():
     if art.cubin is not None:
         assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
     # On by default wherever the gemms take wgmma (resolve_wgmma_in_flight).
-    assert tilemega.compile(gemm_tn().ir(), assemble=False).ptx == art.ptx
-    plain = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=False, assemble=False)
+    assert tilemega.compile(gemm_tn().ir(), tma=False, assemble=False).ptx == art.ptx
+    plain = tilemega.compile(gemm_tn().ir(), wgmma_in_flight=False, tma=False, assemble=False)
     assert re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", plain.ptx) == ["0"]
     with pytest.raises(ValueError, match="wgmma_in_flight=True needs the wgmma lowering"):
         tilemega.compile(gemm_tn().ir(), wgmma=False, wgmma_in_flight=True)

@@ -1,0 +1,56 @@
+"""TMA from T.*: on sm_90a the plain pipelined GEMM moves its tiles with
+cp.async.bulk.tensor on mbarriers by itself (tilemega.compile's `tma`, on by
+default there), its artifact lists the tensor maps the runtime builds, and
+ptxas assembles it with no spills or wgmma serialisation; the knob is a bool
+that needs Hopper and reaches the cache key. (Bulk-copy IR: lit tests
+tile-pipeline-tma.mlir and tma-gemm-to-ptx.mlir; the runtime's maps:
+test_tensor_maps.py; on the GPU: the GEMM examples in the results file.)"""
+
+import re
+
+import pytest
+
+import tilemega
+from ptxas_policy import ptxas_checks_enabled
+from test_wgmma import gemm_tn
+
+
+def test_the_plain_gemm_takes_tma_by_itself():
+    art = tilemega.compile(gemm_tn(layout=None, swizzled=False).ir(),
+                           assemble=ptxas_checks_enabled())
+    ptx = art.ptx
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global", ptx)) >= 2
+    assert "mbarrier.try_wait.parity" in ptx and "mbarrier.arrive.expect_tx" in ptx
+    assert "cp.async.cg" not in ptx and "cp.async.wait_group" not in ptx
+    # Only TMA writes the wgmma tiles: no generic-to-async proxy fence.
+    assert "fence.proxy.async" not in ptx
+    assert len(re.findall(r"\.param \.align 64 \.b8 kernel_param_\d\[128\]", ptx)) == 2
+    (kernel,) = art.metadata["kernels"]
+    assert kernel["tensor_maps"] == [
+        {"param": 0, "box": [128, 64], "swizzle_bytes": 128},
+        {"param": 1, "box": [128, 64], "swizzle_bytes": 128}]
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
+        assert not tilemega.compiler.wgmma_serialisation_warnings(art.ptxas_log)
+
+
+def test_tma_off_and_other_chips_keep_cp_async():
+    for art in (tilemega.compile(gemm_tn().ir(), tma=False, assemble=False),
+                tilemega.compile(gemm_tn().ir(), chip="sm_90", assemble=False)):
+        assert "cp.async.bulk" not in art.ptx and "cp.async.cg" in art.ptx
+        assert "tensor_maps" not in art.metadata["kernels"][0]
+
+
+def test_tma_needs_hopper_and_a_bool():
+    with pytest.raises(ValueError, match=r"tma=True needs chip='sm_90a'"):
+        tilemega.compile(gemm_tn().ir(), chip="sm_90", tma=True)
+    with pytest.raises(ValueError, match=r"tma must be a bool or None"):
+        tilemega.compile(gemm_tn().ir(), tma=1)
+
+
+def test_tma_is_in_the_cache_key_and_a_jit_option():
+    from tilemega.cache import key_components, make_key
+    keys = {make_key(key_components("x", chip="sm_90a", opt_level=3, features="+ptx80",
+                                    assemble=False, wgmma=True, tma=t)) for t in (False, True)}
+    assert len(keys) == 2
+    assert gemm_tn().options["tma"] is True
