@@ -45,7 +45,13 @@ HOPPER_GEMMS = {
                                               num_stages=3),
     "bench_gemm_hopper_bf16_nt_4096_bn128": dict(M=4096, N=4096, K=4096, block_n=128,
                                                  num_stages=4),
+    # 3 stages of 128 x 128: 96 KiB, two CTAs an SM (one's epilogue under
+    # the other's main loop).
+    "bench_gemm_hopper_bf16_nt_4096_bn128_s3": dict(M=4096, N=4096, K=4096, block_n=128,
+                                                    num_stages=3),
     "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
+    "bench_gemm_hopper_bf16_nt_8192_bn128_s3": dict(M=8192, N=8192, K=8192, block_n=128,
+                                                    num_stages=3),
 }
 
 
