@@ -52,14 +52,30 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
     "bench_gemm_hopper_bf16_nt_8192_bn128_s3": dict(M=8192, N=8192, K=8192, block_n=128,
                                                     num_stages=3),
+    # The same kernels with cp.async stages instead of TMA (tilemega.compile's
+    # tma=False): the A/B of the TMA pipeline, in the same run.
+    "bench_gemm_hopper_bf16_nt_4096_cpasync": dict(M=4096, N=4096, K=4096, block_n=256,
+                                                   num_stages=4, tma=False),
+    "bench_gemm_hopper_bf16_nt_8192_cpasync": dict(M=8192, N=8192, K=8192, block_n=256,
+                                                   num_stages=4, tma=False),
 }
+
+# Keys of a configuration that are tilemega.compile options, not the example's.
+COMPILE_OPTIONS = ("tma",)
 
 
 def example_of(name):
     """(example module name, configuration) of benchmark artifact `name`."""
     if name in HOPPER_GEMMS:
-        return "gemm_hopper", HOPPER_GEMMS[name]
+        config = {k: v for k, v in HOPPER_GEMMS[name].items() if k not in COMPILE_OPTIONS}
+        return "gemm_hopper", config
     return "gemm", GEMMS[name]
+
+
+def compile_options(name):
+    """The tilemega.compile options of benchmark artifact `name`."""
+    config = HOPPER_GEMMS.get(name, GEMMS.get(name, {}))
+    return {k: v for k, v in config.items() if k in COMPILE_OPTIONS}
 
 
 def names():
@@ -76,7 +92,8 @@ def compile_one(name):
     module_name, config = example_of(name)
     example = run_examples.example_module(module_name)
     with Context(), Location.unknown():
-        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name)
+        return tilemega.compile(example.build(name=name, **config), chip="sm_90a", name=name,
+                                **compile_options(name))
 
 
 def main():
