@@ -52,6 +52,11 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
     "bench_gemm_hopper_bf16_nt_8192_bn128_s3": dict(M=8192, N=8192, K=8192, block_n=128,
                                                     num_stages=3),
+    # C through a shared tile (coalesced 16-byte stores): 3 stages leave room.
+    "bench_gemm_hopper_bf16_nt_4096_s3_stage_c": dict(M=4096, N=4096, K=4096, block_n=256,
+                                                      num_stages=3, stage_c=True),
+    "bench_gemm_hopper_bf16_nt_8192_s3_stage_c": dict(M=8192, N=8192, K=8192, block_n=256,
+                                                      num_stages=3, stage_c=True),
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
     "bench_gemm_hopper_bf16_nt_4096_cpasync": dict(M=4096, N=4096, K=4096, block_n=256,

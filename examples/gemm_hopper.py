@@ -11,6 +11,12 @@ docs/architecture.md). Tiles that
 overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
+`stage_c` stores the block's C through a shared tile: the accumulator's
+fragment goes to shared memory (4-byte pieces, conflict-free under a
+swizzle that permutes each row's 16-byte chunks by the row), then rows go to
+global memory in coalesced 16-byte pieces, rather than every thread storing
+its fragment's 4-byte pieces to scattered rows (half of each 32-byte sector).
+
 `build(name=..., **config)` returns the kernel's MLIR text (parameters:
 DEFAULTS; `wgmma_in_flight` keeps each k-tile's wgmma pending into the next
 iteration, `T.Pipelined(..., wgmma_in_flight=True)`); run_examples.EXAMPLES lists the configurations it compiles and
@@ -24,7 +30,7 @@ import sys
 from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
-                dtype="bf16", wgmma_in_flight=False)
+                dtype="bf16", wgmma_in_flight=False, stage_c=False)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -55,6 +61,10 @@ def build(name="gemm_hopper", **overrides):
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
     in_flight = cfg["wgmma_in_flight"]
+    stage_c = cfg["stage_c"]
+    # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
+    # bits (a row is BN elements: bit log2(BN) of the offset starts the row).
+    row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
     @tilemega.jit(name=name, cache=False)
@@ -70,7 +80,12 @@ def build(name="gemm_hopper", **overrides):
                 T.copy(A[bx * BM, k * BLOCK_K], a_s)
                 T.copy(B[by * BN, k * BLOCK_K], b_s)
                 T.gemm(a_s, b_s, acc, transpose_B=True)
-            T.copy(acc, C[bx * BM, by * BN])
+            if stage_c:
+                c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks)
+                T.copy(acc, c_s)
+                T.copy(c_s, C[bx * BM, by * BN])
+            else:
+                T.copy(acc, C[bx * BM, by * BN])
 
     return kernel.ir()
 
