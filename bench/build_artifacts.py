@@ -52,7 +52,14 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
     "bench_gemm_hopper_bf16_nt_8192_bn128_s3": dict(M=8192, N=8192, K=8192, block_n=128,
                                                     num_stages=3),
-    # C through a shared tile (coalesced 16-byte stores): 3 stages leave room.
+    # C through a shared tile (coalesced 16-byte stores), over the stages'
+    # bytes once the K loop is done (tiles whose live ranges do not overlap
+    # share shared memory).
+    "bench_gemm_hopper_bf16_nt_4096_stage_c": dict(M=4096, N=4096, K=4096, block_n=256,
+                                                   num_stages=4, stage_c=True),
+    "bench_gemm_hopper_bf16_nt_8192_stage_c": dict(M=8192, N=8192, K=8192, block_n=256,
+                                                   num_stages=4, stage_c=True),
+    # The same with 3 stages.
     "bench_gemm_hopper_bf16_nt_4096_s3_stage_c": dict(M=4096, N=4096, K=4096, block_n=256,
                                                       num_stages=3, stage_c=True),
     "bench_gemm_hopper_bf16_nt_8192_s3_stage_c": dict(M=8192, N=8192, K=8192, block_n=256,

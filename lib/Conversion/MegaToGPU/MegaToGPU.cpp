@@ -149,6 +149,7 @@ struct ConvertMegaToGPUPass
     b.setInsertionPointToStart(entry);
     auto kernel = tile::KernelOp::create(b, loc, ArrayRef<int64_t>{ctas},
                                          tables->threads);
+    kernel->setAttr(tile::TileDialect::getPersistentAttrName(), b.getUnitAttr());
     func::ReturnOp::create(b, loc);
     Block &body = kernel.getBody().front();
     b.setInsertionPointToStart(&body);

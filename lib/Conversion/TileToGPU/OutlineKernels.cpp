@@ -111,6 +111,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       return func.emitOpError("holds more than one tile.kernel; put each "
                               "kernel in a function of its own");
     tile::KernelOp kernel = *kernels.begin();
+    bool persistent =
+        kernel->hasAttr(tile::TileDialect::getPersistentAttrName());
     if (failed(verifyTileFunction(func, kernel)))
       return failure();
 
@@ -231,14 +233,47 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     if (!periodAligned.empty())
       gpuModule->setAttr(kSharedAlignmentAttrName,
                          b.getI64IntegerAttr(tile::kWgmmaSwizzleAlign));
+    // Tiles whose live ranges do not overlap may share bytes
+    // (TileSharedMemory.h): each goes to the lowest aligned offset clear of
+    // the tiles placed so far that are live with it. A tile laid over another
+    // one's bytes starts after a barrier (and an async-proxy fence: TMA or
+    // wgmma may have been the last to touch them).
+    tile::SharedLiveness liveness(entry, persistent);
+    struct Placed {
+      int64_t begin, end;
+      tile::LiveRange range;
+    };
+    SmallVector<Placed> placed;
+    llvm::SetVector<Operation *> reusing;
     int64_t sharedBytes = 0;
     auto reserve = [&](Operation *op, int64_t bytes) {
-      sharedBytes = llvm::alignTo(sharedBytes,
-                                  periodAligned.contains(op)
-                                      ? tile::kWgmmaSwizzleAlign
-                                      : kSharedAlignment);
-      state.sharedOffsets[op] = sharedBytes;
-      sharedBytes += bytes;
+      int64_t align = periodAligned.contains(op) ? tile::kWgmmaSwizzleAlign
+                                                 : kSharedAlignment;
+      if (!liveness.sharesBytes()) { // One after the other (a group's from
+                                     // the group base).
+        sharedBytes = llvm::alignTo(sharedBytes, align);
+        state.sharedOffsets[op] = sharedBytes;
+        sharedBytes += bytes;
+        return;
+      }
+      tile::LiveRange range = liveness.of(op);
+      int64_t offset = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        offset = llvm::alignTo(offset, align);
+        for (const Placed &p : placed)
+          if (p.range.overlaps(range) && offset < p.end &&
+              p.begin < offset + bytes) {
+            offset = p.end;
+            moved = true;
+          }
+      }
+      for (const Placed &p : placed)
+        if (offset < p.end && p.begin < offset + bytes)
+          reusing.insert(liveness.at(range.first));
+      placed.push_back({offset, offset + bytes, range});
+      state.sharedOffsets[op] = offset;
+      sharedBytes = std::max(sharedBytes, offset + bytes);
     };
     auto allocBytes = [](tile::AllocSharedOp alloc) {
       MemRefType type = alloc.getType();
@@ -271,6 +306,13 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       groupEnd = std::max(groupEnd, sharedBytes);
     }
     sharedBytes = groupEnd;
+    for (Operation *first : reusing) {
+      b.setInsertionPoint(first);
+      NVVM::FenceProxyOp::create(
+          b, first->getLoc(), NVVM::ProxyKind::async_shared,
+          NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
+      gpu::BarrierOp::create(b, first->getLoc());
+    }
 
     SmallVector<Attribute> params;
     for (unsigned i = 0; i < func.getNumArguments(); ++i)

@@ -29,7 +29,7 @@ func.func @sum(%b: memref<256xf32>, %c: memref<4xi32>) {
 // CHECK-LABEL: func.func @loop(
 // The step bound goes to the metadata for the runtime.
 // CHECK-SAME:    loop = {max_steps = 64 : i64, stop_argument = 2 : i64, stop_element = 1 : i64}
-// CHECK:         tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 {
+// CHECK:         tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 attributes {tile.persistent} {
 // The epoch at entry and the host's step limit (state words 0 and 11),
 // clamped to [1, max_steps] with 1 as the default.
 // CHECK:           %[[BASE:.*]] = llvm.inline_asm {{.*}}"ld.volatile.global.b32 $0, [$1];"

@@ -62,7 +62,7 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK-SAME:             {body = "sum", cost_ns = 5.000000e+02 : f64, count = 2 : i64, name = "b", queue = "jit", units = 2 : i64, units_per_task = 1 : i64}],
 // CHECK-SAME:    threads = 64 : i64, timeline = false, watchdog_ns = 2000000000 : i64, workers = 2 : i64}} {
 // Two workers and the scheduler CTA.
-// CHECK-NEXT:    tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 {
+// CHECK-NEXT:    tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 attributes {tile.persistent} {
 // The control words, worker 0's two 8-word AOT records, then the bodies'
 // tiles, hoisted to the kernel, one exclusive group per switch case.
 // CHECK-NEXT:      tile.alloc_shared : memref<4xi32, #gpu.address_space<workgroup>>
@@ -219,7 +219,7 @@ func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
 // CHECK-SAME:    tasks = [{body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "p", queue = "aot", units = 3 : i64, units_per_task = 2 : i64},
 // CHECK-SAME:             {body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "q", queue = "aot", units = 3 : i64, units_per_task = 2 : i64}]
 // CHECK-SAME:    threads = 128 : i64
-// CHECK-NEXT:    tile.kernel blocks(%{{.*}}) in [2] threads 128 {
+// CHECK-NEXT:    tile.kernel blocks(%{{.*}}) in [2] threads 128 attributes {tile.persistent} {
 // One case (same body, same units per task), one exclusive group.
 // CHECK:           %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 1 : i64} : memref<64xf32, #tile.fragment>
 // CHECK:           %[[ARGS:.*]] = tile.alloc_shared : memref<3xi64, #gpu.address_space<workgroup>>

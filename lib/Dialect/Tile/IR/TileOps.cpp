@@ -203,8 +203,10 @@ LogicalResult KernelOp::verifyRegions() {
     if (!arg.getType().isIndex())
       return emitOpError() << "block indices must have index type";
   SharedMemoryTally tally;
+  SharedLiveness liveness(body,
+                          (*this)->hasAttr(TileDialect::getPersistentAttrName()));
   for (auto alloc : body.getOps<AllocSharedOp>())
-    tally.add(alloc, getByteSize(alloc.getType()));
+    tally.add(alloc, getByteSize(alloc.getType()), liveness.of(alloc));
   int64_t sharedBytes = tally.total();
   const TargetInfo &target = getVerifierTarget();
   if (sharedBytes > target.maxSharedBytesPerBlock)

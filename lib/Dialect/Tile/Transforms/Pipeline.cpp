@@ -255,9 +255,12 @@ struct TilePipelinePass
                     llvm::MapVector<Operation *, SmallVector<Producer>> &producers,
                     const DenseSet<Operation *> &pipelinedAllocs) {
     SharedMemoryTally tally;
+    SharedLiveness liveness(
+        kernel.getBody().front(),
+        kernel->hasAttr(TileDialect::getPersistentAttrName()));
     for (auto alloc : kernel.getBody().front().getOps<AllocSharedOp>())
       if (!pipelinedAllocs.contains(alloc))
-        tally.add(alloc, getByteSize(alloc.getType()));
+        tally.add(alloc, getByteSize(alloc.getType()), liveness.of(alloc));
     PipelinedOp largest;
     int64_t largestBytes = 0;
     for (auto &[op, list] : producers) {
@@ -266,9 +269,12 @@ struct TilePipelinePass
       for (Producer &p : list) {
         int64_t stageBytes = getByteSize(p.alloc.getType()) * loop.getNumStages();
         loopBytes += stageBytes;
-        tally.add(p.alloc, stageBytes);
+        // A loop's buffers are live while the loop runs (its prologue
+        // stands right before it).
+        tally.add(p.alloc, stageBytes, liveness.of(loop));
       }
-      // The mbarriers of a TMA pipeline: one word a stage, 128-byte aligned.
+      // The mbarriers of a TMA pipeline: one word a stage, 128-byte aligned,
+      // kept for the whole kernel.
       if (!list.empty() && usesBulkCopies(loop, list))
         tally.add(loop, 128);
       if (loopBytes > largestBytes) {

@@ -65,6 +65,12 @@ def Tile_Dialect : Dialect {
     static ::llvm::StringRef getExclusiveGroupAttrName() {
       return "tile.exclusive_group";
     }
+    /// On a tile.kernel: it is persistent (convert-mega-to-gpu's), its warps
+    /// run different roles at once, so its shared tiles never share bytes by
+    /// live range (unit; TileSharedMemory.h).
+    static ::llvm::StringRef getPersistentAttrName() {
+      return "tile.persistent";
+    }
     /// On an scf.index_switch: its cases are the exclusive groups (unit).
     static ::llvm::StringRef getExclusiveCasesAttrName() {
       return "tile.exclusive_cases";
