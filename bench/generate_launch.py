@@ -13,9 +13,11 @@ captured and launched by the same driver.LaunchGraph path, is launched on
 the engine's stream just before every timed generation launch, in the same
 state (same stream, same dependencies, same queue behind the prefill): if
 its host time swings as ours does, the swing is the driver's and the
-machine's, not the mega-kernel's launch. Writes
-$OUT/generate_launch.json (docs/results/generate_launch.json holds the run
-on record)."""
+machine's, not the mega-kernel's launch (what the H200 run showed: the
+control, launched first, pays 14-36 us, our launch after it 7-13 us).
+Writes $OUT/generate_launch.json (docs/results/generate_launch_probe_h200.json
+holds the H200 run with the control, generate_launch_probe.json an earlier
+H100 run without it, generate_launch.json the first run, c3a44b5)."""
 import json, os, sys, time
 sys.path.insert(0, "test/pytest"); sys.path.insert(0, "examples")
 import torch

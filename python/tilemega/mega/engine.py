@@ -302,10 +302,11 @@ class Engine:
         """The persistent kernel's launch captured once into a CUDA graph
         (its five buffers never change), or None where the capture fails.
         Measured on the H200 inside generate (bench/generate_launch.py,
-        docs/results/generate_launch.json): the graph's launch 7.4 us of
-        host time, the cooperative launch itself 26.6 us for the same
-        Llama-3.2-1B artifact (the driver's launch path is cold after
-        start()'s copies and waits, whatever the number of parameters)."""
+        docs/results/generate_launch_probe_h200.json): the graph's launch
+        6.6 us of host time once a trivial launch before it has paid the
+        driver's first submission after the stream hand-over (13.6 us for
+        that one), the cooperative launch 50 us for the same Llama-3.2-1B
+        artifact."""
         from ..runtime import LaunchError
 
         self._torch.cuda.synchronize()
