@@ -6,13 +6,17 @@ that needs Hopper and reaches the cache key. (Bulk-copy IR: lit tests
 tile-pipeline-tma.mlir and tma-gemm-to-ptx.mlir; the runtime's maps:
 test_tensor_maps.py; on the GPU: the GEMM examples in the results file.)"""
 
+import os
 import re
+import sys
 
 import pytest
 
 import tilemega
 from ptxas_policy import ptxas_checks_enabled
 from test_wgmma import gemm_tn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 
 
 def test_the_plain_gemm_takes_tma_by_itself():
@@ -54,3 +58,22 @@ def test_tma_is_in_the_cache_key_and_a_jit_option():
                                     assemble=False, wgmma=True, tma=t)) for t in (False, True)}
     assert len(keys) == 2
     assert gemm_tn().options["tma"] is True
+
+
+def test_c_staged_over_the_stages_bytes_fits_four_stages():
+    """examples/gemm_hopper.py stage_c: the 64 KiB C tile is live only after
+    the K loop, so it shares the four 48 KiB stages' bytes (TileSharedMemory.h):
+    the kernel needs the stages (and their mbarriers), not 256 KiB."""
+    import run_examples
+    from tilemega.ir import Context, Location
+    example = run_examples.example_module("gemm_hopper")
+    with Context(), Location.unknown():
+        art = tilemega.compile(example.build(name="staged", M=4096, N=4096, K=4096,
+                                             block_n=256, num_stages=4, stage_c=True),
+                               assemble=False)
+    (kernel,) = art.metadata["kernels"]
+    assert 4 * 48 * 1024 <= kernel["dynamic_shared_bytes"] < 4 * 48 * 1024 + 1024
+    # The C tile's first store waits for the stages' last readers.
+    tail = art.ptx[art.ptx.rindex("wgmma.wait_group.sync.aligned"):]
+    assert re.search(r"fence\.proxy\.async\.shared::cta;\s*bar\.sync\s+0;", tail)
+    assert "st.global.v4.b32" in tail
