@@ -136,12 +136,14 @@ class Engine:
         self.kernel.bind({p.name: tensors[p.name] for p in self.kernel.user_params})
         self.poll_s = poll_s
         self._torch = torch
-        # The kernel runs on its own stream and the host reads the state on
-        # another while it runs (both non-blocking: neither waits for the
-        # legacy default stream).
+        # The launch is captured on a stream of the engine's own (capture
+        # needs one) and replayed on the caller's; the host reads the state
+        # on another while the kernel runs (non-blocking: it does not wait
+        # for the legacy default stream).
         self._run = torch.cuda.Stream()
         self._run_handle = int(self._run.cuda_stream)
         self._poll = torch.cuda.Stream()
+        self._launched_on = None      # the stream of the last generation's launch
         self._finished = torch.cuda.Event()
         # Buffers allocated, residency checked and the launch packed now, not
         # inside the first generation.
@@ -321,21 +323,23 @@ class Engine:
             self._torch.cuda.synchronize()
 
     def _launch_generation(self):
-        """The generation's one launch, on the engine's stream after the
-        caller's work so far (the prompt and state writes of start()): a
-        replay of the captured launch, or the launch itself."""
-        self._run.wait_stream(self._torch.cuda.current_stream())
-        self._set_limit(self.cfg.max_seq_len, self._run)
+        """The generation's one launch, on the caller's current stream after
+        its work there (start()'s prompt and state writes, the prefill): a
+        replay of the captured launch, or the launch itself. Not handed over
+        to a stream of the engine's own: on the H200 the driver charged the
+        first submission after such a hand-over (an event wait) 14-36 us of
+        host time, whatever it launched (bench/generate_launch.py's control,
+        docs/mega.md)."""
+        stream = self._torch.cuda.current_stream()
+        self._launched_on = stream
+        handle = int(stream.cuda_stream)
+        self._set_limit(self.cfg.max_seq_len, stream)
         began = time.perf_counter()
         if self._graph is not None:
-            self._graph.launch(self._run_handle)
+            self._graph.launch(handle)
         else:
-            self.kernel.launch(stream=self._run_handle)
+            self.kernel.launch(stream=handle)
         self.last_launch_host_s = time.perf_counter() - began
-
-    def _after_generation(self):
-        """The caller's stream continues after the generation."""
-        self._torch.cuda.current_stream().wait_stream(self._run)
 
     def state(self) -> List[int]:
         """The state words (synchronises)."""
@@ -372,8 +376,7 @@ class Engine:
         if end - 1 <= words[gs.POS]:
             return
         self._launch_generation()
-        self._finished.record(self._run)
-        self._after_generation()
+        self._finished.record(self._launched_on)
         streamed = []
         while True:
             finished = self._finished.query()
@@ -401,8 +404,7 @@ class Engine:
         if end - 1 <= words[gs.POS]:
             return []
         self._launch_generation()
-        self._after_generation()
-        self._run.synchronize()
+        self._launched_on.synchronize()
         self._check_kernel(given)
         produced = self._read_state()[gs.GENERATED]
         return self._read_tokens(given, given + produced)

@@ -319,10 +319,15 @@ class LaunchGraph:
         self._drv = drv
         self._stream = stream
         self._cu = cu
+        self._others = {}      # CUstream wrappers of the other streams launched on
 
     def launch(self, stream: int):
         """Launch the graph on the raw stream `stream`."""
-        cu = self._cu if stream == self._stream else self._drv.CUstream(stream)
+        cu = self._cu if stream == self._stream else self._others.get(stream)
+        if cu is None:
+            if len(self._others) >= 16:
+                self._others.clear()
+            cu = self._others[stream] = self._drv.CUstream(stream)
         err = self._drv.cuGraphLaunch(self._exec, cu)[0]
         if _code(err) != 0:
             call((err,), "cuGraphLaunch")
