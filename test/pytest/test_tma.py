@@ -77,3 +77,33 @@ def test_c_staged_over_the_stages_bytes_fits_four_stages():
     tail = art.ptx[art.ptx.rindex("wgmma.wait_group.sync.aligned"):]
     assert re.search(r"fence\.proxy\.async\.shared::cta;\s*bar\.sync\s+0;", tail)
     assert "st.global.v4.b32" in tail
+
+
+def test_the_loop_knob_requires_or_refuses_tma():
+    """T.Pipelined(..., tma=True) requires TMA for its loop: a copy that
+    cannot be one TMA box is an error at the user's line naming the rule;
+    tma=False keeps cp.async under the compile's default."""
+    import tilemega.language as T
+
+    def kernel_with(tma, cols):
+        @tilemega.jit(cache=False)
+        def kernel(A: T.Tensor((64, cols), "float16"), F: T.Tensor((64, 8), "float16")):
+            with T.Kernel(1, threads=128) as bx:
+                a_s = T.alloc_shared((64, 8), "float16")
+                f = T.alloc_fragment((64, 8), "float16")
+                for k in T.Pipelined(2, num_stages=2, tma=tma):
+                    T.copy(A[0, k * 8], a_s)
+                    T.copy(a_s, f)
+                T.copy(f, F[0, 0])
+        return kernel
+
+    fine = kernel_with(True, 32).compile()
+    assert "cp.async.bulk.tensor" in fine.ptx
+    off = kernel_with(False, 32).compile()
+    assert "cp.async.bulk" not in off.ptx and "cp.async" in off.ptx
+    with pytest.raises(tilemega.compiler.CompileError,
+                       match=r"asks for TMA \(tma = true\), but the copy at .* cannot be one TMA "
+                             r"box: the tensor's rows are 40 bytes, not a multiple of 16"):
+        kernel_with(True, 20).compile()
+    with pytest.raises(Exception, match=r"tma must be None or a Python bool"):
+        kernel_with(1, 32).compile()

@@ -14,7 +14,7 @@ from ._tile_ops_gen import _Dialect  # noqa: F401
 from ._tile_enum_gen import *  # noqa: F401,F403
 from ._tile_ops_gen import KernelOp, ParallelOp, PipelinedOp
 
-from ..ir import (Attribute, DenseI64ArrayAttr, IndexType, IntegerAttr,
+from ..ir import (Attribute, BoolAttr, DenseI64ArrayAttr, IndexType, IntegerAttr,
                   IntegerType)
 
 
@@ -53,16 +53,20 @@ def parallel(extents, *, layout=None, loc=None, ip=None) -> ParallelOp:
     return op
 
 
-def pipelined(lower, upper, step, num_stages, *, wgmma_in_flight=False, loc=None,
-              ip=None) -> PipelinedOp:
+def pipelined(lower, upper, step, num_stages, *, wgmma_in_flight=False, tma=None,
+              loc=None, ip=None) -> PipelinedOp:
     """Creates `tile.pipelined` from index values; the block argument is the IV.
     `wgmma_in_flight` marks the loop (tile-pipeline keeps its wgmma pending
-    into the next iteration)."""
+    into the next iteration); `tma` (None, True or False) is the loop's own
+    TMA decision (True requires TMA bulk copies, False keeps cp.async)."""
     if not isinstance(num_stages, int) or num_stages < 1:
         raise ValueError(f"num_stages must be an int >= 1, got {num_stages!r}")
+    if tma is not None and not isinstance(tma, bool):
+        raise ValueError(f"tma must be None, True or False, got {tma!r}")
     op = PipelinedOp(lower, upper, step,
                      IntegerAttr.get(IntegerType.get_signless(64), num_stages),
                      wgmma_in_flight=True if wgmma_in_flight else None,
+                     tma=None if tma is None else BoolAttr.get(tma),
                      loc=loc, ip=ip)
     op.body.blocks.append(IndexType.get())
     return op

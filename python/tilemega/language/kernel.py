@@ -131,15 +131,19 @@ class Pipelined:
     `wgmma_in_flight=True` (Hopper, num_stages >= 3) keeps each iteration's
     wgmma pending into the next, the copies num_stages - 2 iterations ahead
     (`tile.pipelined ... wgmma_in_flight`; a config parameter can set it, so
-    autotune can choose it)."""
+    autotune can choose it). `tma=True` requires this loop's global->shared
+    tiles to come by TMA bulk copies on mbarriers (Hopper; an error at this
+    line names the copy that cannot be one TMA box), `tma=False` keeps
+    cp.async; None (the default) leaves it to the compile's `tma`."""
 
     def __init__(self, start, stop=None, step=1, *, num_stages=1, wgmma_in_flight=False,
-                 **ignored):
+                 tma=None, **ignored):
         if stop is None:
             start, stop = 0, start
         self.start, self.stop, self.step = start, stop, step
         self.num_stages = num_stages
         self.wgmma_in_flight = wgmma_in_flight
+        self.tma = tma
         self.ignored = ignored
         self.api = "T.Pipelined"
 
@@ -150,7 +154,7 @@ class Pipelined:
         state = in_kernel(api)
         if self.ignored:
             user_error(api, f"unsupported arguments {sorted(self.ignored)} (supported: start, "
-                            "stop, step, num_stages, wgmma_in_flight)", TileLangTypeError)
+                            "stop, step, num_stages, wgmma_in_flight, tma)", TileLangTypeError)
         stages = static_int(self.num_stages, "num_stages", api, minimum=0)
         in_flight = self.wgmma_in_flight
         if not isinstance(in_flight, bool):
@@ -159,6 +163,9 @@ class Pipelined:
         if in_flight and stages < 3:
             user_error(api, f"wgmma_in_flight needs num_stages >= 3 (a stage that neither the "
                             f"pending wgmma nor the current iteration reads), got {stages}")
+        if self.tma is not None and not isinstance(self.tma, bool):
+            user_error(api, f"tma must be None or a Python bool, got {self.tma!r}",
+                       TileLangTypeError)
         step = static_int(self.step, "step", api, minimum=1)
         lb = to_index(self.start, api, "start")
         ub = to_index(self.stop, api, "stop")
@@ -166,7 +173,7 @@ class Pipelined:
         position = user_position()
         with user_location(), state.scope.end_point():
             op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages),
-                                wgmma_in_flight=in_flight)
+                                wgmma_in_flight=in_flight, tma=self.tma)
         block = op.body.blocks[0]
         scope = Scope("pipelined", block, state.scope, op, position)
         state.push(scope)

@@ -117,3 +117,25 @@ func.func @unaligned_rows(%A: memref<64x20xf16>, %F: memref<64x8xf16>) {
   }
   return
 }
+
+// -----
+
+// The loop's own `tma = false` keeps cp.async under the pass's tma.
+// CHECK-LABEL: func.func @loop_says_no
+// CHECK-NOT:     tile.bulk_copy
+// CHECK:         tile.copy async
+func.func @loop_says_no(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {tma = false} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    }
+  }
+  return
+}

@@ -225,6 +225,8 @@ struct TilePipelinePass
       std::optional<int64_t> step = getConstantIntValue(loop.getStep());
       if (!list.empty() && step && *step <= 0)
         return loop.emitOpError() << "step must be positive, got " << *step;
+      if (failed(decideBulkCopies(loop, list)))
+        return failure();
     }
     if (failed(checkSharedMemory(kernel, producers, pipelinedAllocs)))
       return failure();
@@ -236,6 +238,9 @@ struct TilePipelinePass
         pipelineLoop(loop, list);
       else if (loop.getWgmmaInFlight())
         loop.emitWarning() << "wgmma_in_flight has no effect: the loop has no "
+                              "global-to-shared copy to pipeline";
+      if (list.empty() && loop.getTma() == true)
+        loop.emitWarning() << "tma has no effect: the loop has no "
                               "global-to-shared copy to pipeline";
     }
     for (Operation *alloc : pipelinedAllocs)
@@ -297,35 +302,62 @@ struct TilePipelinePass
            << " bytes: use fewer stages or smaller tiles";
   }
 
-  /// Whether `loop`'s producers become TMA bulk copies: with `tma`, outside
-  /// persistent mega-kernels (whose runtime binds no tensor maps), when every
-  /// producer copies from an argument of the kernel's function a box that
-  /// tile::chooseBulkCopy accepts. A loop that cannot says why under -debug.
-  bool usesBulkCopies(PipelinedOp loop, ArrayRef<Producer> list) {
+  /// The loops whose producers become TMA bulk copies (decideBulkCopies).
+  DenseSet<Operation *> bulkLoops;
+
+  /// Whether `loop`'s producers become TMA bulk copies: with `tma` (or the
+  /// loop's `tma = true`, which then requires it), unless the loop says
+  /// `tma = false`, outside persistent mega-kernels (whose runtime binds no
+  /// tensor maps), when every producer copies from an argument of the
+  /// kernel's function a box that tile::chooseBulkCopy accepts. A loop that
+  /// cannot says why under -debug; one that requires TMA and cannot is an
+  /// error at its line.
+  LogicalResult decideBulkCopies(PipelinedOp loop, ArrayRef<Producer> list) {
+    std::optional<bool> asked = loop.getTma();
+    if (asked == false || list.empty())
+      return success();
+    auto refuse = [&](const Twine &why) -> LogicalResult {
+      if (asked)
+        return loop.emitOpError() << "asks for TMA (tma = true), but " << why;
+      LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << loop.getLoc()
+                              << ": " << why << "\n");
+      return success();
+    };
+    if (!tma && !asked)
+      return success();
     if (!tma)
-      return false;
+      return refuse("the pipeline has no TMA path here (sm_90a with "
+                    "tilemega.compile's tma is needed)");
     auto func = loop->getParentOfType<func::FuncOp>();
     if (!func || func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
-      return false;
+      return refuse("a persistent mega-kernel takes no tensor maps");
     for (const Producer &p : list) {
       CopyOp copy = p.copy;
       AllocSharedOp alloc = p.alloc;
       auto arg = dyn_cast<BlockArgument>(copy.getSrc());
-      if (!arg || arg.getOwner() != &func.getBody().front()) {
-        LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << copy.getLoc()
-                                << ": the source is not a kernel argument\n");
-        return false;
-      }
+      if (!arg || arg.getOwner() != &func.getBody().front())
+        return refuse("the copy at " + locationString(copy) +
+                      " reads no argument of the kernel's function");
       BulkCopyChoice choice = chooseBulkCopy(
           copy.getSrc().getType(), alloc.getType(), copy.getSizes(),
           alloc.getSwizzleAttr());
-      if (!choice.ok()) {
-        LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << copy.getLoc()
-                                << ": " << choice.whyNot << "\n");
-        return false;
-      }
+      if (!choice.ok())
+        return refuse("the copy at " + locationString(copy) +
+                      " cannot be one TMA box: " + choice.whyNot);
     }
-    return true;
+    bulkLoops.insert(loop);
+    return success();
+  }
+
+  static std::string locationString(Operation *op) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op->getLoc().print(os);
+    return text;
+  }
+
+  bool usesBulkCopies(PipelinedOp loop, ArrayRef<Producer>) {
+    return bulkLoops.contains(loop);
   }
 
   void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {

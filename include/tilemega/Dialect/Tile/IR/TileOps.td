@@ -339,6 +339,10 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     asynchronous copies. `wgmma_in_flight` (N >= 3) asks `tile-pipeline` to
     keep each iteration's wgmma pending into the next (its `wgmma-in-flight`
     option, for this loop; `T.Pipelined(..., wgmma_in_flight=True)`).
+    `tma` (a bool, in the attribute dictionary) decides for this loop what
+    `tile-pipeline`'s `tma` option decides for all: true requires TMA bulk
+    copies (an error names the copy that cannot be one TMA box, or the
+    missing option), false keeps cp.async (`T.Pipelined(..., tma=...)`).
 
     ```mlir
     tile.pipelined %k = %c0 to %c32 step %c1 num_stages 3 {
@@ -348,7 +352,8 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     ```
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
-                       I64Attr:$num_stages, UnitAttr:$wgmma_in_flight);
+                       I64Attr:$num_stages, UnitAttr:$wgmma_in_flight,
+                       OptionalAttr<BoolAttr>:$tma);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
