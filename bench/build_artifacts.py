@@ -39,37 +39,35 @@ GEMMS = {
 
 # Name -> examples/gemm_hopper.py configuration (C = A @ B^T on wgmma, each
 # k-tile's wgmma in flight into the next iteration: sm_90a's default).
+def _cube(n, **config):
+    """An n x n x n Hopper GEMM configuration."""
+    return dict(M=n, N=n, K=n, **config)
+
+
 HOPPER_GEMMS = {
-    "bench_gemm_hopper_bf16_nt_4096": dict(M=4096, N=4096, K=4096, block_n=256, num_stages=4),
-    "bench_gemm_hopper_bf16_nt_4096_s3": dict(M=4096, N=4096, K=4096, block_n=256,
-                                              num_stages=3),
-    "bench_gemm_hopper_bf16_nt_4096_bn128": dict(M=4096, N=4096, K=4096, block_n=128,
-                                                 num_stages=4),
+    "bench_gemm_hopper_bf16_nt_4096": _cube(4096, block_n=256, num_stages=4),
+    "bench_gemm_hopper_bf16_nt_4096_s3": _cube(4096, block_n=256, num_stages=3),
+    "bench_gemm_hopper_bf16_nt_4096_bn128": _cube(4096, block_n=128, num_stages=4),
     # 3 stages of 128 x 128: 96 KiB, two CTAs an SM (one's epilogue under
     # the other's main loop).
-    "bench_gemm_hopper_bf16_nt_4096_bn128_s3": dict(M=4096, N=4096, K=4096, block_n=128,
-                                                    num_stages=3),
-    "bench_gemm_hopper_bf16_nt_8192": dict(M=8192, N=8192, K=8192, block_n=256, num_stages=4),
-    "bench_gemm_hopper_bf16_nt_8192_bn128_s3": dict(M=8192, N=8192, K=8192, block_n=128,
-                                                    num_stages=3),
+    "bench_gemm_hopper_bf16_nt_4096_bn128_s3": _cube(4096, block_n=128, num_stages=3),
+    "bench_gemm_hopper_bf16_nt_8192": _cube(8192, block_n=256, num_stages=4),
+    "bench_gemm_hopper_bf16_nt_8192_bn128_s3": _cube(8192, block_n=128, num_stages=3),
     # C through a shared tile (coalesced 16-byte stores), over the stages'
     # bytes once the K loop is done (tiles whose live ranges do not overlap
-    # share shared memory).
-    "bench_gemm_hopper_bf16_nt_4096_stage_c": dict(M=4096, N=4096, K=4096, block_n=256,
-                                                   num_stages=4, stage_c=True),
-    "bench_gemm_hopper_bf16_nt_8192_stage_c": dict(M=8192, N=8192, K=8192, block_n=256,
-                                                   num_stages=4, stage_c=True),
-    # The same with 3 stages.
-    "bench_gemm_hopper_bf16_nt_4096_s3_stage_c": dict(M=4096, N=4096, K=4096, block_n=256,
-                                                      num_stages=3, stage_c=True),
-    "bench_gemm_hopper_bf16_nt_8192_s3_stage_c": dict(M=8192, N=8192, K=8192, block_n=256,
-                                                      num_stages=3, stage_c=True),
+    # share shared memory); then the same with 3 stages.
+    "bench_gemm_hopper_bf16_nt_4096_stage_c": _cube(4096, block_n=256, num_stages=4,
+                                                    stage_c=True),
+    "bench_gemm_hopper_bf16_nt_8192_stage_c": _cube(8192, block_n=256, num_stages=4,
+                                                    stage_c=True),
+    "bench_gemm_hopper_bf16_nt_4096_s3_stage_c": _cube(4096, block_n=256, num_stages=3,
+                                                       stage_c=True),
+    "bench_gemm_hopper_bf16_nt_8192_s3_stage_c": _cube(8192, block_n=256, num_stages=3,
+                                                       stage_c=True),
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
-    "bench_gemm_hopper_bf16_nt_4096_cpasync": dict(M=4096, N=4096, K=4096, block_n=256,
-                                                   num_stages=4, tma=False),
-    "bench_gemm_hopper_bf16_nt_8192_cpasync": dict(M=8192, N=8192, K=8192, block_n=256,
-                                                   num_stages=4, tma=False),
+    "bench_gemm_hopper_bf16_nt_4096_cpasync": _cube(4096, block_n=256, num_stages=4, tma=False),
+    "bench_gemm_hopper_bf16_nt_8192_cpasync": _cube(8192, block_n=256, num_stages=4, tma=False),
 }
 
 # Keys of a configuration that are tilemega.compile options, not the example's.

@@ -245,18 +245,25 @@ def default_target_info() -> Dict[str, Any]:
     return extension.target_info(extension.DEFAULT_CHIP)
 
 
+def _resolve_hopper_option(value, name: str, what: str, chip: str) -> bool:
+    """A bool option of a Hopper feature: the caller's bool, or with None
+    whether `chip` is sm_90a (the chip that has it). True elsewhere and
+    anything but a bool or None are ValueErrors naming the option."""
+    if value is None:
+        return chip == "sm_90a"
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool or None, got {value!r}")
+    if value and chip != "sm_90a":
+        raise ValueError(f"{name}=True needs chip='sm_90a' ({what} is Hopper's), got {chip!r}")
+    return value
+
+
 def resolve_wgmma(wgmma, chip: str) -> bool:
     """Whether gemms that tile::chooseWgmma accepts take Hopper's wgmma:
     the caller's bool, or with None whether `chip` is sm_90a (the chip that
     has wgmma; checked on the H200: docs/architecture.md). The one rule for
     tilemega.compile, @tilemega.jit and the compile cache's key."""
-    if wgmma is None:
-        return chip == "sm_90a"
-    if not isinstance(wgmma, bool):
-        raise ValueError(f"wgmma must be a bool or None, got {wgmma!r}")
-    if wgmma and chip != "sm_90a":
-        raise ValueError(f"wgmma=True needs chip='sm_90a' (wgmma is Hopper's), got {chip!r}")
-    return wgmma
+    return _resolve_hopper_option(wgmma, "wgmma", "wgmma", chip)
 
 
 def resolve_wgmma_in_flight(in_flight, wgmma: bool) -> bool:
@@ -282,13 +289,7 @@ def resolve_tma(tma, chip: str) -> bool:
     caller's bool, or with None whether `chip` is sm_90a (the chip that has
     TMA). The one rule for tilemega.compile, @tilemega.jit and the compile
     cache's key."""
-    if tma is None:
-        return chip == "sm_90a"
-    if not isinstance(tma, bool):
-        raise ValueError(f"tma must be a bool or None, got {tma!r}")
-    if tma and chip != "sm_90a":
-        raise ValueError(f"tma=True needs chip='sm_90a' (TMA is Hopper's), got {chip!r}")
-    return tma
+    return _resolve_hopper_option(tma, "tma", "TMA", chip)
 
 
 def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,

@@ -40,6 +40,10 @@ class Recorder:
 def recorder(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(tensor_maps, "encoder", r)
+    # Encoded maps are cached per kernel spec (args.maps_for, both launch
+    # paths): another test's maps, made by another encoder, must not leak in.
+    from tilemega.runtime import args
+    args.maps_for.cache_clear()
     return r
 
 

@@ -45,34 +45,22 @@ constexpr int32_t kTryWaitTicks = 0x989680;
 /// `buffer` (null index: its first element).
 Value sharedPointer(OpBuilder &b, Location loc, Value buffer, Value index,
                     bool cluster = false) {
-  auto type = cast<MemRefType>(buffer.getType());
-  int64_t elemBytes = type.getElementTypeBitWidth() / 8;
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-  Value elements = meta.getOffset();
-  if (index)
-    elements = arith::AddIOp::create(b, loc, elements, index);
-  Value bytes = arith::MulIOp::create(
-      b, loc, elements, arith::ConstantIndexOp::create(b, loc, elemBytes));
-  Value address = arith::IndexCastUIOp::create(
-      b, loc, b.getI64Type(), arith::AddIOp::create(b, loc, base, bytes));
   auto shared = LLVM::LLVMPointerType::get(
       b.getContext(),
       static_cast<unsigned>(cluster ? NVVM::NVVMMemorySpace::SharedCluster
                                     : NVVM::NVVMMemorySpace::Shared));
-  return LLVM::IntToPtrOp::create(b, loc, shared, address);
+  return LLVM::IntToPtrOp::create(b, loc, shared,
+                                  sharedAddress(b, loc, buffer, index));
 }
 
 /// Emits `body` in the block's first thread only.
 void inFirstThread(OpBuilder &b, Location loc,
                    function_ref<void(OpBuilder &)> body) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
-                                      arith::ConstantIndexOp::create(b, loc, 0));
-  auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
-  body(b);
+  emitGuarded(b, loc,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
+                                    arith::ConstantIndexOp::create(b, loc, 0)),
+              body);
 }
 
 Value i32(OpBuilder &b, Location loc, int64_t v) {

@@ -5,6 +5,7 @@
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -81,6 +82,22 @@ void tile_to_gpu::forEachOwnedChunk(OpBuilder &b, Location loc,
     }
     fn(chunk);
   }
+}
+
+Value tile_to_gpu::sharedAddress(OpBuilder &b, Location loc, Value tile,
+                                 Value index) {
+  auto type = cast<MemRefType>(tile.getType());
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, tile);
+  Value elements = meta.getOffset();
+  if (index)
+    elements = arith::AddIOp::create(b, loc, elements, index);
+  Value bytes = arith::MulIOp::create(
+      b, loc, elements,
+      arith::ConstantIndexOp::create(b, loc,
+                                     type.getElementTypeBitWidth() / 8));
+  Value address = arith::AddIOp::create(b, loc, base, bytes);
+  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
 }
 
 void tile_to_gpu::emitGuarded(OpBuilder &b, Location loc, Value cond,

@@ -99,6 +99,12 @@ void forEachOwnedChunk(OpBuilder &b, Location loc,
 /// inference have accepted.
 ThreadOwnership getOwnership(Attribute layout, ArrayRef<int64_t> shape);
 
+/// The shared-space byte address (i64) of element `index` of a lowered
+/// shared tile (null index: its first element), as wgmma descriptors and
+/// mbarrier / bulk-copy pointers take it.
+Value sharedAddress(OpBuilder &b, Location loc, Value tile,
+                    Value index = Value());
+
 /// Emits `body` under `cond` (directly when `cond` is null).
 void emitGuarded(OpBuilder &b, Location loc, Value cond,
                  function_ref<void(OpBuilder &)> body);

@@ -59,19 +59,6 @@ Value cI64(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
 
-/// The shared-space byte address of a lowered shared tile, as i64.
-Value sharedAddress(OpBuilder &b, Location loc, Value tile) {
-  auto type = cast<MemRefType>(tile.getType());
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, tile);
-  Value bytes = arith::MulIOp::create(
-      b, loc, meta.getOffset(),
-      arith::ConstantIndexOp::create(b, loc,
-                                     type.getElementTypeBitWidth() / 8));
-  Value address = arith::AddIOp::create(b, loc, base, bytes);
-  return arith::IndexCastUIOp::create(b, loc, b.getI64Type(), address);
-}
-
 /// The K-major, 128-byte-swizzled matrix descriptor of the rows at
 /// `address` (see the file comment for the fields).
 Value descriptor(OpBuilder &b, Location loc, Value address) {

@@ -36,10 +36,10 @@ import threading
 from typing import Optional
 
 from . import driver
-from .args import _strides_match
+from .args import _strides_match, maps_for
 from .dtypes import DTYPES, _bfloat16_bits
 from .launch import check_result, describe, stream_handle
-from .tensor_maps import MAP_ALIGN, MAP_BYTES, TensorMaps
+from .tensor_maps import MAP_ALIGN, MAP_BYTES
 
 # Kinds of parameter checks, the first field of each entry of FastLauncher.checks.
 _TENSOR, _INT, _FLOAT, _BF16 = 0, 1, 2, 3
@@ -117,9 +117,10 @@ class FastLauncher:
             fmt += code + "x" * (_SLOT - struct.calcsize("<" + code))
         self.checks = tuple(checks)
         self.pack_into = struct.Struct(fmt).pack_into
-        # TMA tensor maps, by value after the params (the tensor's address
-        # each one was last written for, per slot).
-        self.maps = TensorMaps(spec) if spec.tensor_maps else None
+        # TMA tensor maps, by value after the params: the general path's
+        # cache of encoded maps (args.maps_for), and the tensor's address
+        # each slot was last written for.
+        self.maps = maps_for(spec) if spec.tensor_maps else None
         self.nmaps = len(spec.tensor_maps)
         # One slot per parameter and the void*[] kernelParams pointing at them,
         # allocated once: a launch only writes the slots (build() ensures >= 1).

@@ -280,7 +280,7 @@ struct TilePipelinePass
       }
       // The mbarriers of a TMA pipeline: one word a stage, 128-byte aligned,
       // kept for the whole kernel.
-      if (!list.empty() && usesBulkCopies(loop, list))
+      if (bulkLoops.contains(loop))
         tally.add(loop, 128);
       if (loopBytes > largestBytes) {
         largest = loop;
@@ -356,14 +356,10 @@ struct TilePipelinePass
     return text;
   }
 
-  bool usesBulkCopies(PipelinedOp loop, ArrayRef<Producer>) {
-    return bulkLoops.contains(loop);
-  }
-
   void pipelineLoop(PipelinedOp loop, MutableArrayRef<Producer> list) {
     Location loc = loop.getLoc();
     int64_t numStages = loop.getNumStages();
-    bool bulk = usesBulkCopies(loop, list);
+    bool bulk = bulkLoops.contains(loop);
     // Iterations whose copies are in flight ahead of the one computed:
     // N - 1, or N - 2 when the gemms' wgmma of the previous iteration may
     // still be reading its stage (the refill then takes the stage of two
