@@ -70,6 +70,22 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_8192_cpasync": _cube(8192, block_n=256, num_stages=4, tma=False),
 }
 
+# Name -> examples/flash_attention.py configuration: 16k tokens a batch
+# (B * S), 16 heads, FlashAttention's benchmark shapes; tile variants at 8k.
+def _attention(seq, head_dim=128, causal=False, **config):
+    return dict(batch=max(1, 16384 // seq), heads=16, kv_heads=16, seq=seq,
+                head_dim=head_dim, causal=causal, **config)
+
+
+ATTENTIONS = {
+    f"bench_attention_d{d}_s{s}{'_causal' if c else ''}": _attention(s, d, c)
+    for d, s in ((128, 2048), (128, 8192), (128, 16384), (64, 4096)) for c in (False, True)
+}
+ATTENTIONS.update({
+    "bench_attention_d128_s8192_s3": _attention(8192, num_stages=3),
+    "bench_attention_d128_s8192_bm64": _attention(8192, block_m=64),
+})
+
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)
 
@@ -79,6 +95,8 @@ def example_of(name):
     if name in HOPPER_GEMMS:
         config = {k: v for k, v in HOPPER_GEMMS[name].items() if k not in COMPILE_OPTIONS}
         return "gemm_hopper", config
+    if name in ATTENTIONS:
+        return "flash_attention", ATTENTIONS[name]
     return "gemm", GEMMS[name]
 
 
@@ -89,7 +107,7 @@ def compile_options(name):
 
 
 def names():
-    return list(GEMMS) + list(HOPPER_GEMMS)
+    return list(GEMMS) + list(HOPPER_GEMMS) + list(ATTENTIONS)
 
 
 def compile_one(name):

@@ -62,6 +62,17 @@ EXAMPLES = [
     ("pipelined_sum_4_stages", "pipelined_sum", {"STAGES": 4}),
     ("pipelined_sum_single_tile", "pipelined_sum", {"K": 20}),
     ("pipelined_sum_siblings", "pipelined_sum", {"SECOND_STAGES": 2}),
+    # FlashAttention forward (prefill) on wgmma, Q K^T and P V (V as stored,
+    # N-major) in shared memory, K/V by TMA through views of [B * H * S, D]:
+    # head_dim 128 and 64, causal and not, GQA groups of 4 and 7, 64- and
+    # 128-row query blocks.
+    ("flash_attention_d128", "flash_attention", {"heads": 4, "kv_heads": 4, "seq": 1024}),
+    ("flash_attention_d128_causal_gqa4", "flash_attention",
+     {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True}),
+    ("flash_attention_d64_causal_gqa7", "flash_attention",
+     {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True}),
+    ("flash_attention_d64_bm64_s3", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 768, "head_dim": 64, "block_m": 64, "num_stages": 3}),
     # GQA decode attention, 32 query heads over 8 KV heads of 64, 1024 keys:
     # flash-decoding (a split kernel over 8 x 16 blocks + a combine kernel in
     # one artifact), and the single-kernel form (one block per KV head, 16

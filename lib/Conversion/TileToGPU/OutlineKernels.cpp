@@ -116,28 +116,33 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     if (failed(verifyTileFunction(func, kernel)))
       return failure();
 
-    // One tensor map per (argument, box, swizzle) the kernel's bulk copies
-    // read through, passed after the function's own parameters.
+    // One tensor map per (argument, shape seen, box, swizzle) the kernel's
+    // bulk copies read through, passed after the function's own parameters.
+    // A copy from a view (`shape`, a row-major reshape of the argument)
+    // reads a map of the view's shape.
     struct TensorMap {
       unsigned arg;
+      ArrayRef<int64_t> shape;
       ArrayRef<int64_t> box;
       int64_t swizzleBytes;
     };
     SmallVector<TensorMap> tensorMaps;
     SmallVector<std::pair<tile::BulkCopyOp, unsigned>> bulkCopies;
     kernel.walk([&](tile::BulkCopyOp copy) {
-      unsigned arg = cast<BlockArgument>(copy.getSrc()).getArgNumber();
+      unsigned arg = tile::getBulkCopyArgument(copy.getSrc()).getArgNumber();
+      ArrayRef<int64_t> shape = copy.getSrc().getType().getShape();
       ArrayRef<int64_t> box = copy.getDst().getType().getShape();
       int64_t swizzleBytes =
           tile::chooseBulkCopy(copy.getSrc().getType(), copy.getDst().getType(),
                                box, tile::getSharedSwizzle(copy.getDst()))
               .swizzleBytes;
       auto *found = llvm::find_if(tensorMaps, [&](const TensorMap &m) {
-        return m.arg == arg && m.box == box && m.swizzleBytes == swizzleBytes;
+        return m.arg == arg && m.shape == shape && m.box == box &&
+               m.swizzleBytes == swizzleBytes;
       });
       unsigned index = found - tensorMaps.begin();
       if (found == tensorMaps.end())
-        tensorMaps.push_back({arg, box, swizzleBytes});
+        tensorMaps.push_back({arg, shape, box, swizzleBytes});
       bulkCopies.push_back({copy, index});
     });
     SmallVector<Type> inputs(func.getArgumentTypes());
@@ -318,12 +323,16 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     for (unsigned i = 0; i < func.getNumArguments(); ++i)
       params.push_back(buildParamMetadata(b, func, i));
     SmallVector<Attribute> tensorMapsMetadata;
-    for (const TensorMap &m : tensorMaps)
-      tensorMapsMetadata.push_back(b.getDictionaryAttr({
+    for (const TensorMap &m : tensorMaps) {
+      SmallVector<NamedAttribute> fields = {
           b.getNamedAttr("param", b.getI64IntegerAttr(m.arg)),
           b.getNamedAttr("box", b.getDenseI64ArrayAttr(m.box)),
           b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(m.swizzleBytes)),
-      }));
+      };
+      if (m.shape != cast<MemRefType>(func.getArgumentTypes()[m.arg]).getShape())
+        fields.push_back(b.getNamedAttr("shape", b.getDenseI64ArrayAttr(m.shape)));
+      tensorMapsMetadata.push_back(b.getDictionaryAttr(fields));
+    }
     SmallVector<int64_t> grid64(grid.begin(), grid.end()),
         block64(block.begin(), block.end());
     SmallVector<NamedAttribute> entries = {

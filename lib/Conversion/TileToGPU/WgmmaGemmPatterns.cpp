@@ -26,6 +26,11 @@
 // exactly those elements in the thread's slots, which the pattern looks up
 // (ThreadOwnership::findSlot) rather than repeating the formula.
 //
+// B without transpose_b is K x N, N-major (imm-trans-b = 1): its rows are
+// 64 elements of N under the same swizzle (the canonical MN-major 128-byte
+// atom is 8 rows of K by 128 bytes of N), and a K step of 16 moves the start
+// by 16 rows.
+//
 // A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 // bits 0-13 the start address >> 4, 16-29 the leading byte offset >> 4 (not
 // used by swizzled K-major layouts: 1), 32-45 the stride byte offset >> 4
@@ -59,8 +64,12 @@ Value cI64(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 64);
 }
 
-/// The K-major, 128-byte-swizzled matrix descriptor of the rows at
-/// `address` (see the file comment for the fields).
+/// The 128-byte-swizzled matrix descriptor of the rows at `address` (see
+/// the file comment for the fields). Both majors step 8 rows of 128 bytes
+/// by 1024 bytes (K-major: 8 rows of M/N; N-major: 8 rows of K). The leading
+/// offset is unused by a K-major swizzled operand (1 by convention) and, for
+/// an N-major one exactly one 64-element atom wide, never reaches a second
+/// atom.
 Value descriptor(OpBuilder &b, Location loc, Value address) {
   constexpr int64_t kLeadingByteOffset = 16, kStrideByteOffset = 1024,
                     kSwizzle128B = 1;
@@ -115,6 +124,10 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     int64_t kSteps = aType.getDimSize(1) / tile::kWgmmaTileK;
     int64_t rowBytes = tile::kWgmmaRowElems * aType.getElementTypeBitWidth() / 8;
     int64_t stepBytes = tile::kWgmmaTileK * aType.getElementTypeBitWidth() / 8;
+    // K-major B steps 16 elements along its rows (as A does); N-major B
+    // steps 16 of its rows.
+    bool bMajorN = !op.getTransposeB();
+    int64_t bStepBytes = bMajorN ? tile::kWgmmaTileK * rowBytes : stepBytes;
 
     // The tiles' writers were generic-proxy stores; wgmma reads through the
     // async proxy. Tiles only TMA writes are async-proxy data already, and
@@ -176,11 +189,14 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
                                          tile::kWgmmaTileK);
     NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
     for (int64_t s = 0; s < kSteps; ++s) {
-      Value offset = cI64(rewriter, loc, s * stepBytes);
       Value descA = descriptor(
-          rewriter, loc, arith::AddIOp::create(rewriter, loc, aAddress, offset));
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc, aAddress,
+                                cI64(rewriter, loc, s * stepBytes)));
       Value descB = descriptor(
-          rewriter, loc, arith::AddIOp::create(rewriter, loc, bAddress, offset));
+          rewriter, loc,
+          arith::AddIOp::create(rewriter, loc, bAddress,
+                                cI64(rewriter, loc, s * bStepBytes)));
       // scale-d = 0 rather than zeroed registers: no non-wgmma instruction
       // writes the accumulator inside the pipeline (ptxas C7515).
       NVVM::WGMMAScaleOut scaleD = op.getClearAccum() && s == 0
@@ -189,7 +205,8 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       d = NVVM::WgmmaMmaAsyncOp::create(
           rewriter, loc, dType, d, descA, descB, shape, inType, inType,
           NVVM::WGMMATypes::f32, scaleD, NVVM::WGMMAScaleIn::one,
-          NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+          NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+          bMajorN ? NVVM::MMALayout::row : NVVM::MMALayout::col,
           /*satfinite=*/nullptr);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);

@@ -7,6 +7,8 @@ reported at load time and not as a crash inside a launch.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
@@ -44,10 +46,13 @@ class ParamSpec:
 class TensorMapSpec:
     """A TMA tensor map (CUtensorMap) the kernel takes after its params: of
     the tensor param `param`, read in boxes of `box` elements (outermost
-    first) into shared tiles swizzled by `swizzle_bytes` (0, 32, 64, 128)."""
+    first) into shared tiles swizzled by `swizzle_bytes` (0, 32, 64, 128).
+    `shape`, when set, is the row-major view of the (contiguous) tensor the
+    map describes instead of its own shape (`.view` in T.*)."""
     param: int
     box: Tuple[int, ...]
     swizzle_bytes: int
+    shape: Optional[Tuple[int, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -234,7 +239,17 @@ def _tensor_map(c: _Checker, m: Any, params: Tuple[ParamSpec, ...], field: str) 
         c.fail(f"{field}.param", f"{index} is not the index of a tensor parameter")
     param = params[index]
     itemsize = DTYPES[param.dtype].itemsize
-    box = c.int_list(c.get(m, "box", f"{field}.box"), f"{field}.box", 1, len(param.shape))
+    shape = m.get("shape")
+    if shape is not None:
+        shape = c.int_list(shape, f"{field}.shape", 1)
+        if math.prod(shape) != math.prod(param.shape):
+            c.fail(f"{field}.shape", f"a view of {list(shape)} has {math.prod(shape)} elements, "
+                                     f"tensor '{param.name}' {math.prod(param.shape)}")
+        if tuple(param.strides) != row_major_strides(param.shape):
+            c.fail(f"{field}.shape", f"a view needs tensor '{param.name}' contiguous, its "
+                                     f"strides are {list(param.strides)}")
+    dims = shape or param.shape
+    box = c.int_list(c.get(m, "box", f"{field}.box"), f"{field}.box", 1, len(dims))
     if not 1 <= len(box) <= TMA_MAX_RANK:
         c.fail(f"{field}.box", f"TMA boxes have rank 1 to {TMA_MAX_RANK}, got {len(box)}")
     for i, extent in enumerate(box):
@@ -242,9 +257,11 @@ def _tensor_map(c: _Checker, m: Any, params: Tuple[ParamSpec, ...], field: str) 
             c.fail(f"{field}.box[{i}]", f"{extent} exceeds TMA's box limit {TMA_MAX_BOX}")
     if box[-1] * itemsize % 16:
         c.fail(f"{field}.box", f"rows of {box[-1] * itemsize} bytes; TMA needs multiples of 16")
-    if param.strides[-1] != 1 or any(s * itemsize % TMA_ALIGNMENT for s in param.strides[:-1]):
-        c.fail(f"{field}.param", f"tensor '{param.name}' has strides {list(param.strides)}: TMA "
-                                 f"needs unit inner strides and {TMA_ALIGNMENT}-byte row strides")
+    strides = row_major_strides(shape) if shape else param.strides
+    if strides[-1] != 1 or any(s * itemsize % TMA_ALIGNMENT for s in strides[:-1]):
+        c.fail(f"{field}.{'shape' if shape else 'param'}",
+               f"tensor '{param.name}' has strides {list(strides)}: TMA "
+               f"needs unit inner strides and {TMA_ALIGNMENT}-byte row strides")
     swizzle = c.integer(c.get(m, "swizzle_bytes", f"{field}.swizzle_bytes"),
                         f"{field}.swizzle_bytes", 0)
     if swizzle not in TMA_SWIZZLES:
@@ -252,7 +269,15 @@ def _tensor_map(c: _Checker, m: Any, params: Tuple[ParamSpec, ...], field: str) 
     if swizzle and box[-1] * itemsize != swizzle:
         c.fail(f"{field}.box", f"rows of {box[-1] * itemsize} bytes under a {swizzle}-byte "
                                "swizzle; they must be the swizzle's span")
-    return TensorMapSpec(index, box, swizzle)
+    return TensorMapSpec(index, box, swizzle, shape)
+
+
+def row_major_strides(shape) -> Tuple[int, ...]:
+    """The element strides of a contiguous row-major tensor of `shape`."""
+    strides = [1]
+    for extent in reversed(shape[1:]):
+        strides.insert(0, strides[0] * extent)
+    return tuple(strides)
 
 
 def _graph_args(c: _Checker, mega: Dict[str, Any], field: str) -> Tuple[ParamSpec, ...]:

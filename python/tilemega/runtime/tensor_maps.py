@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 from .dtypes import DTYPES
 from .errors import ArgumentError, LaunchError
-from .metadata import KernelSpec, ParamSpec, TensorMapSpec
+from .metadata import KernelSpec, ParamSpec, TensorMapSpec, row_major_strides
 
 MAP_BYTES, MAP_ALIGN = 128, 64
 
@@ -86,8 +86,10 @@ def driver_arguments(spec: TensorMapSpec, param: ParamSpec) -> Tuple[int, tuple,
     """(data type, dims, byte strides, box, swizzle) of `spec` over `param`,
     innermost dimension first."""
     itemsize = DTYPES[param.dtype].itemsize
-    dims = tuple(reversed(param.shape))
-    strides = tuple(s * itemsize for s in reversed(param.strides[:-1]))
+    shape = spec.shape or param.shape
+    element_strides = row_major_strides(spec.shape) if spec.shape else param.strides
+    dims = tuple(reversed(shape))
+    strides = tuple(s * itemsize for s in reversed(element_strides[:-1]))
     return (_DATA_TYPES[param.dtype], dims, strides, tuple(reversed(spec.box)),
             _SWIZZLES[spec.swizzle_bytes])
 

@@ -82,13 +82,20 @@ func.func @accumulate_f16() {
 
 // -----
 
-// Declined by tile::chooseWgmma, so mma.sync even with wgmma=true: B as
-// K x N (not K-major), and an accumulator split over warps along N.
+// B as K x N (no transpose_b: attention's P @ V with V as stored) is
+// N-major: imm-trans-b (B's layout <row>), rows of 64 elements of N, and a
+// K step of 16 moves B's descriptor by 16 rows of 128 bytes (A's by 32
+// bytes, as before).
 
-// CHECK-LABEL: gpu.func @b_not_k_major
-// CHECK-NOT:     nvvm.wgmma
-// CHECK:         nvgpu.ldmatrix
-func.func @b_not_k_major() {
+// CHECK-LABEL: gpu.func @b_n_major
+// CHECK-NOT:     nvgpu.ldmatrix
+// CHECK:         nvvm.wgmma.fence.aligned
+// CHECK:         nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK:         arith.addi %{{.*}}, %c32_i64
+// CHECK:         arith.addi %{{.*}}, %c2048_i64
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}, B[<bf16>, <one>, <row>]
+// CHECK-NOT:     nvgpu.ldmatrix
+func.func @b_n_major() {
   tile.kernel blocks(%b) in [1] threads 128 {
     %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<64x64xbf16, #gpu.address_space<workgroup>>
     %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<64x64xbf16, #gpu.address_space<workgroup>>
@@ -102,6 +109,9 @@ func.func @b_not_k_major() {
 }
 
 // -----
+
+// Declined by tile::chooseWgmma, so mma.sync even with wgmma=true: an
+// accumulator split over warps along N.
 
 // CHECK-LABEL: gpu.func @warps_along_n
 // CHECK-NOT:     nvvm.wgmma

@@ -2,6 +2,9 @@
 
 #include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -67,4 +70,22 @@ BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
     return refuse("the tile is not a whole number of 8-row swizzle atoms");
   choice.swizzleBytes = span;
   return choice;
+}
+
+BlockArgument tile::getBulkCopyArgument(Value src) {
+  while (Operation *def = src.getDefiningOp()) {
+    if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def))
+      src = collapse.getSrc();
+    else if (auto expand = dyn_cast<memref::ExpandShapeOp>(def))
+      src = expand.getSrc();
+    else
+      return nullptr;
+    // A reshape keeps the bytes in order only over a row-major source.
+    if (!cast<MemRefType>(src.getType()).getLayout().isIdentity())
+      return nullptr;
+  }
+  auto arg = cast<BlockArgument>(src);
+  if (!isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+    return nullptr;
+  return arg;
 }

@@ -404,11 +404,11 @@ LogicalResult BulkCopyOp::verify() {
                                             getStaticSrcOffsets(),
                                             getSrcOffsets())))
     return failure();
-  // The tensor map describes a kernel argument: the runtime encodes it from
-  // the tensor passed there.
-  auto arg = dyn_cast<BlockArgument>(getSrc());
-  if (!arg || !isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+  // The tensor map describes a kernel argument (or a reshape of one): the
+  // runtime encodes it from the tensor passed there.
+  if (!getBulkCopyArgument(getSrc()))
     return emitOpError("source must be an argument of the kernel's function "
+                       "or a reshape (collapse_shape / expand_shape) of one "
                        "(the runtime builds its tensor map from it)");
   BulkCopyChoice choice = chooseBulkCopy(
       srcType, dstType, dstType.getShape(), getSharedSwizzle(getDst()));

@@ -138,9 +138,8 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     os << "wgmma here accumulates in f32, not " << cType.getElementType();
     return decline();
   }
-  if (gemm.getTransposeA() || !gemm.getTransposeB()) {
-    os << "wgmma here reads A as M x K and B as N x K (K-major: transpose_a "
-          "= false, transpose_b = true)";
+  if (gemm.getTransposeA()) {
+    os << "wgmma here reads A as M x K (K-major: transpose_a = false)";
     return decline();
   }
   for (auto [name, value] : {std::pair<StringRef, Value>{"A", gemm.getA()},
@@ -150,8 +149,9 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     if (type.getDimSize(1) != kWgmmaRowElems || !swizzle ||
         swizzle.getBits() != 3 || swizzle.getBase() != 3 ||
         swizzle.getShift() != 3) {
-      os << name << " must be rows of " << kWgmmaRowElems
-         << " elements of K under #tile.swizzle<bits = 3, base = 3, shift = "
+      os << name << " must be rows of " << kWgmmaRowElems << " elements of "
+         << (name == "B" && !gemm.getTransposeB() ? "N" : "K")
+         << " under #tile.swizzle<bits = 3, base = 3, shift = "
             "3> (the 128-byte swizzle wgmma reads)";
       return decline();
     }
@@ -170,8 +170,22 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
        << kWgmmaMaxN << ")";
     return decline();
   }
-  if (aType.getDimSize(0) != m || bType.getDimSize(0) != n) {
-    os << "A must have the accumulator's M rows and B its N rows";
+  if (aType.getDimSize(0) != m) {
+    os << "A must have the accumulator's M rows";
+    return decline();
+  }
+  // B N x K (transpose_b, K-major) or K x N (N-major: a row is 64 elements
+  // of N, so N is exactly one 128-byte swizzle atom wide).
+  if (gemm.getTransposeB() ? bType.getDimSize(0) != n
+                           : bType.getDimSize(0) != aType.getDimSize(1) ||
+                                 n != kWgmmaRowElems) {
+    if (gemm.getTransposeB())
+      os << "B must have the accumulator's N rows";
+    else
+      os << "B without transpose_b must be K x N with K = A's "
+         << aType.getDimSize(1) << " rows and N = " << kWgmmaRowElems
+         << " (one 128-byte swizzle atom); got " << bType.getDimSize(0)
+         << " x " << bType.getDimSize(1);
     return decline();
   }
   return choice;

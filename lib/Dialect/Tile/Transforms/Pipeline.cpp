@@ -334,10 +334,11 @@ struct TilePipelinePass
     for (const Producer &p : list) {
       CopyOp copy = p.copy;
       AllocSharedOp alloc = p.alloc;
-      auto arg = dyn_cast<BlockArgument>(copy.getSrc());
+      BlockArgument arg = getBulkCopyArgument(copy.getSrc());
       if (!arg || arg.getOwner() != &func.getBody().front())
         return refuse("the copy at " + locationString(copy) +
-                      " reads no argument of the kernel's function");
+                      " reads no argument of the kernel's function (nor a "
+                      "reshape of one)");
       BulkCopyChoice choice = chooseBulkCopy(
           copy.getSrc().getType(), alloc.getType(), copy.getSizes(),
           alloc.getSwizzleAttr());

@@ -50,6 +50,13 @@ struct BulkCopyChoice {
 BulkCopyChoice chooseBulkCopy(MemRefType global, MemRefType tile,
                               ArrayRef<int64_t> sizes, SwizzleAttr swizzle);
 
+/// The function argument whose tensor map a bulk copy from `src` reads
+/// through: `src` itself, or the argument `src` is a row-major reshape of
+/// (a chain of memref.collapse_shape / memref.expand_shape, as `.view` in
+/// T.* builds; the map then describes the view's shape over the argument's
+/// bytes). Null for anything else.
+BlockArgument getBulkCopyArgument(Value src);
+
 } // namespace mlir::tilemega::tile
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEBULKCOPIES_H
