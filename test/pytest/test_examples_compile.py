@@ -26,6 +26,18 @@ def test_example_compiles_and_assembles(name, module, config):
         # The plain T.* GEMM took the Hopper path (compile raises on ptxas's
         # wgmma serialisation warnings).
         assert "wgmma.mma_async" in result.ptx and "mma.sync" not in result.ptx
+    if module == "flash_attention":
+        # Both gemms on wgmma: Q K^T with B K-major (imm-trans-b 0), P @ V
+        # with V as stored, N-major (imm-trans-b 1); the K/V stages by TMA
+        # through the kernel's [B * H * S, D] views.
+        assert "mma.sync" not in result.ptx and "ldmatrix" not in result.ptx
+        trans_b = re.findall(r"wgmma\.mma_async[^;]*,\s*(\d),\s*(\d);", result.ptx)
+        assert {t for _, t in trans_b} == {"0", "1"}
+        assert "cp.async.bulk.tensor" in result.ptx
+        (kernel,) = result.kernels
+        assert {tuple(m["shape"]) for m in kernel["tensor_maps"]} == {
+            (config.get("batch", 1) * config["kv_heads"] * config["seq"],
+             config.get("head_dim", 128))}
     for kernel in result.kernels:
         assert f".entry {kernel['name']}(" in result.ptx
     if ptxas_checks_enabled():

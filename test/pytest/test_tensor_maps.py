@@ -129,3 +129,27 @@ def test_persistent_kernels_take_no_maps(tmp_path, base_meta):
     with_map(base_meta)["kernels"][0]["mega"] = {}
     with pytest.raises(ValueError, match=r"tensor_maps': a persistent mega-kernel takes no"):
         load_artifact(write_artifact(tmp_path, base_meta))
+
+
+def test_a_view_map_describes_the_views_shape(tmp_path, base_meta):
+    """`shape`: the map of a row-major reshape of the tensor (`.view`), here
+    A [1024, 1024] f32 seen as [4096, 256]: the driver gets the view's dims
+    and row strides."""
+    k = load_artifact(write_artifact(tmp_path, with_map(base_meta, shape=[4096, 256]))).add_one
+    (m,) = k.spec.tensor_maps
+    assert m.shape == (4096, 256)
+    assert tensor_maps.driver_arguments(m, k.spec.params[0]) == (
+        7, (256, 4096), (1024,), (32, 64), 3)
+
+
+@pytest.mark.parametrize("shape, strides, match", [
+    ([4096, 128], None, r"tensor_maps\[0\].shape': a view of \[4096, 128\] has 524288 elements, "
+                        r"tensor 'A' 1048576"),
+    ([1024, 1024], [2048, 1], r"tensor_maps\[0\].shape': a view needs tensor 'A' contiguous"),
+    ("x", None, r"tensor_maps\[0\].shape'"),
+])
+def test_bad_view_maps_name_the_field(tmp_path, base_meta, shape, strides, match):
+    if strides:
+        base_meta["kernels"][0]["params"][0]["strides"] = strides
+    with pytest.raises(ValueError, match=match):
+        load_artifact(write_artifact(tmp_path, with_map(base_meta, shape=shape)))

@@ -215,20 +215,15 @@ LogicalResult tile_to_gpu::outlineTileKernels(
         if (!tile::chooseWgmma(gemm, getFragmentLayout(gemm.getC()))
                  .usesTensorCores())
           return;
-        for (Value operand : {gemm.getA(), gemm.getB()}) {
-          auto alloc = operand.getDefiningOp<tile::AllocSharedOp>();
-          if (!alloc)
-            alloc = tile::getMultiBufferedAlloc(operand);
-          if (alloc)
+        for (Value operand : {gemm.getA(), gemm.getB()})
+          if (tile::AllocSharedOp alloc =
+                  KernelLoweringState::sharedAlloc(operand))
             periodAligned.insert(alloc);
-        }
       });
     // A swizzled TMA destination starts on its swizzle atom (at most the
     // 1024 bytes of the 128-byte swizzle), as wgmma operands do.
     for (auto [copy, index] : bulkCopies) {
-      auto alloc = copy.getDst().getDefiningOp<tile::AllocSharedOp>();
-      if (!alloc)
-        alloc = tile::getMultiBufferedAlloc(copy.getDst());
+      tile::AllocSharedOp alloc = KernelLoweringState::sharedAlloc(copy.getDst());
       if (!alloc)
         continue;
       state.bulkCopyTiles.insert(alloc);

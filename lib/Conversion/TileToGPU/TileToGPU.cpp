@@ -34,7 +34,7 @@ struct ConvertTileToGPUPass
 
     for (auto &[op, state] : states) {
       auto func = cast<gpu::GPUFuncOp>(op);
-      insertSharedMemoryBarriers(func);
+      insertSharedMemoryBarriers(func, state);
       if (failed(lowerKernelBody(func, state)))
         return signalPassFailure();
     }

@@ -29,6 +29,17 @@ struct KernelLoweringState {
   /// bulk copies (tile-pipeline gives every pipelined loop its own buffers
   /// and lets nothing else write them).
   llvm::SmallPtrSet<Operation *, 4> bulkCopyTiles;
+  /// The wgmma gemms whose operand tiles an earlier fence.proxy.async +
+  /// barrier already handed to the async proxy, with nothing written to
+  /// shared memory since (insertSharedMemoryBarriers): they fence nothing.
+  llvm::SmallPtrSet<Operation *, 4> publishedGemms;
+
+  /// The shared tile allocation behind `tile` (a tile or one stage of a
+  /// multi-buffered one), or null.
+  static tile::AllocSharedOp sharedAlloc(Value tile);
+  /// Whether only TMA writes `tile`: its data is async-proxy data already,
+  /// visible to each thread once its mbarrier wait returned.
+  bool onlyTmaWrites(Value tile) const;
 };
 
 /// Base class of the tile lowering patterns: the kernel's state travels along.
@@ -65,8 +76,11 @@ inline constexpr llvm::StringLiteral kTensorMapParamsAttrName =
     "tilemega.tensor_map_params";
 inline constexpr int64_t kTensorMapBytes = 128, kTensorMapAlign = 64;
 
-/// Inserts gpu.barrier around tile ops that write shared memory.
-void insertSharedMemoryBarriers(gpu::GPUFuncOp func);
+/// Inserts gpu.barrier around tile ops that write shared memory (with a
+/// fence.proxy.async before the barrier after a write to a wgmma operand
+/// tile), and records in `state` the wgmma gemms that need no fence of
+/// their own.
+void insertSharedMemoryBarriers(gpu::GPUFuncOp func, KernelLoweringState &state);
 
 //===- Thread mapping (ThreadMapping.cpp) ---------------------------------===//
 

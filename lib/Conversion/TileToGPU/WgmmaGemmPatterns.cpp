@@ -131,14 +131,10 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
 
     // The tiles' writers were generic-proxy stores; wgmma reads through the
     // async proxy. Tiles only TMA writes are async-proxy data already, and
-    // each thread's mbarrier wait made them visible to it.
-    auto onlyTma = [&](Value tile) {
-      auto alloc = tile.getDefiningOp<tile::AllocSharedOp>();
-      if (!alloc)
-        alloc = tile::getMultiBufferedAlloc(tile);
-      return alloc && state.bulkCopyTiles.contains(alloc);
-    };
-    if (!onlyTma(op.getA()) || !onlyTma(op.getB())) {
+    // each thread's mbarrier wait made them visible to it; published gemms
+    // come after a fence and barrier with no shared write since.
+    if (!state.publishedGemms.contains(op) &&
+        (!state.onlyTmaWrites(op.getA()) || !state.onlyTmaWrites(op.getB()))) {
       NVVM::FenceProxyOp::create(
           rewriter, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
