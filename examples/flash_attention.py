@@ -17,8 +17,8 @@ wgmma reads operands in rows of 64 16-bit elements under the 128-byte
 swizzle (tile::chooseWgmma), so head_dim 128 is two 64-wide halves: Q K^T
 sums two gemms, and O is two accumulators of 64 columns, each P @ V_half.
 The key blocks stream through T.Pipelined stages (TMA boxes on sm_90a).
-Causal attention stops at the block's last query and masks the keys past
-each query's position.
+Causal attention stops at the block's last query; only the blocks on the
+diagonal (a second pipelined loop) mask the keys past each query.
 
 The sequence must be a multiple of block_m and block_n (the tiles of a head
 are rows of one [B * H * S, D] view, so an overhanging tile would read and
@@ -116,15 +116,15 @@ def build(name="flash_attention", **overrides):
                 T.clear(acc[x])
             T.fill(m, -T.infinity("float32"))
             T.clear(l)
-            # Causal: key blocks up to the block's last query.
-            blocks = T.ceildiv((bx + 1) * BM, BN) if causal else S // BN
-            for t in T.Pipelined(blocks, num_stages=stages):
+            def key_block(t, masked):
+                """One block of BN keys from row t * BN: the online-softmax
+                step; `masked` hides the keys past each query (causal)."""
                 for x in range(parts):
                     T.copy(K2[kv_row + t * BN, x * PART], k_s[x])
                     T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
                 for x in range(parts):
                     T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0)
-                if causal:
+                if masked:
                     for i, j in T.Parallel(BM, BN):
                         sc[i, j] = T.if_then_else(t * BN + j <= bx * BM + i, sc[i, j],
                                                   -T.infinity("float32"))
@@ -142,6 +142,18 @@ def build(name="flash_attention", **overrides):
                     for i, j in T.Parallel(BM, PART):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
                     T.gemm(p_s, v_s[x], acc[x])
+
+            if causal:
+                # Blocks wholly at or before the block's first query need no
+                # mask; the BM / BN blocks on the diagonal do.
+                full = bx * (BM // BN)
+                for t in T.Pipelined(full, num_stages=stages):
+                    key_block(t, masked=False)
+                for t in T.Pipelined(full, full + BM // BN, num_stages=stages):
+                    key_block(t, masked=True)
+            else:
+                for t in T.Pipelined(S // BN, num_stages=stages):
+                    key_block(t, masked=False)
             for x in range(parts):
                 for i, j in T.Parallel(BM, PART):
                     acc[x][i, j] = acc[x][i, j] / l[i]
