@@ -83,7 +83,7 @@ ATTENTIONS = {
 }
 ATTENTIONS.update({
     "bench_attention_d128_s8192_s3": _attention(8192, num_stages=3),
-    "bench_attention_d128_s8192_bm64": _attention(8192, block_m=64),
+    "bench_attention_d128_s8192_bm128": _attention(8192, block_m=128),
 })
 
 # Keys of a configuration that are tilemega.compile options, not the example's.

@@ -64,9 +64,11 @@ EXAMPLES = [
     ("pipelined_sum_siblings", "pipelined_sum", {"SECOND_STAGES": 2}),
     # FlashAttention forward (prefill) on wgmma, Q K^T and P V (V as stored,
     # N-major) in shared memory, K/V by TMA through views of [B * H * S, D]:
-    # head_dim 128 and 64, causal and not, GQA groups of 4 and 7, 64- and
-    # 128-row query blocks.
+    # head_dim 128 and 64, causal and not, GQA groups of 4 and 7, 64-row
+    # query blocks (the default) and 128-row ones (two warpgroups).
     ("flash_attention_d128", "flash_attention", {"heads": 4, "kv_heads": 4, "seq": 1024}),
+    ("flash_attention_d128_bm128", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 1024, "block_m": 128}),
     ("flash_attention_d128_causal_gqa4", "flash_attention",
      {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True}),
     ("flash_attention_d64_causal_gqa7", "flash_attention",

@@ -356,6 +356,32 @@ def test_arithmetic_emits_typed_ops_and_compiles():
     assert ".entry arith_kernel" in result.ptx
 
 
+def test_fma_rounds_once_and_needs_floats():
+    """T.fma(a, b, c): math.fma, one fma.rn in the PTX where a * b + c is a
+    mul.rn and an add.rn; Python numbers take the traced operand's type."""
+    @tilemega.jit(cache=False)
+    def fma_kernel(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                f[i] = T.fma(A[i], 0.5, -B[i])
+            T.copy(f, A[0])
+
+    assert "math.fma" in fma_kernel.ir()
+    assert "fma.rn.f32" in fma_kernel.compile().ptx
+
+    @tilemega.jit(cache=False)
+    def int_fma(A: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            g = T.alloc_fragment((128,), "int32")
+            for i in T.Parallel(128):
+                g[i] = T.fma(A[i], 2, 1)
+            T.copy(g, A[0])
+
+    with pytest.raises(T.TileLangTypeError, match=r"T.fma.*needs float values, got int32"):
+        int_fma.ir()
+
+
 def test_reinterpret_reads_the_bits_and_names_a_width_mismatch():
     """T.reinterpret: a bfloat16's bits as an int16 (arith.bitcast), the
     order key of sample_filtered's radix select; widths must match."""

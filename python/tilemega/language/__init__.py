@@ -26,7 +26,7 @@ Importing this package does not load MLIR.
 
 from .function import KernelSignature, TracedKernel, trace  # noqa: F401
 from .kernel import Kernel, Parallel, Pipelined, serial
-from .mathops import (abs, ceil, cos, exp, exp2, floor, infinity, log, log2,  # noqa: A004
+from .mathops import (abs, ceil, cos, exp, exp2, floor, fma, infinity, log, log2,  # noqa: A004
                       max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
 from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layout,
                   atomic_add, atomic_max, clear, copy, fill, gemm, reduce_absmax,
@@ -49,7 +49,7 @@ __all__ = [
     "reduce_max", "reduce_min", "reduce_absmax", "atomic_add", "atomic_max",
     "annotate_layout", "use_swizzle", "Blocked", "Swizzle",
     # scalar math
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
+    "exp", "exp2", "fma", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
     "abs", "max", "min", "cast", "reinterpret", "if_then_else", "infinity", "max_value",
     "min_value",
     # errors and proxies

@@ -85,6 +85,22 @@ def abs(x):  # noqa: A001  (T.abs)
     user_error(api, f"needs a number, got {e.dtype.name}", TileLangTypeError)
 
 
+def fma(a, b, c):
+    """a * b + c rounded once (fma.rn): one instruction where a separate
+    multiply and add would be two (each rounded, so never contracted)."""
+    from ..dialects import math
+
+    api = "T.fma"
+    if not any(isinstance(x, Expr) for x in (a, b, c)):
+        user_error(api, f"needs at least one traced value, got {a!r}, {b!r}, {c!r}",
+                   TileLangTypeError)
+    ref = next(x for x in (a, b, c) if isinstance(x, Expr))
+    a, b, c = (_coerce(api, x, ref)[0] for x in (a, b, c))
+    if a.dtype.kind != "float":
+        user_error(api, f"needs float values, got {a.dtype.name}", TileLangTypeError)
+    return emit_pure(api, ("fma",), [a, b, c], math.fma, a.dtype)
+
+
 def _minmax(kind, api, a, b):
     from ..dialects import arith
 
