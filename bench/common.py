@@ -364,7 +364,8 @@ def plot(data, path):
     run = data["run"]
     fig.suptitle(f"{data['script']} on {run['device']}, {run['date']}, {run['commit'][:12]}",
                  fontsize=9)
-    fig.tight_layout()
+    # Room above the first panel for the run's title.
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / fig.get_figheight()))
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"wrote {path}")
