@@ -64,6 +64,11 @@ HOPPER_GEMMS = {
                                                        stage_c=True),
     "bench_gemm_hopper_bf16_nt_8192_s3_stage_c": _cube(8192, block_n=256, num_stages=3,
                                                        stage_c=True),
+    # Grouped block order (8 row tiles a group: L2 reuse of A and B tiles).
+    "bench_gemm_hopper_bf16_nt_4096_stage_c_g8": _cube(4096, block_n=256, num_stages=4,
+                                                       stage_c=True, group_m=8),
+    "bench_gemm_hopper_bf16_nt_8192_stage_c_g8": _cube(8192, block_n=256, num_stages=4,
+                                                       stage_c=True, group_m=8),
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
     "bench_gemm_hopper_bf16_nt_4096_cpasync": _cube(4096, block_n=256, num_stages=4, tma=False),

@@ -11,6 +11,9 @@ docs/architecture.md). Tiles that
 overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
+`group_m` orders the blocks in groups of that many row tiles (the L2 reuse
+of a grouped raster, TileLang's `T.use_swizzle`); 0 walks rows of blocks.
+
 `stage_c` stores the block's C through a shared tile: the accumulator's
 fragment goes to shared memory (4-byte pieces, conflict-free under a
 swizzle that permutes each row's 16-byte chunks by the row), then rows go to
@@ -30,7 +33,7 @@ import sys
 from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
-                dtype="bf16", wgmma_in_flight=False, stage_c=False)
+                dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -44,6 +47,9 @@ def config(**overrides):
     if cfg["block_m"] % 64:
         raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
                          f"got {cfg['block_m']}")
+    grid_m = -(-cfg["M"] // cfg["block_m"])
+    if cfg["group_m"] < 0 or (cfg["group_m"] and grid_m % cfg["group_m"]):
+        raise ValueError(f"group_m={cfg['group_m']} must divide the {grid_m} row tiles")
     return cfg
 
 
@@ -62,6 +68,7 @@ def build(name="gemm_hopper", **overrides):
     BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
     in_flight = cfg["wgmma_in_flight"]
     stage_c = cfg["stage_c"]
+    group = cfg["group_m"]
     # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
     # bits (a row is BN elements: bit log2(BN) of the offset starts the row).
     row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
@@ -70,7 +77,18 @@ def build(name="gemm_hopper", **overrides):
     @tilemega.jit(name=name, cache=False)
     def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
                C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, BM), T.ceildiv(N, BN), threads=threads(cfg)) as (bx, by):
+        grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
+        with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
+                      threads=threads(cfg)) as blocks:
+            if group:
+                # Grouped order: consecutive blocks walk `group` row tiles
+                # of one column band before the next band, so the A and B
+                # tiles of the blocks resident at once stay in L2.
+                in_group = blocks % (group * grid_n)
+                bx = blocks // (group * grid_n) * group + in_group % group
+                by = in_group // group
+            else:
+                bx, by = blocks
             a_s = T.alloc_shared((BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")

@@ -45,6 +45,9 @@ EXAMPLES = [
     # C through a shared tile, blocks that overhang M and N.
     ("gemm_hopper_bf16_nt_1000x1000x1000_stage_c", "gemm_hopper",
      {"M": 1000, "N": 1000, "K": 1000, "block_n": 256, "num_stages": 3, "stage_c": True}),
+    # Grouped block order over a masked size (8 row tiles of 128 a group).
+    ("gemm_hopper_bf16_nt_1000x1000x1000_g8", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "group_m": 8, "stage_c": True}),
     ("gemm_hopper_f16_nt_512x768x320", "gemm_hopper", {"M": 512, "N": 768, "K": 320,
                                                         "dtype": "f16", "block_n": 256,
                                                         "num_stages": 3}),
