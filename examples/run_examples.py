@@ -140,6 +140,16 @@ def example_module(name):
     return module
 
 
+def entry_config(artifact_name, module):
+    """The full configuration (the module's config() of the entry's
+    overrides) of the EXAMPLES entry `artifact_name` built by `module`;
+    KeyError when there is none."""
+    for name, entry_module, overrides in EXAMPLES:
+        if name == artifact_name and entry_module == module:
+            return example_module(module).config(**overrides)
+    raise KeyError(f"{artifact_name} is not a {module} entry of run_examples.EXAMPLES")
+
+
 def compile_entry(name, module, config):
     """The CompiledModule of one EXAMPLES entry: its module's build(**config),
     named after the entry even when the module holds several kernels."""

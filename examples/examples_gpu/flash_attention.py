@@ -14,10 +14,7 @@ TOLERANCE = max(TOLERANCES.values())
 
 
 def _config(artifact):
-    for name, module, overrides in run_examples.EXAMPLES:
-        if name == artifact.name and module == "flash_attention":
-            return flash_attention.config(**overrides)
-    raise KeyError(f"{artifact.name} is not a flash_attention entry of run_examples.EXAMPLES")
+    return run_examples.entry_config(artifact.name, "flash_attention")
 
 
 def tolerance(artifact):

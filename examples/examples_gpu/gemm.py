@@ -15,10 +15,7 @@ TOLERANCE = max(TOLERANCES.values())  # For callers that ignore tolerance().
 
 
 def _config(artifact):
-    for name, module, overrides in run_examples.EXAMPLES:
-        if name == artifact.name and module == "gemm":
-            return gemm.config(**overrides)
-    raise KeyError(f"{artifact.name} is not a gemm entry of run_examples.EXAMPLES")
+    return run_examples.entry_config(artifact.name, "gemm")
 
 
 def tolerance(artifact):

@@ -14,10 +14,7 @@ TOLERANCE = max(TOLERANCES.values())
 
 
 def _config(artifact):
-    for name, module, overrides in run_examples.EXAMPLES:
-        if name == artifact.name and module == "gemm_hopper":
-            return gemm_hopper.config(**overrides)
-    raise KeyError(f"{artifact.name} is not a gemm_hopper entry of run_examples.EXAMPLES")
+    return run_examples.entry_config(artifact.name, "gemm_hopper")
 
 
 def tolerance(artifact):
