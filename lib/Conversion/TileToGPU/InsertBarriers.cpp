@@ -103,7 +103,8 @@ void tile_to_gpu::insertSharedMemoryBarriers(gpu::GPUFuncOp func,
   func.walk([&](tile::GemmOp gemm) {
     if (isWgmmaGemm(gemm, state))
       for (Value operand : {gemm.getA(), gemm.getB()})
-        if (tile::AllocSharedOp alloc = KernelLoweringState::sharedAlloc(operand))
+        if (tile::AllocSharedOp alloc =
+                KernelLoweringState::sharedAlloc(operand))
           wgmmaTiles.insert(alloc);
   });
   SmallVector<Operation *> writers;
@@ -126,11 +127,13 @@ void tile_to_gpu::insertSharedMemoryBarriers(gpu::GPUFuncOp func,
     Value tile = writtenTile(op);
     tile::AllocSharedOp alloc =
         tile ? KernelLoweringState::sharedAlloc(tile) : nullptr;
-    if (alloc && wgmmaTiles.contains(alloc) && !isProxyFence(op->getNextNode())) {
+    if (alloc && wgmmaTiles.contains(alloc) &&
+        !isProxyFence(op->getNextNode())) {
       b.setInsertionPoint(next);
       NVVM::FenceProxyOp::create(
           b, op->getLoc(), NVVM::ProxyKind::async_shared,
-          NVVM::SharedSpaceAttr::get(b.getContext(), NVVM::SharedSpace::shared_cta));
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     }
   }
 

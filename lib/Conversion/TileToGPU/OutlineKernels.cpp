@@ -223,7 +223,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     // A swizzled TMA destination starts on its swizzle atom (at most the
     // 1024 bytes of the 128-byte swizzle), as wgmma operands do.
     for (auto [copy, index] : bulkCopies) {
-      tile::AllocSharedOp alloc = KernelLoweringState::sharedAlloc(copy.getDst());
+      tile::AllocSharedOp alloc =
+          KernelLoweringState::sharedAlloc(copy.getDst());
       if (!alloc)
         continue;
       state.bulkCopyTiles.insert(alloc);
@@ -324,8 +325,10 @@ LogicalResult tile_to_gpu::outlineTileKernels(
           b.getNamedAttr("box", b.getDenseI64ArrayAttr(m.box)),
           b.getNamedAttr("swizzle_bytes", b.getI64IntegerAttr(m.swizzleBytes)),
       };
-      if (m.shape != cast<MemRefType>(func.getArgumentTypes()[m.arg]).getShape())
-        fields.push_back(b.getNamedAttr("shape", b.getDenseI64ArrayAttr(m.shape)));
+      auto argType = cast<MemRefType>(func.getArgumentTypes()[m.arg]);
+      if (m.shape != argType.getShape())
+        fields.push_back(
+            b.getNamedAttr("shape", b.getDenseI64ArrayAttr(m.shape)));
       tensorMapsMetadata.push_back(b.getDictionaryAttr(fields));
     }
     SmallVector<int64_t> grid64(grid.begin(), grid.end()),

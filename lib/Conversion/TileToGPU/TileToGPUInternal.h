@@ -80,7 +80,8 @@ inline constexpr int64_t kTensorMapBytes = 128, kTensorMapAlign = 64;
 /// fence.proxy.async before the barrier after a write to a wgmma operand
 /// tile), and records in `state` the wgmma gemms that need no fence of
 /// their own.
-void insertSharedMemoryBarriers(gpu::GPUFuncOp func, KernelLoweringState &state);
+void insertSharedMemoryBarriers(gpu::GPUFuncOp func,
+                                KernelLoweringState &state);
 
 //===- Thread mapping (ThreadMapping.cpp) ---------------------------------===//
 

@@ -77,8 +77,9 @@ inline constexpr llvm::StringLiteral kWgmmaInFlightAttrName =
 /// null with the reason. A in shared memory as M x K (K-major), B as N x K
 /// (transpose_b: K-major, 8 <= N <= 256 with N % 8 == 0) or as K x N
 /// (N-major, N = 64: P @ V in attention, V as stored), K = 64 and rows of
-/// 64 elements under the 128-byte swizzle, f16/bf16 into f32. The caller decides whether the chip has
-/// wgmma (sm_90a) and whether the Hopper path is enabled.
+/// 64 elements under the 128-byte swizzle, f16/bf16 into f32. The caller
+/// decides whether the chip has wgmma (sm_90a) and whether the Hopper path
+/// is enabled.
 TensorCoreChoice chooseWgmma(GemmOp gemm, Attribute accLayout);
 
 } // namespace mlir::tilemega::tile
