@@ -37,8 +37,9 @@ GEMMS = {
     "bench_gemm_bf16_nn_128x14336x4096": dict(M=128, N=14336, K=4096, dtype="bf16"),
 }
 
-# Name -> examples/gemm_hopper.py configuration (C = A @ B^T on wgmma, each
-# k-tile's wgmma in flight into the next iteration: sm_90a's default).
+# Name -> examples/gemm_hopper.py configuration (C = A @ B^T unless the name
+# says _nn_ / _tn_), on wgmma, each k-tile's wgmma in flight into the next
+# iteration: sm_90a's default.
 def _cube(n, **config):
     """An n x n x n Hopper GEMM configuration."""
     return dict(M=n, N=n, K=n, **config)
@@ -69,6 +70,25 @@ HOPPER_GEMMS = {
                                                        stage_c=True, group_m=8),
     "bench_gemm_hopper_bf16_nt_8192_stage_c_g8": _cube(8192, block_n=256, num_stages=4,
                                                        stage_c=True, group_m=8),
+    # The other operand forms (B K x N: N-major; A K x M: M-major), read by
+    # wgmma as 64-column blocks, each one TMA box.
+    "bench_gemm_hopper_bf16_nn_4096_stage_c_g8": _cube(4096, block_n=256, num_stages=4,
+                                                       stage_c=True, group_m=8,
+                                                       transpose_b=False),
+    "bench_gemm_hopper_bf16_nn_8192_stage_c_g8": _cube(8192, block_n=256, num_stages=4,
+                                                       stage_c=True, group_m=8,
+                                                       transpose_b=False),
+    "bench_gemm_hopper_bf16_tn_4096_stage_c_g8": _cube(4096, block_n=256, num_stages=4,
+                                                       stage_c=True, group_m=8,
+                                                       transpose_a=True, transpose_b=False),
+    # The issue's odd shape (masked edges; K = 1234 leaves A's rows 2468
+    # bytes, not TMA's 16-byte multiple, in the NN and NT forms: cp.async).
+    **{f"bench_gemm_hopper_bf16_{form}_3000x5000x1234{suffix}":
+       dict(M=3000, N=5000, K=1234, num_stages=4, stage_c=True, group_m=8,
+            transpose_a=form[0] == "t", transpose_b=form[1] == "t", **extra)
+       for form in ("nn", "tn", "nt")
+       for suffix, extra in (("_stage_c_g8", dict(block_n=256)),
+                             ("_bn128_stage_c_g8", dict(block_n=128)))},
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
     "bench_gemm_hopper_bf16_nt_4096_cpasync": _cube(4096, block_n=256, num_stages=4, tma=False),

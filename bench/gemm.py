@@ -3,8 +3,9 @@
     PYTHONPATH=python python3 bench/gemm.py --artifacts out --out docs/results
 
 Benchmarks every artifact whose name starts with `bench_gemm_` (built by
-bench/build_artifacts.py): A is M x K, B is K x N (N x K for `_nt_`
-artifacts), C is M x N in the input dtype. Every implementation writes its
+bench/build_artifacts.py): A is M x K (K x M for `_tn_` / `_tt_`
+artifacts), B is K x N (N x K for `_nt_` / `_tt_` artifacts), C is M x N in
+the input dtype; the peers read the same storage (transposed views). Every implementation writes its
 own NaN-poisoned C, which is checked against the float64 product of the same
 inputs before it is timed; a row over tolerance is FAILED, not timed, and
 the script exits 1. Times are CUDA-graph replays (median of do_bench);
@@ -52,15 +53,19 @@ def main(argv=None):
         if pa.dtype not in DTYPES:
             raise ValueError(f"{path}: A is {pa.dtype}, expected one of {DTYPES}")
         dtype = getattr(torch, pa.dtype)
-        m, k = pa.shape
-        # NT artifacts are named so (B is N x K); square shapes cannot tell.
-        trans_b = "_nt_" in kernel.name
+        # The layout is in the name (_nn_, _nt_, _tn_, _tt_: A, then B, "t"
+        # stored transposed); square shapes cannot tell.
+        trans_a = any(f"_t{x}_" in kernel.name for x in "nt")
+        trans_b = any(f"_{x}t_" in kernel.name for x in "nt")
+        k, m = pa.shape if trans_a else pa.shape[::-1]
         n = pb.shape[0] if trans_b else pb.shape[1]
-        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        a = torch.randn(*pa.shape, device="cuda", dtype=dtype)
         b = torch.randn(*pb.shape, device="cuda", dtype=dtype)
+        at = a.t() if trans_a else a
         bt = b.t() if trans_b else b
-        ref = a.double() @ bt.double()
-        workload = f"{pa.dtype} {'NT' if trans_b else 'NN'} {m}x{n}x{k} [{kernel.name[11:]}]"
+        ref = at.double() @ bt.double()
+        form = ("T" if trans_a else "N") + ("T" if trans_b else "N")
+        workload = f"{pa.dtype} {form} {m}x{n}x{k} [{kernel.name[11:]}]"
         report.workload(workload, flops=2 * m * n * k,
                         bytes=(m * k + b.numel() + m * n) * a.element_size(),
                         artifact=kernel.name)
@@ -68,11 +73,11 @@ def main(argv=None):
         c_ours = torch.empty(m, n, device="cuda", dtype=dtype)
         c_cublas = torch.empty_like(c_ours)
         c_triton = torch.empty_like(c_ours)
-        triton_matmul.matmul(a, b, trans_b, out=c_triton)   # autotune outside any graph
+        triton_matmul.matmul(at, b, trans_b, out=c_triton)   # autotune outside any graph
         impls = [("TileMega", "ours", lambda: art(a, b, c_ours), c_ours),
                  ("cuBLAS (torch.matmul)", "peer",
-                  lambda: torch.matmul(a, bt, out=c_cublas), c_cublas),
-                 ("Triton", "peer", lambda: triton_matmul.matmul(a, b, trans_b, out=c_triton),
+                  lambda: torch.matmul(at, bt, out=c_cublas), c_cublas),
+                 ("Triton", "peer", lambda: triton_matmul.matmul(at, b, trans_b, out=c_triton),
                   c_triton)]
         for name, role, launch, c in impls:
             def check(launch=launch, c=c):

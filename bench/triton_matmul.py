@@ -14,9 +14,11 @@ CONFIGS = [
 ]
 
 
-@triton.autotune(configs=CONFIGS, key=["M", "N", "K", "TRANS_B"])
+# TRANS_A / TRANS_B only key the autotune cache: each layout tunes its own.
+@triton.autotune(configs=CONFIGS, key=["M", "N", "K", "TRANS_A", "TRANS_B"])
 @triton.jit
-def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, TRANS_B: tl.constexpr,
+def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, TRANS_A: tl.constexpr,
+            TRANS_B: tl.constexpr,
             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, G: tl.constexpr):
     pid = tl.program_id(0)
     num_m = tl.cdiv(M, BM)
@@ -42,12 +44,14 @@ def _matmul(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn, TRANS_B: tl.constexp
 
 
 def matmul(a, b, trans_b=False, out=None):
-    """C = A @ B (or A @ B^T when trans_b, with B stored N x K)."""
+    """C = A @ B (or A @ B^T when trans_b, with B stored N x K); A may be a
+    transposed view (stored K x M)."""
     M, K = a.shape
     N = b.shape[0] if trans_b else b.shape[1]
     c = out if out is not None else torch.empty(M, N, device=a.device, dtype=a.dtype)
     sbk, sbn = (b.stride(1), b.stride(0)) if trans_b else (b.stride(0), b.stride(1))
     grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
     _matmul[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), sbk, sbn,
-                  c.stride(0), c.stride(1), TRANS_B=trans_b)
+                  c.stride(0), c.stride(1), TRANS_A=a.stride(0) == 1 and M > 1,
+                  TRANS_B=trans_b)
     return c

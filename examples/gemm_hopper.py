@@ -1,7 +1,11 @@
-"""A Hopper GEMM in T.*: C = A @ B^T on wgmma.mma_async.
+"""A Hopper GEMM in T.*: C = A @ B on wgmma.mma_async.
 
-A is M x K and B is N x K (both K-major, the form tile::chooseWgmma takes),
-f16 or bf16; C is M x N in the input type, accumulated in f32. The kernel is
+A is M x K (K x M with `transpose_a`) and B is K x N (N x K with
+`transpose_b`, the default: C = A @ B^T), f16 or bf16; C is M x N in the
+input type, accumulated in f32. wgmma reads every one of these forms from
+shared memory: a K-major operand tile as rows of 64 elements of K, an
+M- or N-major one as rows of K in 64-column blocks, each block one TMA box
+(tile::chooseWgmma, #tile.swizzle<..., columns = 64>). The kernel is
 the plain TileLang-style GEMM — T.alloc_shared tiles, a T.Pipelined K loop
 of T.copy + T.gemm, the accumulator copied out — with no layout, swizzle or
 option written: on sm_90a layout inference gives the tiles the 128-byte
@@ -33,7 +37,8 @@ import sys
 from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
-                dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0)
+                dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0,
+                transpose_a=False, transpose_b=True)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -74,8 +79,11 @@ def build(name="gemm_hopper", **overrides):
     row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
+    ta, tb = cfg["transpose_a"], cfg["transpose_b"]
+    a_shape, b_shape = a_shape_of(cfg), b_shape_of(cfg)
+
     @tilemega.jit(name=name, cache=False)
-    def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+    def kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
                C: T.Tensor((M, N), dtype)):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
         with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
@@ -89,15 +97,21 @@ def build(name="gemm_hopper", **overrides):
                 by = in_group // group
             else:
                 bx, by = blocks
-            a_s = T.alloc_shared((BM, BLOCK_K), dtype)
-            b_s = T.alloc_shared((BN, BLOCK_K), dtype)
+            a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
+            b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
             T.clear(acc)
             for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
                                  wgmma_in_flight=in_flight):
-                T.copy(A[bx * BM, k * BLOCK_K], a_s)
-                T.copy(B[by * BN, k * BLOCK_K], b_s)
-                T.gemm(a_s, b_s, acc, transpose_B=True)
+                if ta:
+                    T.copy(A[k * BLOCK_K, bx * BM], a_s)
+                else:
+                    T.copy(A[bx * BM, k * BLOCK_K], a_s)
+                if tb:
+                    T.copy(B[by * BN, k * BLOCK_K], b_s)
+                else:
+                    T.copy(B[k * BLOCK_K, by * BN], b_s)
+                T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
             if stage_c:
                 c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks)
                 T.copy(acc, c_s)
@@ -108,9 +122,22 @@ def build(name="gemm_hopper", **overrides):
     return kernel.ir()
 
 
-def reference(a, b):
-    """float64 reference of C = A @ B^T (torch tensors)."""
-    return a.double() @ b.double().t()
+def a_shape_of(cfg):
+    """A's shape: K x M with transpose_a, else M x K."""
+    return (cfg["K"], cfg["M"]) if cfg["transpose_a"] else (cfg["M"], cfg["K"])
+
+
+def b_shape_of(cfg):
+    """B's shape: N x K with transpose_b, else K x N."""
+    return (cfg["N"], cfg["K"]) if cfg["transpose_b"] else (cfg["K"], cfg["N"])
+
+
+def reference(a, b, cfg=None):
+    """float64 reference of C = op(A) @ op(B) (torch tensors); without `cfg`
+    the default form, C = A @ B^T."""
+    cfg = cfg or DEFAULTS
+    a, b = a.double(), b.double()
+    return (a.t() if cfg["transpose_a"] else a) @ (b.t() if cfg["transpose_b"] else b)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,22 @@ EXAMPLES = [
     ("gemm_hopper_f16_nt_512x768x320", "gemm_hopper", {"M": 512, "N": 768, "K": 320,
                                                         "dtype": "f16", "block_n": 256,
                                                         "num_stages": 3}),
+    # B as K x N (N-major) and A as K x M (M-major): wgmma reads them as
+    # 64-column blocks, one TMA box each; masked sizes.
+    ("gemm_hopper_bf16_nn_1000x1000x1000", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_b": False}),
+    ("gemm_hopper_bf16_nn_1000x1000x1000_stage_c", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_b": False, "block_n": 256,
+      "num_stages": 3, "stage_c": True}),
+    ("gemm_hopper_bf16_tn_1000x1000x1000", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_a": True, "transpose_b": False}),
+    ("gemm_hopper_f16_tt_512x768x320", "gemm_hopper",
+     {"M": 512, "N": 768, "K": 320, "dtype": "f16", "transpose_a": True, "block_n": 256,
+      "num_stages": 3}),
+    # K = 999: A's rows (1998 bytes) are no TMA stride, so cp.async stages
+    # write the column-blocked tiles.
+    ("gemm_hopper_f16_nn_1000x1000x999", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 999, "dtype": "f16", "transpose_b": False}),
     # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
     ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
                                      "epilogue": "bias_relu"}),

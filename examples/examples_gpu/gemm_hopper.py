@@ -1,4 +1,4 @@
-"""Checks a gemm_hopper artifact (C = A @ B^T on wgmma) against a float64
+"""Checks a gemm_hopper artifact (C = op(A) @ op(B) on wgmma) against a float64
 torch reference on fresh inputs. The configuration is the artifact's entry in
 run_examples.EXAMPLES (or, for the benchmark GEMMs, bench/build_artifacts.py's
 HOPPER_GEMMS, through check_config)."""
@@ -30,11 +30,11 @@ def check_config(artifact, torch, cfg):
     C starts as NaN so every element must be written."""
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     dt = torch.float16 if cfg["dtype"] == "f16" else torch.bfloat16
-    a = torch.randn(M, K, device="cuda").to(dt)
-    b = torch.randn(N, K, device="cuda").to(dt)
+    a = torch.randn(*gemm_hopper.a_shape_of(cfg), device="cuda").to(dt)
+    b = torch.randn(*gemm_hopper.b_shape_of(cfg), device="cuda").to(dt)
     c = torch.full((M, N), float("nan"), device="cuda", dtype=dt)
     artifact(a, b, c)
     torch.cuda.synchronize()
-    ref = gemm_hopper.reference(a, b)
+    ref = gemm_hopper.reference(a, b, cfg)
     err = ((c.double() - ref).norm() / ref.norm()).item()
     return err if err == err else float("inf")  # NaN never passes.

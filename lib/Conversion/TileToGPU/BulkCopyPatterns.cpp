@@ -9,10 +9,12 @@
 //                                     box at the source offsets, innermost
 //                                     coordinate first, through the kernel's
 //                                     tensor-map parameter) completing on
-//                                     the barrier; its destination is named
-//                                     in the shared::cluster window (which
-//                                     holds the CTA's own), the form PTX 8.0
-//                                     has
+//                                     the barrier; a tile split into column
+//                                     blocks takes one box per block
+//                                     (tile::chooseBulkCopy); the
+//                                     destination is named in the
+//                                     shared::cluster window (which holds
+//                                     the CTA's own), the form PTX 8.0 has
 //   tile.mbarrier_wait                every thread: mbarrier.try_wait.parity
 //                                     until the phase completes
 //
@@ -23,6 +25,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "TileToGPUInternal.h"
+
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
+#include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -140,22 +145,38 @@ struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
                             "outlined by convert-tile-to-gpu)");
     Location loc = op.getLoc();
     SmallVector<OpFoldResult> offsets = op.getMixedSrcOffsets();
+    MemRefType dstType = op.getDst().getType();
+    tile::BulkCopyChoice choice = tile::chooseBulkCopy(
+        op.getSrc().getType(), dstType, dstType.getShape(),
+        tile::getSharedSwizzle(op.getDst()));
+    if (!choice.ok())
+      return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
+    int64_t boxElems = dstType.getNumElements() / choice.boxes;
     inFirstThread(rewriter, loc, [&](OpBuilder &b) {
-      // TMA coordinates: element indices, innermost dimension first.
-      SmallVector<Value> coordinates;
-      for (OpFoldResult offset : llvm::reverse(offsets))
-        coordinates.push_back(arith::IndexCastOp::create(
-            b, loc, b.getI32Type(),
-            getValueOrCreateConstantIndexOp(b, loc, offset)));
-      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-          b, loc,
-          sharedPointer(b, loc, adaptor.getDst(), Value(), /*cluster=*/true),
-          tensorMap,
-          coordinates,
-          sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
-          ValueRange(), Value(), Value(),
-          NVVM::TMALoadMode::TILE, /*isCTAOnly=*/false,
-          NVVM::CTAGroupKindAttr(), Value());
+      // One box per column block of the tile (one in all otherwise): box j
+      // reads columns j * box width on and fills the tile's j-th block.
+      for (int64_t j = 0; j < choice.boxes; ++j) {
+        // TMA coordinates: element indices, innermost dimension first.
+        SmallVector<Value> coordinates;
+        for (OpFoldResult offset : llvm::reverse(offsets)) {
+          Value index = getValueOrCreateConstantIndexOp(b, loc, offset);
+          if (coordinates.empty() && j > 0)
+            index = arith::AddIOp::create(
+                b, loc, index,
+                arith::ConstantIndexOp::create(b, loc, j * choice.box.back()));
+          coordinates.push_back(
+              arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
+        }
+        Value first =
+            j == 0 ? Value() : arith::ConstantIndexOp::create(b, loc, j * boxElems);
+        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+            b, loc,
+            sharedPointer(b, loc, adaptor.getDst(), first, /*cluster=*/true),
+            tensorMap, coordinates,
+            sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
+            ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
+            /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+      }
     });
     rewriter.eraseOp(op);
     return success();

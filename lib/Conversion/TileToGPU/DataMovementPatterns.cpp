@@ -39,7 +39,7 @@ static int64_t pickVectorWidth(const ThreadOwnership &ownership,
     width = tile::pow2Divisor(type.getDimSize(inner), width);
     width = std::min(width, knownDivisor(offsets[inner]));
     if (tile::SwizzleAttr swizzle = getSwizzle(buffer))
-      width = std::min(width, int64_t(1) << swizzle.getBase());
+      width = tile::pow2Divisor(swizzle.getContiguousElements(), width);
   }
   return std::max<int64_t>(width, 1);
 }

@@ -123,7 +123,7 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     struct TensorMap {
       unsigned arg;
       ArrayRef<int64_t> shape;
-      ArrayRef<int64_t> box;
+      SmallVector<int64_t> box;
       int64_t swizzleBytes;
     };
     SmallVector<TensorMap> tensorMaps;
@@ -131,18 +131,20 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     kernel.walk([&](tile::BulkCopyOp copy) {
       unsigned arg = tile::getBulkCopyArgument(copy.getSrc()).getArgNumber();
       ArrayRef<int64_t> shape = copy.getSrc().getType().getShape();
-      ArrayRef<int64_t> box = copy.getDst().getType().getShape();
-      int64_t swizzleBytes =
-          tile::chooseBulkCopy(copy.getSrc().getType(), copy.getDst().getType(),
-                               box, tile::getSharedSwizzle(copy.getDst()))
-              .swizzleBytes;
+      tile::BulkCopyChoice choice = tile::chooseBulkCopy(
+          copy.getSrc().getType(), copy.getDst().getType(),
+          copy.getDst().getType().getShape(),
+          tile::getSharedSwizzle(copy.getDst()));
+      ArrayRef<int64_t> box = choice.box;
+      int64_t swizzleBytes = choice.swizzleBytes;
       auto *found = llvm::find_if(tensorMaps, [&](const TensorMap &m) {
         return m.arg == arg && m.shape == shape && m.box == box &&
                m.swizzleBytes == swizzleBytes;
       });
       unsigned index = found - tensorMaps.begin();
       if (found == tensorMaps.end())
-        tensorMaps.push_back({arg, shape, box, swizzleBytes});
+        tensorMaps.push_back({arg, shape, SmallVector<int64_t>(box),
+                              swizzleBytes});
       bulkCopies.push_back({copy, index});
     });
     SmallVector<Type> inputs(func.getArgumentTypes());

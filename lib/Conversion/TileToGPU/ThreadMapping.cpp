@@ -214,12 +214,31 @@ SmallVector<Value> tile_to_gpu::swizzleIndices(OpBuilder &b, Location loc,
   if (!swizzle)
     return SmallVector<Value>(indices);
   auto type = cast<MemRefType>(original.getType());
-  // Linearise, permute the element offset, and split it back into indices.
+  // Linearise (in column-block order when the rows are split into blocks:
+  // block, then row, then column within the block), permute the element
+  // offset, and split it back into indices.
+  int64_t columns = swizzle.getColumns();
+  int64_t rank = indices.size();
   Value linear = cIndex(b, loc, 0);
-  for (unsigned d = 0; d < indices.size(); ++d) {
+  for (int64_t d = 0; d + (columns ? 1 : 0) < rank; ++d) {
     Value scaled =
         arith::MulIOp::create(b, loc, linear, cIndex(b, loc, type.getDimSize(d)));
     linear = arith::AddIOp::create(b, loc, scaled, indices[d]);
+  }
+  if (columns) {
+    // linear is the row; the block starts every rows * columns elements.
+    int64_t rows = type.getNumElements() / type.getDimSize(rank - 1);
+    Value col = indices[rank - 1];
+    Value block = arith::DivUIOp::create(b, loc, col, cIndex(b, loc, columns));
+    Value within = arith::RemUIOp::create(b, loc, col, cIndex(b, loc, columns));
+    linear = arith::AddIOp::create(
+        b, loc,
+        arith::AddIOp::create(
+            b, loc,
+            arith::MulIOp::create(b, loc, block,
+                                  cIndex(b, loc, rows * columns)),
+            arith::MulIOp::create(b, loc, linear, cIndex(b, loc, columns))),
+        within);
   }
   int64_t mask = ((int64_t(1) << swizzle.getBits()) - 1) << swizzle.getBase();
   Value shifted = arith::ShRUIOp::create(b, loc, linear,

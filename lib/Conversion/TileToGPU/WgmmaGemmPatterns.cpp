@@ -1,19 +1,19 @@
 //===- WgmmaGemmPatterns.cpp - tile.gemm on Hopper's wgmma.mma_async -------===//
 //
 // With convert-tile-to-gpu's `wgmma` option, a `tile.gemm` that
-// tile::chooseWgmma accepts (TileTensorCores.h: A M x K and B N x K in shared
-// memory, rows of 64 16-bit elements of K under the 128-byte swizzle, an f32
-// accumulator whose mma layout gives each warp 16 whole rows) becomes, per
-// warpgroup g (threads 128g .. 128g + 127, rows 64g .. 64g + 63):
+// tile::chooseWgmma accepts (TileTensorCores.h: A and B in shared memory,
+// each K-major or MN-major under the 128-byte swizzle, an f32 accumulator
+// whose mma layout gives each warp 16 whole rows) becomes, per warpgroup g
+// (threads 128g .. 128g + 127, rows 64g .. 64g + 63):
 //
 //   fence.proxy.async.shared::cta; bar.sync   the tiles written by threads
 //                                              (st.shared, cp.async) become
 //                                              visible to the async proxy
 //   d = C registers                            (undefined with clear_accum)
 //   wgmma.fence
-//   for s in 0..3:                             K = 64 in steps of 16
-//     d = wgmma.mma_async.m64nNk16(desc(A + 64g rows, 32 s bytes),
-//                                  desc(B, 32 s bytes), d,
+//   for s in 0..K/16-1:                        K in steps of 16
+//     d = wgmma.mma_async.m64nNk16(desc(A part g, step s),
+//                                  desc(B, step s), d,
 //                                  scale-d = 0 on the first step with
 //                                  clear_accum, else 1)
 //   wgmma.commit_group; wgmma.wait_group 0
@@ -26,14 +26,20 @@
 // exactly those elements in the thread's slots, which the pattern looks up
 // (ThreadOwnership::findSlot) rather than repeating the formula.
 //
-// B without transpose_b is K x N, N-major (imm-trans-b = 1): its rows are
-// 64 elements of N under the same swizzle (the canonical MN-major 128-byte
-// atom is 8 rows of K by 128 bytes of N), and a K step of 16 moves the start
-// by 16 rows.
+// A K-major operand (A M x K, B N x K with transpose_b) is rows of 64
+// elements of K: a K step of 16 moves the start 32 bytes along the rows,
+// warpgroup g's part of A starts 64 rows on. An MN-major operand (A K x M
+// with transpose_a: imm-trans-a = 1; B K x N: imm-trans-b = 1) is rows of K
+// stored in 64-column blocks (#tile.swizzle<..., columns = 64> when wider
+// than 64; the canonical MN-major 128-byte atom is 8 rows of K by 128 bytes
+// of M or N): a K step of 16 moves the start by 16 rows, the descriptor's
+// leading byte offset is the distance between blocks, and warpgroup g's
+// part of A is block g.
 //
 // A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 // bits 0-13 the start address >> 4, 16-29 the leading byte offset >> 4 (not
-// used by swizzled K-major layouts: 1), 32-45 the stride byte offset >> 4
+// used by swizzled K-major layouts: 1; MN-major: the column-block stride),
+// 32-45 the stride byte offset >> 4
 // (1024 bytes between groups of 8 rows of 128 bytes), 49-51 the base offset
 // (0: the tiles start on the 1024-byte swizzle period, which the outlining
 // and tilemega-align-dynamic-shared-memory guarantee), 62-63 the swizzle (1:
@@ -66,19 +72,48 @@ Value cI64(OpBuilder &b, Location loc, int64_t v) {
 
 /// The 128-byte-swizzled matrix descriptor of the rows at `address` (see
 /// the file comment for the fields). Both majors step 8 rows of 128 bytes
-/// by 1024 bytes (K-major: 8 rows of M/N; N-major: 8 rows of K). The leading
-/// offset is unused by a K-major swizzled operand (1 by convention) and, for
-/// an N-major one exactly one 64-element atom wide, never reaches a second
-/// atom.
-Value descriptor(OpBuilder &b, Location loc, Value address) {
-  constexpr int64_t kLeadingByteOffset = 16, kStrideByteOffset = 1024,
-                    kSwizzle128B = 1;
+/// by 1024 bytes (K-major: 8 rows of M/N; MN-major: 8 rows of K). The
+/// leading offset is unused by a K-major swizzled operand (1 by convention);
+/// for an MN-major one it is the distance between its 64-column blocks.
+Value descriptor(OpBuilder &b, Location loc, Value address,
+                 int64_t leadingByteOffset) {
+  constexpr int64_t kStrideByteOffset = 1024, kSwizzle128B = 1;
   Value start = arith::AndIOp::create(
       b, loc, arith::ShRUIOp::create(b, loc, address, cI64(b, loc, 4)),
       cI64(b, loc, 0x3FFF));
-  int64_t fixed = ((kLeadingByteOffset >> 4) << 16) |
+  int64_t fixed = ((leadingByteOffset >> 4) << 16) |
                   ((kStrideByteOffset >> 4) << 32) | (kSwizzle128B << 62);
   return arith::OrIOp::create(b, loc, start, cI64(b, loc, fixed));
+}
+
+/// Where one operand's descriptors start and how they move: the byte offset
+/// of warpgroup g's part (A only), of each K step of 16, and the leading
+/// byte offset of the descriptor.
+struct OperandWalk {
+  int64_t groupBytes = 0, stepBytes = 0, leadingBytes = 16;
+};
+
+/// A K-major operand (rows of 64 elements of K) steps 16 elements, 32 bytes
+/// inside the swizzle atom, and its 64-row warpgroup parts are 64 rows
+/// apart. An MN-major one (rows of K, 128 bytes of M or N a block) steps 16
+/// rows, and its 64-column blocks, one per warpgroup for A, are `rows`
+/// rows of 128 bytes apart (an operand one block wide keeps the unused
+/// leading offset at 1, as K-major ones do).
+OperandWalk walkOperand(bool majorK, MemRefType type) {
+  int64_t rows = type.getDimSize(0);
+  int64_t elemBits = type.getElementTypeBitWidth();
+  int64_t rowBytes = tile::kWgmmaRowElems * elemBits / 8;
+  OperandWalk walk;
+  if (majorK) {
+    walk.groupBytes = tile::kWgmmaTileM * rowBytes;
+    walk.stepBytes = tile::kWgmmaTileK * elemBits / 8;
+  } else {
+    walk.groupBytes = rows * rowBytes;
+    walk.stepBytes = tile::kWgmmaTileK * rowBytes;
+    if (type.getDimSize(1) > tile::kWgmmaRowElems)
+      walk.leadingBytes = rows * rowBytes;
+  }
+  return walk;
 }
 
 /// `wgmma.wait_group 0` right after the loop tile-pipeline marked around an
@@ -121,13 +156,11 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     MLIRContext *ctx = op.getContext();
     int64_t n = cType.getDimSize(1);
     int64_t tilesN = n / tile::kMmaTileN;
-    int64_t kSteps = aType.getDimSize(1) / tile::kWgmmaTileK;
-    int64_t rowBytes = tile::kWgmmaRowElems * aType.getElementTypeBitWidth() / 8;
-    int64_t stepBytes = tile::kWgmmaTileK * aType.getElementTypeBitWidth() / 8;
-    // K-major B steps 16 elements along its rows (as A does); N-major B
-    // steps 16 of its rows.
-    bool bMajorN = !op.getTransposeB();
-    int64_t bStepBytes = bMajorN ? tile::kWgmmaTileK * rowBytes : stepBytes;
+    bool aMajorK = !op.getTransposeA(), bMajorK = op.getTransposeB();
+    int64_t k = aMajorK ? aType.getDimSize(1) : aType.getDimSize(0);
+    int64_t kSteps = k / tile::kWgmmaTileK;
+    OperandWalk aWalk = walkOperand(aMajorK, aType);
+    OperandWalk bWalk = walkOperand(bMajorK, op.getB().getType());
 
     // The tiles' writers were generic-proxy stores; wgmma reads through the
     // async proxy. Tiles only TMA writes are async-proxy data already, and
@@ -147,14 +180,13 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
         rewriter, loc, tid,
         arith::ConstantIndexOp::create(rewriter, loc,
                                        32 * tile::kWarpgroupWarps));
-    Value groupRows = arith::IndexCastUIOp::create(
+    Value groupPart = arith::IndexCastUIOp::create(
         rewriter, loc, rewriter.getI64Type(),
         arith::MulIOp::create(
             rewriter, loc, group,
-            arith::ConstantIndexOp::create(rewriter, loc,
-                                           tile::kWgmmaTileM * rowBytes)));
+            arith::ConstantIndexOp::create(rewriter, loc, aWalk.groupBytes)));
     Value aAddress = arith::AddIOp::create(
-        rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()), groupRows);
+        rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()), groupPart);
     Value bAddress = sharedAddress(rewriter, loc, adaptor.getB());
 
     // The accumulator registers as wgmma's D struct, d[4t + e].
@@ -188,11 +220,13 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       Value descA = descriptor(
           rewriter, loc,
           arith::AddIOp::create(rewriter, loc, aAddress,
-                                cI64(rewriter, loc, s * stepBytes)));
+                                cI64(rewriter, loc, s * aWalk.stepBytes)),
+          aWalk.leadingBytes);
       Value descB = descriptor(
           rewriter, loc,
           arith::AddIOp::create(rewriter, loc, bAddress,
-                                cI64(rewriter, loc, s * bStepBytes)));
+                                cI64(rewriter, loc, s * bWalk.stepBytes)),
+          bWalk.leadingBytes);
       // scale-d = 0 rather than zeroed registers: no non-wgmma instruction
       // writes the accumulator inside the pipeline (ptxas C7515).
       NVVM::WGMMAScaleOut scaleD = op.getClearAccum() && s == 0
@@ -201,8 +235,9 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       d = NVVM::WgmmaMmaAsyncOp::create(
           rewriter, loc, dType, d, descA, descB, shape, inType, inType,
           NVVM::WGMMATypes::f32, scaleD, NVVM::WGMMAScaleIn::one,
-          NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
-          bMajorN ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          NVVM::WGMMAScaleIn::one,
+          aMajorK ? NVVM::MMALayout::row : NVVM::MMALayout::col,
+          bMajorK ? NVVM::MMALayout::col : NVVM::MMALayout::row,
           /*satfinite=*/nullptr);
     }
     NVVM::WgmmaGroupSyncAlignedOp::create(rewriter, loc);

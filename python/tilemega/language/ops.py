@@ -94,16 +94,21 @@ class Blocked:
 
 class Swizzle:
     """A shared-memory XOR swizzle `#tile.swizzle<bits, base, shift>`
-    (CuTe's Swizzle<B, M, S>); bits = 0 is no swizzle."""
+    (CuTe's Swizzle<B, M, S>); bits = 0 is no swizzle. `columns` > 0 first
+    stores the rows in blocks of that many columns, one block after another
+    (the layout of a Hopper MN-major operand wider than 64 elements)."""
 
-    def __init__(self, bits=3, base=3, shift=3):
+    def __init__(self, bits=3, base=3, shift=3, columns=0):
         api = "T.Swizzle"
         self.bits = static_int(bits, "bits", api, minimum=0)
         self.base = static_int(base, "base", api, minimum=0)
         self.shift = static_int(shift, "shift", api, minimum=0)
+        self.columns = static_int(columns, "columns", api, minimum=0)
 
     def __str__(self):
-        return f"#tile.swizzle<bits = {self.bits}, base = {self.base}, shift = {self.shift}>"
+        blocks = f", columns = {self.columns}" if self.columns else ""
+        return (f"#tile.swizzle<bits = {self.bits}, base = {self.base}, "
+                f"shift = {self.shift}{blocks}>")
 
     __repr__ = __str__
 

@@ -6,6 +6,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tilemega::tile;
 
@@ -81,8 +83,9 @@ int64_t BlockedLayoutAttr::getChunkExtent(unsigned d) const {
 }
 
 LogicalResult SwizzleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                  int64_t bits, int64_t base, int64_t shift) {
-  if (bits < 0 || base < 0 || shift < 0)
+                                  int64_t bits, int64_t base, int64_t shift,
+                                  int64_t columns) {
+  if (bits < 0 || base < 0 || shift < 0 || columns < 0)
     return emitError() << "swizzle parameters must be >= 0";
   if (bits > 0 && shift < bits)
     return emitError() << "swizzle shift (" << shift
@@ -90,6 +93,12 @@ LogicalResult SwizzleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        << ") so that the XOR source and target bits do not "
                           "overlap";
   return success();
+}
+
+int64_t SwizzleAttr::getContiguousElements() const {
+  int64_t run = getBits() > 0 ? int64_t(1) << getBase()
+                              : std::numeric_limits<int64_t>::max();
+  return getColumns() > 0 ? std::min(run, getColumns()) : run;
 }
 
 LogicalResult MmaLayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,

@@ -39,7 +39,18 @@ BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
   if (static_cast<int64_t>(sizes.size()) != rank ||
       tile.getShape() != sizes)
     return refuse("the box is not the whole destination tile");
-  for (int64_t extent : sizes)
+  // Rows split into column blocks: one box per block.
+  SmallVector<int64_t> box(sizes);
+  int64_t boxes = 1;
+  if (swizzle && swizzle.getColumns() > 0 &&
+      swizzle.getColumns() < sizes.back()) {
+    if (rank < 2 || sizes.back() % swizzle.getColumns())
+      return refuse("the box's rows are not whole column blocks of " +
+                    Twine(swizzle.getColumns()));
+    box.back() = swizzle.getColumns();
+    boxes = sizes.back() / swizzle.getColumns();
+  }
+  for (int64_t extent : box)
     if (extent < 1 || extent > kTmaMaxBoxDim)
       return refuse("a TMA box extent is at most " + Twine(kTmaMaxBoxDim) +
                     ", the box has " + Twine(extent));
@@ -48,11 +59,13 @@ BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
     return refuse("the tensor's rows are " + Twine(rowBytes) +
                   " bytes, not a multiple of " + Twine(kTmaStrideAlign) +
                   " (TMA's stride alignment)");
-  int64_t innerBytes = sizes.back() * elemBytes;
+  int64_t innerBytes = box.back() * elemBytes;
   if (innerBytes % 16)
     return refuse("the box's rows are " + Twine(innerBytes) +
                   " bytes, not a multiple of 16");
   BulkCopyChoice choice;
+  choice.box = box;
+  choice.boxes = boxes;
   if (!swizzle || swizzle.getBits() == 0)
     return choice;
   // TMA's swizzle modes XOR the 16-byte chunk index (bits 4..) with the row
@@ -65,8 +78,8 @@ BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
   if (innerBytes != span)
     return refuse("the tile's rows are " + Twine(innerBytes) +
                   " bytes, not the " + Twine(span) + " of its swizzle");
-  int64_t tileBytes = tile.getNumElements() * elemBytes;
-  if (tileBytes % (8 * span))
+  int64_t boxBytes = tile.getNumElements() / boxes * elemBytes;
+  if (boxBytes % (8 * span))
     return refuse("the tile is not a whole number of 8-row swizzle atoms");
   choice.swizzleBytes = span;
   return choice;

@@ -224,7 +224,22 @@ LogicalResult KernelOp::verifyRegions() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllocSharedOp::verify() {
-  return verifyTileBuffer(*this, "result", getType());
+  MemRefType type = getType();
+  if (failed(verifyTileBuffer(*this, "result", type)))
+    return failure();
+  SwizzleAttr swizzle = getSwizzleAttr();
+  if (!swizzle || swizzle.getColumns() == 0)
+    return success();
+  // Column blocks split rows: a 1-d tile has none, and a row must be a
+  // whole number of blocks.
+  int64_t row = type.getShape().back();
+  if (type.getRank() < 2 || row % swizzle.getColumns() != 0)
+    return emitOpError() << "swizzle splits rows into blocks of "
+                         << swizzle.getColumns()
+                         << " columns, but the tile's rows are " << row
+                         << " elements"
+                         << (type.getRank() < 2 ? " of a 1-d tile" : "");
+  return success();
 }
 
 LogicalResult AllocFragmentOp::verify() {

@@ -32,7 +32,7 @@ SwizzleAttr mlir::tilemega::tile::getSharedSwizzle(Value value) {
     alloc = getMultiBufferedAlloc(value);
   if (alloc)
     if (SwizzleAttr swizzle = alloc.getSwizzleAttr())
-      if (swizzle.getBits() > 0)
+      if (swizzle.getBits() > 0 || swizzle.getColumns() > 0)
         return swizzle;
   return nullptr;
 }
@@ -67,9 +67,11 @@ static std::string whyNotTensorCoreOperands(GemmOp gemm) {
       return why;
     }
     if (SwizzleAttr swizzle = getSharedSwizzle(value))
-      if (swizzle.getBase() < 3) {
-        os << "the swizzle of " << name << " has base " << swizzle.getBase()
-           << " < 3, which splits the 8-element rows ldmatrix reads";
+      if (swizzle.getContiguousElements() % 8 != 0) {
+        os << "the swizzle of " << name << " keeps runs of "
+           << swizzle.getContiguousElements()
+           << " elements contiguous, which splits the 8-element rows "
+              "ldmatrix reads";
         return why;
       }
   }
@@ -119,6 +121,27 @@ TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
   return choice;
 }
 
+SwizzleAttr mlir::tilemega::tile::getWgmmaOperandSwizzle(MLIRContext *ctx,
+                                                         int64_t rowElems) {
+  if (rowElems < kWgmmaRowElems || rowElems % kWgmmaRowElems != 0)
+    return nullptr;
+  return SwizzleAttr::get(ctx, 3, 3, 3,
+                          rowElems > kWgmmaRowElems ? kWgmmaRowElems : 0);
+}
+
+/// True when `swizzle` lays rows of `rowElems` out as wgmma reads them:
+/// 128-byte rows under the 128-byte swizzle, in 64-column blocks when wider
+/// (a 64-wide row may say columns = 64 or nothing: the same bytes).
+static bool isWgmmaOperandLayout(SwizzleAttr swizzle, int64_t rowElems) {
+  SwizzleAttr want = getWgmmaOperandSwizzle(swizzle.getContext(), rowElems);
+  if (!want || swizzle.getBits() != want.getBits() ||
+      swizzle.getBase() != want.getBase() ||
+      swizzle.getShift() != want.getShift())
+    return false;
+  return swizzle.getColumns() == want.getColumns() ||
+         (rowElems == kWgmmaRowElems && swizzle.getColumns() == rowElems);
+}
+
 TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
                                                    Attribute accLayout) {
   TensorCoreChoice choice = chooseTensorCores(gemm, accLayout);
@@ -127,6 +150,7 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
   MemRefType aType = gemm.getA().getType(), bType = gemm.getB().getType(),
              cType = gemm.getC().getType();
   int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
+  bool aMajorK = !gemm.getTransposeA(), bMajorK = gemm.getTransposeB();
   std::string why;
   llvm::raw_string_ostream os(why);
   auto decline = [&]() {
@@ -138,21 +162,28 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     os << "wgmma here accumulates in f32, not " << cType.getElementType();
     return decline();
   }
-  if (gemm.getTransposeA()) {
-    os << "wgmma here reads A as M x K (K-major: transpose_a = false)";
-    return decline();
-  }
-  for (auto [name, value] : {std::pair<StringRef, Value>{"A", gemm.getA()},
-                             {"B", gemm.getB()}}) {
+  // Each operand is rows of its contiguous dimension: K for a K-major one
+  // (exactly 64 elements, one 128-byte swizzle span), M or N for an
+  // MN-major one (a multiple of 64: 64-column blocks of that span).
+  for (auto [name, value, majorK] :
+       {std::tuple<StringRef, Value, bool>{"A", gemm.getA(), aMajorK},
+        {"B", gemm.getB(), bMajorK}}) {
     auto type = cast<MemRefType>(value.getType());
+    int64_t row = type.getDimSize(1);
     SwizzleAttr swizzle = getSharedSwizzle(value);
-    if (type.getDimSize(1) != kWgmmaRowElems || !swizzle ||
-        swizzle.getBits() != 3 || swizzle.getBase() != 3 ||
-        swizzle.getShift() != 3) {
-      os << name << " must be rows of " << kWgmmaRowElems << " elements of "
-         << (name == "B" && !gemm.getTransposeB() ? "N" : "K")
-         << " under #tile.swizzle<bits = 3, base = 3, shift = "
-            "3> (the 128-byte swizzle wgmma reads)";
+    bool rowOk = majorK ? row == kWgmmaRowElems : row % kWgmmaRowElems == 0;
+    if (!rowOk || !swizzle || !isWgmmaOperandLayout(swizzle, row)) {
+      StringRef along = majorK ? "K" : name == "A" ? "M" : "N";
+      os << name << " must be rows of "
+         << (majorK ? "" : "a multiple of ") << kWgmmaRowElems
+         << " elements of " << along
+         << " under #tile.swizzle<bits = 3, base = 3, shift = 3> (the "
+            "128-byte swizzle wgmma reads)";
+      if (!majorK)
+        os << ", wider rows in blocks of columns = " << kWgmmaRowElems;
+      os << "; got " << row << " elements";
+      if (swizzle)
+        os << " under " << swizzle;
       return decline();
     }
   }
@@ -170,22 +201,25 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
        << kWgmmaMaxN << ")";
     return decline();
   }
-  if (aType.getDimSize(0) != m) {
-    os << "A must have the accumulator's M rows";
+  int64_t aRows = aMajorK ? aType.getDimSize(0) : aType.getDimSize(1);
+  int64_t k = aMajorK ? aType.getDimSize(1) : aType.getDimSize(0);
+  int64_t bCols = bMajorK ? bType.getDimSize(0) : bType.getDimSize(1);
+  int64_t bK = bMajorK ? bType.getDimSize(1) : bType.getDimSize(0);
+  if (aRows != m) {
+    os << "A must have the accumulator's M = " << m << " "
+       << (aMajorK ? "rows" : "columns (transpose_a: K x M)") << ", got "
+       << aRows;
     return decline();
   }
-  // B N x K (transpose_b, K-major) or K x N (N-major: a row is 64 elements
-  // of N, so N is exactly one 128-byte swizzle atom wide).
-  if (gemm.getTransposeB() ? bType.getDimSize(0) != n
-                           : bType.getDimSize(0) != aType.getDimSize(1) ||
-                                 n != kWgmmaRowElems) {
-    if (gemm.getTransposeB())
-      os << "B must have the accumulator's N rows";
-    else
-      os << "B without transpose_b must be K x N with K = A's "
-         << aType.getDimSize(1) << " rows and N = " << kWgmmaRowElems
-         << " (one 128-byte swizzle atom); got " << bType.getDimSize(0)
-         << " x " << bType.getDimSize(1);
+  if (bCols != n) {
+    os << "B must have the accumulator's N = " << n << " "
+       << (bMajorK ? "rows (transpose_b: N x K)" : "columns (K x N)")
+       << ", got " << bCols;
+    return decline();
+  }
+  if (bK != k || k % kWgmmaTileK != 0) {
+    os << "A and B must share a K that is a multiple of " << kWgmmaTileK
+       << "; got " << k << " and " << bK;
     return decline();
   }
   return choice;

@@ -212,9 +212,9 @@ void inferTensorCoreSwizzles(KernelOp kernel) {
 
 /// The wgmma accumulator layout (16 rows a warp) for `gemm` when
 /// tile::chooseWgmma accepts it, giving the operand tiles that have no
-/// swizzle yet the one inferTensorCoreSwizzles would (for rows of 64 16-bit
-/// elements, the 128-byte swizzle); null, with the tiles as they were,
-/// otherwise.
+/// swizzle yet tile::getWgmmaOperandSwizzle's (rows of 64 16-bit elements:
+/// the 128-byte swizzle; wider MN-major rows: the same in 64-column
+/// blocks); null, with the tiles as they were, otherwise.
 MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
   int64_t warps = threads / 32;
   auto layout = MmaLayoutAttr::get(gemm.getContext(), ArrayRef<int64_t>{warps, 1});
@@ -224,9 +224,10 @@ MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
     if (!alloc || alloc.getSwizzleAttr() || !onlySwizzleAwareUses(alloc))
       continue;
     MemRefType type = alloc.getType();
-    if (SwizzleAttr swizzle = getLdmatrixSwizzle(
-            gemm.getContext(), type.getShape().back(),
-            type.getElementTypeBitWidth())) {
+    if (type.getElementTypeBitWidth() != 16)
+      continue;
+    if (SwizzleAttr swizzle = getWgmmaOperandSwizzle(gemm.getContext(),
+                                                     type.getShape().back())) {
       alloc.setSwizzleAttr(swizzle);
       swizzled.push_back(alloc);
     }

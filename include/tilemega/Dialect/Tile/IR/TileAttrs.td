@@ -140,14 +140,38 @@ def Tile_SwizzleAttr : Tile_Attr<"Swizzle", "swizzle"> {
     32 shared-memory banks so that column accesses and `ldmatrix` do not
     conflict. `bits = 0` is no swizzle.
 
+    With `columns = c` (> 0) the tile's rows are first split into blocks of
+    `c` columns stored one after another: block j holds columns
+    `j c .. j c + c - 1` of every row, row after row, and `o` is the offset
+    in that blocked order. That is the layout of a Hopper operand whose rows
+    are wider than the 128-byte swizzle span (an N-major wgmma B of N > 64,
+    an M-major A): each block is 128-byte rows under the 128-byte swizzle,
+    what one TMA box writes and one wgmma descriptor atom reads.
+
     ```mlir
     %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>}
         : memref<128x64xf16, #gpu.address_space<workgroup>>
+    %b = tile.alloc_shared
+        {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>}
+        : memref<64x256xbf16, #gpu.address_space<workgroup>>
     ```
   }];
-  let parameters = (ins "int64_t":$bits, "int64_t":$base, "int64_t":$shift);
+  let parameters = (ins "int64_t":$bits, "int64_t":$base, "int64_t":$shift,
+                        DefaultValuedParameter<"int64_t", "0">:$columns);
+  let builders = [
+    AttrBuilder<(ins "int64_t":$bits, "int64_t":$base, "int64_t":$shift), [{
+      return $_get($_ctxt, bits, base, shift, 0);
+    }]>
+  ];
   let assemblyFormat = [{
-    `<` `bits` `=` $bits `,` `base` `=` $base `,` `shift` `=` $shift `>`
+    `<` `bits` `=` $bits `,` `base` `=` $base `,` `shift` `=` $shift
+    (`,` `columns` `=` $columns^)? `>`
+  }];
+  let extraClassDeclaration = [{
+    /// The longest run of consecutive row elements that stays contiguous in
+    /// memory (the widest vector access): 2^base under an XOR, at most the
+    /// column block.
+    int64_t getContiguousElements() const;
   }];
   let genVerifyDecl = 1;
 }

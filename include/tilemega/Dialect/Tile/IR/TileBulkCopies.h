@@ -27,6 +27,12 @@ inline constexpr int64_t kTmaMaxRank = 5, kTmaMaxBoxDim = 256,
 /// bytes), or the reason why the copy cannot be a TMA box.
 struct BulkCopyChoice {
   int64_t swizzleBytes = 0;
+  /// The TMA box: the tile's shape, or one column block of it when the
+  /// tile's swizzle splits its rows into blocks (#tile.swizzle<...,
+  /// columns = c>): then `boxes` boxes, block j at column offset j c of the
+  /// source and at element j * (box elements) of the tile.
+  SmallVector<int64_t> box;
+  int64_t boxes = 1;
   std::string whyNot;
 
   bool ok() const { return whyNot.empty(); }
@@ -46,7 +52,8 @@ struct BulkCopyChoice {
 /// unswizzled or swizzled exactly as a TMA swizzle mode places rows of its
 /// span (#tile.swizzle<bits = b, base = log2(16 / element bytes), shift = 3>
 /// for spans of 16 << b bytes) with rows of exactly the span and a whole
-/// number of 8-row atoms.
+/// number of 8-row atoms. A tile whose swizzle splits its rows into column
+/// blocks is one box per block, each block's rows the span.
 BulkCopyChoice chooseBulkCopy(MemRefType global, MemRefType tile,
                               ArrayRef<int64_t> sizes, SwizzleAttr swizzle);
 

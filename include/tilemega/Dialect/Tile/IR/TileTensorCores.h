@@ -71,15 +71,22 @@ inline constexpr int64_t kWgmmaRowElems = 64, kWgmmaSwizzleAlign = 1024;
 inline constexpr llvm::StringLiteral kWgmmaInFlightAttrName =
     "tile.wgmma_in_flight";
 
+/// The swizzle wgmma reads a shared operand tile with rows of `rowElems`
+/// 16-bit elements in: the 128-byte swizzle (#tile.swizzle<3, 3, 3>) on rows
+/// of 64, in blocks of 64 columns (`columns = 64`) on rows of a larger
+/// multiple of 64 (an MN-major operand wider than one swizzle atom); null
+/// for other rows. Layout inference gives it, chooseWgmma requires it.
+SwizzleAttr getWgmmaOperandSwizzle(MLIRContext *ctx, int64_t rowElems);
+
 /// The wgmma decision for one tile.gemm whose accumulator has `accLayout`:
 /// the mma layout (each warp 16 rows of the accumulator, so that warpgroup
 /// g owns rows 64g..64g+63 and its registers are wgmma's D fragment), or
-/// null with the reason. A in shared memory as M x K (K-major), B as N x K
-/// (transpose_b: K-major, 8 <= N <= 256 with N % 8 == 0) or as K x N
-/// (N-major, N = 64: P @ V in attention, V as stored), K = 64 and rows of
-/// 64 elements under the 128-byte swizzle, f16/bf16 into f32. The caller
-/// decides whether the chip has wgmma (sm_90a) and whether the Hopper path
-/// is enabled.
+/// null with the reason. A and B in shared memory, each either K-major
+/// (A M x K; B N x K with transpose_b), rows of K = 64, or MN-major (A K x M
+/// with transpose_a; B K x N), rows of M or N a multiple of 64, both laid
+/// out by getWgmmaOperandSwizzle; K a multiple of 16 shared by both; 8 <= N
+/// <= 256 with N % 8 == 0; f16/bf16 into f32. The caller decides whether
+/// the chip has wgmma (sm_90a) and whether the Hopper path is enabled.
 TensorCoreChoice chooseWgmma(GemmOp gemm, Attribute accLayout);
 
 } // namespace mlir::tilemega::tile
