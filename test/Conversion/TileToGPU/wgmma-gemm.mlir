@@ -128,3 +128,55 @@ func.func @warps_along_n() {
   }
   return
 }
+
+// -----
+
+// MN-major operands in 64-column blocks: A as K x M (transpose_a:
+// imm-trans-a, A's layout <col>) with warpgroup g reading block g, 64 rows
+// of 128 bytes = 8192 bytes on; B as K x N of two blocks. Both step 16 rows
+// (2048 bytes) per K step, and both descriptors carry the block distance,
+// 8192 bytes, as the leading byte offset: (8192 >> 4) << 16 on top of the
+// stride offset (1024 >> 4) << 32 and the 128-byte swizzle 1 << 62.
+
+// CHECK-LABEL: gpu.func @mn_major_blocks
+// CHECK:         %[[GROUP:.*]] = arith.constant 8192 : index
+// CHECK:         arith.muli %{{.*}}, %[[GROUP]] : index
+// CHECK:         %[[FIELDS:.*]] = arith.constant 4611686293338849280 : i64
+// CHECK:         arith.ori %{{.*}}, %[[FIELDS]] : i64
+// CHECK:         nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <zero>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+// CHECK:         arith.addi %{{.*}}, %c2048_i64
+// CHECK:         arith.addi %{{.*}}, %c2048_i64
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}}, A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+func.func @mn_major_blocks() {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c {clear_accum, transpose_a}
+        : memref<64x128xbf16, #gpu.address_space<workgroup>>,
+          memref<64x128xbf16, #gpu.address_space<workgroup>>,
+          memref<128x128xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// Declined: an N-major B wider than 64 elements without column blocks
+// (rows of 256 bytes under the plain swizzle are not what wgmma reads).
+
+// CHECK-LABEL: gpu.func @wide_b_without_blocks
+// CHECK-NOT:     nvvm.wgmma
+// CHECK:         nvgpu.ldmatrix
+func.func @wide_b_without_blocks() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<64x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 4>} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [4, 1]>} : memref<64x128xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c {clear_accum}
+        : memref<64x64xbf16, #gpu.address_space<workgroup>>,
+          memref<64x128xbf16, #gpu.address_space<workgroup>>,
+          memref<64x128xf32, #tile.fragment>
+  }
+  return
+}

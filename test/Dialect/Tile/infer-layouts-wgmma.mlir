@@ -45,3 +45,28 @@ func.func @short_k() {
   }
   return
 }
+
+// -----
+
+// MN-major operands wider than 64 elements (A as K x M with transpose_a, B
+// as K x N): the 128-byte swizzle in blocks of 64 columns
+// (tile::getWgmmaOperandSwizzle), which chooseWgmma takes.
+
+// CHECK-LABEL: func.func @mn_major
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x128xbf16
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x256xbf16
+// CHECK:         tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x256xf32
+// OFF-LABEL:   func.func @mn_major
+// OFF-NOT:       columns
+func.func @mn_major() {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %a = tile.alloc_shared : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared : memref<64x256xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<128x256xf32, #tile.fragment>
+    tile.gemm %a, %bb, %c {clear_accum, transpose_a}
+        : memref<64x128xbf16, #gpu.address_space<workgroup>>,
+          memref<64x256xbf16, #gpu.address_space<workgroup>>,
+          memref<128x256xf32, #tile.fragment>
+  }
+  return
+}

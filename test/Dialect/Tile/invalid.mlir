@@ -327,6 +327,31 @@ func.func @fragment_layout_chunk() {
 // expected-error @+1 {{swizzle shift (2) must be >= bits (3) so that the XOR source and target bits do not overlap}}
 #bad = #tile.swizzle<bits = 3, base = 3, shift = 2>
 
+// -----
+
+// expected-error @+1 {{swizzle parameters must be >= 0}}
+#bad = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = -64>
+
+// -----
+
+func.func @column_blocks_split_rows() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{swizzle splits rows into blocks of 64 columns, but the tile's rows are 96 elements}}
+    %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x96xbf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @column_blocks_of_a_vector() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    // expected-error @+1 {{swizzle splits rows into blocks of 64 columns, but the tile's rows are 128 elements of a 1-d tile}}
+    %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<128xbf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // tile.copy
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,7 @@ func.func @kernel_grids() {
 // CHECK-LABEL: func.func @alloc
 // CHECK:         tile.alloc_shared : memref<64x32xf16, #gpu.address_space<workgroup>>
 // CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xf16, #gpu.address_space<workgroup>>
+// CHECK:         tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x256xf16, #gpu.address_space<workgroup>>
 // CHECK:         tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
 // CHECK:         tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4], threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>} : memref<64x128xf32, #tile.fragment>
 func.func @alloc() {
@@ -23,6 +24,8 @@ func.func @alloc() {
     %s = tile.alloc_shared : memref<64x32xf16, #gpu.address_space<workgroup>>
     %sw = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>}
         : memref<128x64xf16, #gpu.address_space<workgroup>>
+    %cb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>}
+        : memref<64x256xf16, #gpu.address_space<workgroup>>
     %f = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
     %fl = tile.alloc_fragment {layout = #tile.blocked<sizePerThread = [1, 4],
         threadsPerWarp = [1, 32], warpsPerBlock = [4, 1], order = [1, 0]>}

@@ -139,3 +139,53 @@ func.func @loop_says_no(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
   }
   return
 }
+
+// -----
+
+// B as K x N (N-major) in 64-column blocks (#tile.swizzle columns = 64): the
+// copy stays one bulk_copy of the whole 64 x 128 tile (the barrier expects
+// both tiles' 32 KiB), and lowers to one TMA box per block: the tensor map's
+// box is one block (64 x 64), box 1 reads 64 columns further on and fills
+// the tile from element 4096 (8192 bytes) on.
+
+// CHECK-LABEL: func.func @column_blocks
+// CHECK:         tile.mbarrier_arrive_expect_tx %{{.*}}[%{{.*}}], 32768
+// CHECK:         tile.bulk_copy %arg0
+// CHECK:         tile.bulk_copy %arg1
+// CHECK-NOT:     tile.copy async
+
+// LOWER:       tensor_maps = [{box = array<i64: 128, 64>, param = 0 : i64, swizzle_bytes = 128 : i64}, {box = array<i64: 64, 64>, param = 1 : i64, swizzle_bytes = 128 : i64}]
+// LOWER-LABEL: gpu.func @column_blocks(
+// LOWER-SAME:    %[[MAPA:[^:]*]]: !llvm.ptr, %[[MAPB:[^:]*]]: !llvm.ptr)
+// LOWER:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MAPA]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// LOWER:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MAPB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// LOWER:         %[[COLUMNS:.*]] = arith.constant 64 : index
+// LOWER-NEXT:    arith.addi %{{.*}}, %[[COLUMNS]] : index
+// LOWER:         %[[BLOCK:.*]] = arith.constant 4096 : index
+// LOWER:         arith.addi %{{.*}}, %[[BLOCK]] : index
+// LOWER:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[MAPB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+// LOWER-NEXT:    }
+// LOWER-NEXT:    scf.for
+func.func @column_blocks(%A: memref<128x512xbf16>, %B: memref<512x128xbf16>, %C: memref<128x128xf32>) {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    tile.clear %c : memref<128x128xf32, #tile.fragment>
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 {
+      %row = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %row] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %B[%row, %c0] to %bb[0, 0] sizes [64, 128] : memref<512x128xbf16> to memref<64x128xbf16, #gpu.address_space<workgroup>>
+      tile.gemm %a, %bb, %c
+          : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+            memref<64x128xbf16, #gpu.address_space<workgroup>>,
+            memref<128x128xf32, #tile.fragment>
+    }
+    tile.copy %c[0, 0] to %C[0, 0] sizes [128, 128] : memref<128x128xf32, #tile.fragment> to memref<128x128xf32>
+  }
+  return
+}
