@@ -95,6 +95,16 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_nt_8192_cpasync": _cube(8192, block_n=256, num_stages=4, tma=False),
 }
 
+# Name -> examples/gemm_fp8.py configuration (e4m3 A @ B^T with per-tensor
+# scales, bf16 out; bench/gemm_fp8.py runs them against torch._scaled_mm).
+FP8_GEMMS = {
+    f"bench_fp8_gemm_e4m3_{n}{suffix}": dict(M=n, N=n, K=n, **extra)
+    for n in (4096, 8192)
+    for suffix, extra in (("", dict(block_n=256, num_stages=4)),
+                          ("_g8", dict(block_n=256, num_stages=4, group_m=8)),
+                          ("_s3_g8", dict(block_n=256, num_stages=3, group_m=8)))
+}
+
 # Name -> examples/flash_attention.py configuration: 16k tokens a batch
 # (B * S), 16 heads, FlashAttention's benchmark shapes; tile variants at 8k.
 def _attention(seq, head_dim=128, causal=False, **config):
@@ -122,6 +132,8 @@ def example_of(name):
         return "gemm_hopper", config
     if name in ATTENTIONS:
         return "flash_attention", ATTENTIONS[name]
+    if name in FP8_GEMMS:
+        return "gemm_fp8", FP8_GEMMS[name]
     return "gemm", GEMMS[name]
 
 
@@ -132,7 +144,7 @@ def compile_options(name):
 
 
 def names():
-    return list(GEMMS) + list(HOPPER_GEMMS) + list(ATTENTIONS)
+    return list(GEMMS) + list(HOPPER_GEMMS) + list(FP8_GEMMS) + list(ATTENTIONS)
 
 
 def compile_one(name):

@@ -67,6 +67,13 @@ EXAMPLES = [
     # write the column-blocked tiles.
     ("gemm_hopper_f16_nn_1000x1000x999", "gemm_hopper",
      {"M": 1000, "N": 1000, "K": 999, "dtype": "f16", "transpose_b": False}),
+    # 8-bit float inputs (wgmma k32, K-major), per-tensor scales, bf16 out;
+    # masked M and N.
+    ("gemm_fp8_e4m3_1024", "gemm_fp8", {"M": 1024, "N": 1024, "K": 1024}),
+    ("gemm_fp8_e4m3_1000x1000x1024_bn128", "gemm_fp8",
+     {"M": 1000, "N": 1000, "K": 1024, "block_n": 128, "group_m": 0}),
+    ("gemm_fp8_e5m2_512x768x384", "gemm_fp8",
+     {"M": 512, "N": 768, "K": 384, "dtype": "e5m2"}),
     # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
     ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
                                      "epilogue": "bias_relu"}),

@@ -26,6 +26,13 @@ def test_example_compiles_and_assembles(name, module, config):
         # The plain T.* GEMM took the Hopper path (compile raises on ptxas's
         # wgmma serialisation warnings).
         assert "wgmma.mma_async" in result.ptx and "mma.sync" not in result.ptx
+    if module == "gemm_fp8":
+        # 8-bit inputs only run on wgmma (k32, both operands K-major), fed by
+        # TMA boxes under the 8-bit 128-byte swizzle.
+        kind = {"e4m3": "e4m3", "e5m2": "e5m2"}[config.get("dtype", "e4m3")]
+        assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n\d+k32\.f32\.{kind}\.{kind}",
+                         result.ptx)
+        assert "mma.sync" not in result.ptx and "cp.async.bulk.tensor" in result.ptx
     if module == "flash_attention":
         # Both gemms on wgmma: Q K^T with B K-major (imm-trans-b 0), P @ V
         # with V as stored, N-major (imm-trans-b 1); the K/V stages by TMA

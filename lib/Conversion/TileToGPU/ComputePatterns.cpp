@@ -223,6 +223,14 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
     // The gemms the tensor-core rule accepts belong to GemmMmaLowering.
     if (tile::chooseTensorCores(op, layout).usesTensorCores())
       return rewriter.notifyMatchFailure(op, "runs on tensor cores");
+    // 8-bit floats have no CUDA-core form here: the wgmma lowering declined.
+    if (tile::isWgmmaOnlyInput(op.getA().getType().getElementType()))
+      return op.emitOpError()
+             << "multiplies 8-bit floats, which only wgmma does, and cannot "
+                "take it: "
+             << (state.wgmma ? tile::chooseWgmma(op, layout).whyNot
+                             : std::string("the wgmma lowering is off (sm_90a "
+                                           "with wgmma needed)"));
     MemRefType aType = op.getA().getType(), cType = op.getC().getType();
     Type accType = cType.getElementType();
     int64_t k = op.getTransposeA() ? aType.getDimSize(0) : aType.getDimSize(1);

@@ -11,8 +11,9 @@
 //                                              visible to the async proxy
 //   d = C registers                            (undefined with clear_accum)
 //   wgmma.fence
-//   for s in 0..K/16-1:                        K in steps of 16
-//     d = wgmma.mma_async.m64nNk16(desc(A part g, step s),
+//   for s in 0..K/k-1:                         K in steps of k = 16 (16-bit
+//                                              inputs) or 32 (e4m3, e5m2)
+//     d = wgmma.mma_async.m64nNkk(desc(A part g, step s),
 //                                  desc(B, step s), d,
 //                                  scale-d = 0 on the first step with
 //                                  clear_accum, else 1)
@@ -102,15 +103,17 @@ struct OperandWalk {
 OperandWalk walkOperand(bool majorK, MemRefType type) {
   int64_t rows = type.getDimSize(0);
   int64_t elemBits = type.getElementTypeBitWidth();
-  int64_t rowBytes = tile::kWgmmaRowElems * elemBits / 8;
+  int64_t span = tile::getWgmmaRowElems(elemBits);
+  int64_t rowBytes = span * elemBits / 8;
+  int64_t tileK = tile::getWgmmaTileK(elemBits);
   OperandWalk walk;
   if (majorK) {
     walk.groupBytes = tile::kWgmmaTileM * rowBytes;
-    walk.stepBytes = tile::kWgmmaTileK * elemBits / 8;
+    walk.stepBytes = tileK * elemBits / 8;
   } else {
     walk.groupBytes = rows * rowBytes;
-    walk.stepBytes = tile::kWgmmaTileK * rowBytes;
-    if (type.getDimSize(1) > tile::kWgmmaRowElems)
+    walk.stepBytes = tileK * rowBytes;
+    if (type.getDimSize(1) > span)
       walk.leadingBytes = rows * rowBytes;
   }
   return walk;
@@ -158,7 +161,8 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     int64_t tilesN = n / tile::kMmaTileN;
     bool aMajorK = !op.getTransposeA(), bMajorK = op.getTransposeB();
     int64_t k = aMajorK ? aType.getDimSize(1) : aType.getDimSize(0);
-    int64_t kSteps = k / tile::kWgmmaTileK;
+    int64_t tileK = tile::getWgmmaTileK(aType.getElementTypeBitWidth());
+    int64_t kSteps = k / tileK;
     OperandWalk aWalk = walkOperand(aMajorK, aType);
     OperandWalk bWalk = walkOperand(bMajorK, op.getB().getType());
 
@@ -211,10 +215,11 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       }
 
     Type in = aType.getElementType();
-    NVVM::WGMMATypes inType =
-        in.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-    auto shape = NVVM::MMAShapeAttr::get(ctx, tile::kWgmmaTileM, n,
-                                         tile::kWgmmaTileK);
+    NVVM::WGMMATypes inType = in.isBF16()                  ? NVVM::WGMMATypes::bf16
+                              : in.isF16()                 ? NVVM::WGMMATypes::f16
+                              : isa<Float8E4M3FNType>(in) ? NVVM::WGMMATypes::e4m3
+                                                           : NVVM::WGMMATypes::e5m2;
+    auto shape = NVVM::MMAShapeAttr::get(ctx, tile::kWgmmaTileM, n, tileK);
     NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
     for (int64_t s = 0; s < kSteps; ++s) {
       Value descA = descriptor(

@@ -33,14 +33,16 @@ from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layou
                   reduce_max, reduce_min, reduce_sum, use_swizzle)
 from .trace import TileLangError, TileLangTypeError
 from .types import (DTYPES, Buffer, DType, SymExpr, Symbol, Tensor, bfloat16, ceildiv,
-                    dynamic, float16, float32, float64, int8, int16, int32, int64,
+                    dynamic, float8_e4m3fn, float8_e5m2, float16, float32, float64,
+                    int8, int16, int32, int64,
                     symbolic)
 from .values import BufferRegion, Expr, cast, if_then_else, reinterpret
 from .values import Buffer as TileBuffer  # noqa: F401  (the proxy class)
 
 __all__ = [
     # types and annotations
-    "Tensor", "Buffer", "DType", "float16", "bfloat16", "float32", "float64", "int8",
+    "Tensor", "Buffer", "DType", "float16", "bfloat16", "float32", "float64",
+    "float8_e4m3fn", "float8_e5m2", "int8",
     "int16", "int32", "int64", "symbolic", "dynamic", "ceildiv", "SymExpr", "Symbol",
     # kernel structure
     "Kernel", "Parallel", "Pipelined", "serial",

@@ -56,8 +56,11 @@ class DType:
 
     def mlir_type(self):
         """The MLIR type (needs an active tilemega.ir.Context)."""
-        from ..ir import (BF16Type, F16Type, F32Type, F64Type, IndexType,
-                          IntegerType)
+        from ..ir import (BF16Type, F16Type, F32Type, F64Type, Float8E4M3FNType,
+                          Float8E5M2Type, IndexType, IntegerType)
+        if self.name in _FLOAT8:
+            return {"float8_e4m3fn": Float8E4M3FNType,
+                    "float8_e5m2": Float8E5M2Type}[self.name].get()
         if self.kind == "float":
             return {16: BF16Type if self.name == "bfloat16" else F16Type,
                     32: F32Type, 64: F64Type}[self.bits].get()
@@ -75,6 +78,11 @@ float16 = DType("float16", "float", 16)
 bfloat16 = DType("bfloat16", "float", 16)
 float32 = DType("float32", "float", 32)
 float64 = DType("float64", "float", 64)
+# 8-bit floats (torch.float8_e4m3fn / float8_e5m2): storage and wgmma gemm
+# inputs (T.gemm into a float32 accumulator on sm_90a), not arithmetic.
+float8_e4m3fn = DType("float8_e4m3fn", "float", 8)
+float8_e5m2 = DType("float8_e5m2", "float", 8)
+_FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 int8 = DType("int8", "int", 8)
 int16 = DType("int16", "int", 16)
 int32 = DType("int32", "int", 32)
@@ -85,9 +93,11 @@ boolean = DType("bool", "bool", 1)
 
 #: The element types a kernel buffer or scalar argument may have.
 DTYPES: Dict[str, DType] = {d.name: d for d in
-                            (float16, bfloat16, float32, float64, int8, int16, int32, int64)}
+                            (float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+                             int8, int16, int32, int64)}
 _ALIASES = {"half": "float16", "fp16": "float16", "f16": "float16",
-            "bf16": "bfloat16", "float": "float32", "fp32": "float32", "f32": "float32",
+            "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+            "fp8_e5m2": "float8_e5m2", "e5m2": "float8_e5m2", "float": "float32", "fp32": "float32", "f32": "float32",
             "double": "float64", "fp64": "float64", "f64": "float64",
             "i8": "int8", "i16": "int16", "int": "int32", "i32": "int32", "i64": "int64"}
 

@@ -20,7 +20,8 @@ class DType:
     int_range: Optional[Tuple[int, int]] = None  # inclusive, int dtypes only
 
 
-# DLPack type codes (dlpack.h): kDLInt=0, kDLUInt=1, kDLFloat=2, kDLBfloat=4.
+# DLPack type codes (dlpack.h): kDLInt=0, kDLUInt=1, kDLFloat=2, kDLBfloat=4,
+# kDLFloat8_e4m3fn=10, kDLFloat8_e5m2=12.
 DTYPES = {
     d.name: d
     for d in (
@@ -28,6 +29,9 @@ DTYPES = {
         DType("bfloat16", 2, "f", (4, 16)),
         DType("float32", 4, "f", (2, 32)),
         DType("float64", 8, "f", (2, 64)),
+        # Tensors only (gemm inputs); no scalar parameter has these types.
+        DType("float8_e4m3fn", 1, "f", (10, 8)),
+        DType("float8_e5m2", 1, "f", (12, 8)),
         DType("int8", 1, "i", (0, 8), (-(2**7), 2**7 - 1)),
         DType("uint8", 1, "u", (1, 8), (0, 2**8 - 1)),
         DType("int16", 2, "i", (0, 16), (-(2**15), 2**15 - 1)),
@@ -61,10 +65,18 @@ def from_typestr(typestr: str) -> Tuple[str, int]:
     little = order in "<|" or (order == "=" and struct.pack("=H", 1) == b"\x01\x00")
     if little:
         for d in DTYPES.values():
-            # bfloat16 has no array-interface spelling; '<f2' is float16.
-            if d.kind == kind and d.itemsize == size and d.name != "bfloat16":
+            # bfloat16 and the 8-bit floats have no array-interface
+            # spelling; '<f2' is float16.
+            if d.kind == kind and d.itemsize == size and d.name in _TYPESTR_FLOATS + _INTS:
                 return d.name, size
     return typestr, size
+
+
+_TYPESTR_FLOATS = ("float16", "float32", "float64")
+_INTS = ("int8", "uint8", "int16", "int32", "int64")
+
+#: The dtypes a scalar (by-value) parameter may have.
+SCALAR_DTYPES = _TYPESTR_FLOATS + ("bfloat16",) + _INTS
 
 
 def contiguous_strides(shape) -> Tuple[int, ...]:

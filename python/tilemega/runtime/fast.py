@@ -50,7 +50,9 @@ _TENSOR, _INT, _FLOAT, _BF16 = 0, 1, 2, 3
 # send the call to the general path, which reports it. bfloat16 is packed as
 # its bit pattern (uint16) by _bfloat16_bits, as pack_scalar does.
 _CODES = {"int8": "b", "uint8": "B", "int16": "h", "int32": "i", "int64": "q",
-          "float16": "e", "float32": "f", "float64": "d", "bfloat16": "H"}
+          "float16": "e", "float32": "f", "float64": "d", "bfloat16": "H",
+          # Tensor parameters only (metadata refuses 8-bit float scalars).
+          "float8_e4m3fn": "B", "float8_e5m2": "B"}
 _SLOT = 8       # every parameter gets an 8-byte aligned 8-byte slot in the buffer
 
 # CUstream objects by raw handle, shared by all kernels: cuLaunchKernel takes a

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Optional, Tuple
 
-from .dtypes import DTYPES
+from .dtypes import DTYPES, SCALAR_DTYPES
 from .mega_meta import validate as validate_mega, validate_tables
 
 FORMAT = "tilemega.artifact"
@@ -311,6 +311,9 @@ def _param(c: _Checker, p: Any, field: str) -> ParamSpec:
     if dtype not in DTYPES:
         c.fail(f"{field}.dtype", f"unknown dtype {dtype!r}; expected one of {sorted(DTYPES)}")
     if kind == "scalar":
+        if dtype not in SCALAR_DTYPES:
+            c.fail(f"{field}.dtype", f"a scalar parameter cannot be {dtype}; expected one of "
+                                     f"{sorted(SCALAR_DTYPES)}")
         return ParamSpec(name, kind, dtype, role=role)
     shape = c.int_list(c.get(p, "shape", f"{field}.shape"), f"{field}.shape", 0)
     strides = c.int_list(c.get(p, "strides", f"{field}.strides"), f"{field}.strides", 0)

@@ -25,7 +25,9 @@ MAP_BYTES, MAP_ALIGN = 128, 64
 # CUtensorMapDataType (cuda.h). TMA copies bits: the signed integer types
 # travel as the unsigned ones of their width.
 _DATA_TYPES = {"uint8": 0, "int8": 0, "uint16": 1, "int16": 1, "int32": 3,
-               "int64": 5, "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9}
+               "int64": 5, "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9,
+               # 8-bit floats move as bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8).
+               "float8_e4m3fn": 0, "float8_e5m2": 0}
 # CUtensorMapSwizzle by span in bytes.
 _SWIZZLES = {0: 0, 32: 1, 64: 2, 128: 3}
 _INTERLEAVE_NONE, _L2_PROMOTION_256B, _OOB_FILL_ZEROS = 0, 3, 0

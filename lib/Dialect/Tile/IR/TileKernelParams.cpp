@@ -14,6 +14,10 @@ StringRef tile::getDTypeName(Type type) {
     return "bfloat16";
   if (type.isF32())
     return "float32";
+  if (isa<Float8E4M3FNType>(type))
+    return "float8_e4m3fn";
+  if (isa<Float8E5M2Type>(type))
+    return "float8_e5m2";
   if (type.isF64())
     return "float64";
   if (type.isIndex() || type.isInteger(64))

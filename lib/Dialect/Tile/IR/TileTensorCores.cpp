@@ -15,15 +15,29 @@ static bool isTensorCoreAccumulation(Type in, Type acc) {
          (in.isBF16() && acc.isF32());
 }
 
+bool mlir::tilemega::tile::isWgmmaOnlyInput(Type in) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(in);
+}
+
+int64_t mlir::tilemega::tile::getWgmmaRowElems(int64_t elemBits) {
+  return 128 * 8 / elemBits;
+}
+
+int64_t mlir::tilemega::tile::getWgmmaTileK(int64_t elemBits) {
+  return 32 * 8 / elemBits;
+}
+
 std::string mlir::tilemega::tile::getUnsupportedAccumulationReason(Type in,
                                                                    Type acc) {
   if (isTensorCoreAccumulation(in, acc) || (in.isF32() && acc.isF32()) ||
-      (in.isInteger(8) && acc.isInteger(32)))
+      (in.isInteger(8) && acc.isInteger(32)) ||
+      (isWgmmaOnlyInput(in) && acc.isF32()))
     return "";
   if (in.isBF16() && acc.isF16())
     return "mma.sync has no bf16-input, f16-accumulator form: accumulate bf16 "
            "in f32";
-  return "supported: f16 -> f32/f16, bf16 -> f32, f32 -> f32, i8 -> i32";
+  return "supported: f16 -> f32/f16, bf16 -> f32, f32 -> f32, i8 -> i32, "
+         "f8E4M3FN/f8E5M2 -> f32 (wgmma)";
 }
 
 SwizzleAttr mlir::tilemega::tile::getSharedSwizzle(Value value) {
@@ -47,6 +61,8 @@ static std::string whyNotTensorCoreOperands(GemmOp gemm) {
   llvm::raw_string_ostream os(why);
   if (!isTensorCoreAccumulation(in, acc)) {
     os << "mma.sync has no " << in << " -> " << acc << " form";
+    if (isWgmmaOnlyInput(in))
+      os << " (8-bit float gemms run on wgmma only: sm_90a with wgmma)";
     return why;
   }
   if (!isShared(aType) || !isShared(bType))
@@ -82,7 +98,7 @@ TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
                                                          int64_t numThreads) {
   TensorCoreChoice choice;
   Type in = gemm.getA().getType().getElementType();
-  choice.tensorCoreInputs = in.isF16() || in.isBF16();
+  choice.tensorCoreInputs = in.isF16() || in.isBF16() || isWgmmaOnlyInput(in);
   choice.whyNot = whyNotTensorCoreOperands(gemm);
   if (!choice.whyNot.empty())
     return choice;
@@ -99,14 +115,10 @@ TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
   return choice;
 }
 
-TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
-                                                         Attribute accLayout) {
-  TensorCoreChoice choice;
-  Type in = gemm.getA().getType().getElementType();
-  choice.tensorCoreInputs = in.isF16() || in.isBF16();
-  choice.whyNot = whyNotTensorCoreOperands(gemm);
-  if (!choice.whyNot.empty())
-    return choice;
+/// The accumulator half of the tensor-core rule: an mma layout that tiles
+/// the accumulator.
+static TensorCoreChoice chooseMmaAccumulator(GemmOp gemm, Attribute accLayout,
+                                             TensorCoreChoice choice) {
   auto mma = dyn_cast_or_null<MmaLayoutAttr>(accLayout);
   if (!mma) {
     choice.whyNot = "the accumulator is not laid out #tile.mma";
@@ -121,36 +133,71 @@ TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
   return choice;
 }
 
+TensorCoreChoice mlir::tilemega::tile::chooseTensorCores(GemmOp gemm,
+                                                         Attribute accLayout) {
+  TensorCoreChoice choice;
+  Type in = gemm.getA().getType().getElementType();
+  choice.tensorCoreInputs = in.isF16() || in.isBF16() || isWgmmaOnlyInput(in);
+  choice.whyNot = whyNotTensorCoreOperands(gemm);
+  if (!choice.whyNot.empty())
+    return choice;
+  return chooseMmaAccumulator(gemm, accLayout, choice);
+}
+
 SwizzleAttr mlir::tilemega::tile::getWgmmaOperandSwizzle(MLIRContext *ctx,
-                                                         int64_t rowElems) {
-  if (rowElems < kWgmmaRowElems || rowElems % kWgmmaRowElems != 0)
+                                                         int64_t rowElems,
+                                                         int64_t elemBits) {
+  if (elemBits != 8 && elemBits != 16)
     return nullptr;
-  return SwizzleAttr::get(ctx, 3, 3, 3,
-                          rowElems > kWgmmaRowElems ? kWgmmaRowElems : 0);
+  int64_t span = getWgmmaRowElems(elemBits);
+  if (rowElems < span || rowElems % span != 0)
+    return nullptr;
+  // XOR the 16-byte chunk (2^base elements) with the 128-byte row index.
+  int64_t base = elemBits == 8 ? 4 : 3;
+  return SwizzleAttr::get(ctx, 3, base, 3, rowElems > span ? span : 0);
 }
 
 /// True when `swizzle` lays rows of `rowElems` out as wgmma reads them:
-/// 128-byte rows under the 128-byte swizzle, in 64-column blocks when wider
-/// (a 64-wide row may say columns = 64 or nothing: the same bytes).
-static bool isWgmmaOperandLayout(SwizzleAttr swizzle, int64_t rowElems) {
-  SwizzleAttr want = getWgmmaOperandSwizzle(swizzle.getContext(), rowElems);
+/// 128-byte rows under the 128-byte swizzle, in one-span column blocks when
+/// wider (a one-span row may say columns = span or nothing: the same bytes).
+static bool isWgmmaOperandLayout(SwizzleAttr swizzle, int64_t rowElems,
+                                 int64_t elemBits) {
+  SwizzleAttr want =
+      getWgmmaOperandSwizzle(swizzle.getContext(), rowElems, elemBits);
   if (!want || swizzle.getBits() != want.getBits() ||
       swizzle.getBase() != want.getBase() ||
       swizzle.getShift() != want.getShift())
     return false;
+  int64_t span = getWgmmaRowElems(elemBits);
   return swizzle.getColumns() == want.getColumns() ||
-         (rowElems == kWgmmaRowElems && swizzle.getColumns() == rowElems);
+         (rowElems == span && swizzle.getColumns() == rowElems);
 }
 
 TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
                                                    Attribute accLayout) {
-  TensorCoreChoice choice = chooseTensorCores(gemm, accLayout);
-  if (!choice.usesTensorCores())
-    return choice;
   MemRefType aType = gemm.getA().getType(), bType = gemm.getB().getType(),
              cType = gemm.getC().getType();
+  Type in = aType.getElementType();
+  bool eightBit = isWgmmaOnlyInput(in);
+  // 8-bit floats have no mma.sync form: only the accumulator half of its
+  // rule applies; their operands are checked below.
+  TensorCoreChoice choice;
+  if (eightBit) {
+    choice.tensorCoreInputs = true;
+    if (!isShared(aType) || !isShared(bType)) {
+      choice.whyNot = "wgmma reads A and B from shared memory here";
+      return choice;
+    }
+    choice = chooseMmaAccumulator(gemm, accLayout, choice);
+  } else {
+    choice = chooseTensorCores(gemm, accLayout);
+  }
+  if (!choice.usesTensorCores())
+    return choice;
   int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
   bool aMajorK = !gemm.getTransposeA(), bMajorK = gemm.getTransposeB();
+  int64_t elemBits = aType.getElementTypeBitWidth();
+  int64_t span = getWgmmaRowElems(elemBits);
   std::string why;
   llvm::raw_string_ostream os(why);
   auto decline = [&]() {
@@ -162,6 +209,11 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     os << "wgmma here accumulates in f32, not " << cType.getElementType();
     return decline();
   }
+  if (eightBit && (!aMajorK || !bMajorK)) {
+    os << "wgmma reads 8-bit operands K-major only: A as M x K and B as N x K "
+          "(transpose_b)";
+    return decline();
+  }
   // Each operand is rows of its contiguous dimension: K for a K-major one
   // (exactly 64 elements, one 128-byte swizzle span), M or N for an
   // MN-major one (a multiple of 64: 64-column blocks of that span).
@@ -171,16 +223,15 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     auto type = cast<MemRefType>(value.getType());
     int64_t row = type.getDimSize(1);
     SwizzleAttr swizzle = getSharedSwizzle(value);
-    bool rowOk = majorK ? row == kWgmmaRowElems : row % kWgmmaRowElems == 0;
-    if (!rowOk || !swizzle || !isWgmmaOperandLayout(swizzle, row)) {
+    bool rowOk = majorK ? row == span : row % span == 0;
+    if (!rowOk || !swizzle || !isWgmmaOperandLayout(swizzle, row, elemBits)) {
       StringRef along = majorK ? "K" : name == "A" ? "M" : "N";
-      os << name << " must be rows of "
-         << (majorK ? "" : "a multiple of ") << kWgmmaRowElems
-         << " elements of " << along
-         << " under #tile.swizzle<bits = 3, base = 3, shift = 3> (the "
-            "128-byte swizzle wgmma reads)";
+      os << name << " must be rows of " << (majorK ? "" : "a multiple of ")
+         << span << " elements of " << along << " under #tile.swizzle<bits = "
+         << "3, base = " << (elemBits == 8 ? 4 : 3)
+         << ", shift = 3> (the 128-byte swizzle wgmma reads)";
       if (!majorK)
-        os << ", wider rows in blocks of columns = " << kWgmmaRowElems;
+        os << ", wider rows in blocks of columns = " << span;
       os << "; got " << row << " elements";
       if (swizzle)
         os << " under " << swizzle;
@@ -217,8 +268,9 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
        << ", got " << bCols;
     return decline();
   }
-  if (bK != k || k % kWgmmaTileK != 0) {
-    os << "A and B must share a K that is a multiple of " << kWgmmaTileK
+  if (bK != k || k % getWgmmaTileK(elemBits) != 0) {
+    os << "A and B must share a K that is a multiple of "
+       << getWgmmaTileK(elemBits)
        << "; got " << k << " and " << bK;
     return decline();
   }

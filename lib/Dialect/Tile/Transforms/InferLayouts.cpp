@@ -224,10 +224,9 @@ MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
     if (!alloc || alloc.getSwizzleAttr() || !onlySwizzleAwareUses(alloc))
       continue;
     MemRefType type = alloc.getType();
-    if (type.getElementTypeBitWidth() != 16)
-      continue;
-    if (SwizzleAttr swizzle = getWgmmaOperandSwizzle(gemm.getContext(),
-                                                     type.getShape().back())) {
+    if (SwizzleAttr swizzle = getWgmmaOperandSwizzle(
+            gemm.getContext(), type.getShape().back(),
+            type.getElementTypeBitWidth())) {
       alloc.setSwizzleAttr(swizzle);
       swizzled.push_back(alloc);
     }
@@ -320,10 +319,32 @@ struct TileInferLayoutsPass
     });
     if (walk.wasInterrupted())
       return failure();
+    bool failedGemm = false;
     kernel.walk([&](GemmOp gemm) {
       auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
       if (!c || layoutOf.count(groups.getLeaderValue(c)))
         return;
+      if (isWgmmaOnlyInput(gemm.getA().getType().getElementType())) {
+        // No mma.sync or SIMT form to fall back to: wgmma or an error.
+        MmaLayoutAttr hopper = wgmma ? proposeWgmmaLayout(gemm, threads)
+                                     : MmaLayoutAttr();
+        if (!hopper) {
+          std::string why =
+              wgmma ? chooseWgmma(gemm, MmaLayoutAttr::get(
+                                            gemm.getContext(),
+                                            ArrayRef<int64_t>{threads / 32, 1}))
+                          .whyNot
+                    : "the wgmma lowering is off (sm_90a with wgmma needed)";
+          gemm.emitOpError() << "multiplies 8-bit floats, which only wgmma "
+                                "does, and cannot take it: "
+                             << why;
+          failedGemm = true;
+          return;
+        }
+        layoutOf[groups.getLeaderValue(c)] = hopper;
+        decidedBy[groups.getLeaderValue(c)] = gemm;
+        return;
+      }
       TensorCoreChoice choice = chooseTensorCores(gemm, threads);
       if (!choice.usesTensorCores()) {
         warnIfSimt(gemm, choice);
@@ -335,6 +356,8 @@ struct TileInferLayoutsPass
       layoutOf[groups.getLeaderValue(c)] = choice.layout;
       decidedBy[groups.getLeaderValue(c)] = gemm;
     });
+    if (failedGemm)
+      return failure();
 
     // Derived groups take slices of their parents; the remaining roots get
     // the default blocked layout. Repeat until everything has a layout.

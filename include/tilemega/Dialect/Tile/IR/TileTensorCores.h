@@ -71,22 +71,36 @@ inline constexpr int64_t kWgmmaRowElems = 64, kWgmmaSwizzleAlign = 1024;
 inline constexpr llvm::StringLiteral kWgmmaInFlightAttrName =
     "tile.wgmma_in_flight";
 
+/// True for the 8-bit float inputs (e4m3, e5m2) that only wgmma multiplies
+/// (k = 32 a step, both operands K-major); tile.gemm takes them into f32.
+bool isWgmmaOnlyInput(Type in);
+
+/// Elements of `elemBits` in one 128-byte swizzle span (a wgmma operand
+/// row: 64 16-bit, 128 8-bit), and the K of one wgmma step (16 for 16-bit
+/// inputs, 32 for 8-bit ones): both are 32 bytes of K a step.
+int64_t getWgmmaRowElems(int64_t elemBits);
+int64_t getWgmmaTileK(int64_t elemBits);
+
 /// The swizzle wgmma reads a shared operand tile with rows of `rowElems`
-/// 16-bit elements in: the 128-byte swizzle (#tile.swizzle<3, 3, 3>) on rows
-/// of 64, in blocks of 64 columns (`columns = 64`) on rows of a larger
-/// multiple of 64 (an MN-major operand wider than one swizzle atom); null
-/// for other rows. Layout inference gives it, chooseWgmma requires it.
-SwizzleAttr getWgmmaOperandSwizzle(MLIRContext *ctx, int64_t rowElems);
+/// elements of `elemBits` in: the 128-byte swizzle (#tile.swizzle<3, 3, 3>
+/// on 16-bit elements, <3, 4, 3> on 8-bit ones) on rows of one span, in
+/// blocks of one span (`columns`) on rows of a larger multiple of it (an
+/// MN-major operand wider than one swizzle atom); null for other rows.
+/// Layout inference gives it, chooseWgmma requires it.
+SwizzleAttr getWgmmaOperandSwizzle(MLIRContext *ctx, int64_t rowElems,
+                                   int64_t elemBits = 16);
 
 /// The wgmma decision for one tile.gemm whose accumulator has `accLayout`:
 /// the mma layout (each warp 16 rows of the accumulator, so that warpgroup
 /// g owns rows 64g..64g+63 and its registers are wgmma's D fragment), or
 /// null with the reason. A and B in shared memory, each either K-major
-/// (A M x K; B N x K with transpose_b), rows of K = 64, or MN-major (A K x M
-/// with transpose_a; B K x N), rows of M or N a multiple of 64, both laid
-/// out by getWgmmaOperandSwizzle; K a multiple of 16 shared by both; 8 <= N
-/// <= 256 with N % 8 == 0; f16/bf16 into f32. The caller decides whether
-/// the chip has wgmma (sm_90a) and whether the Hopper path is enabled.
+/// (A M x K; B N x K with transpose_b), rows of K = one swizzle span, or
+/// MN-major (A K x M with transpose_a; B K x N), rows of M or N a multiple
+/// of the span, both laid out by getWgmmaOperandSwizzle; K a multiple of the
+/// wgmma step shared by both; 8 <= N <= 256 with N % 8 == 0; f16/bf16 into
+/// f32, or e4m3/e5m2 into f32 with both operands K-major. The caller
+/// decides whether the chip has wgmma (sm_90a) and whether the Hopper path
+/// is enabled.
 TensorCoreChoice chooseWgmma(GemmOp gemm, Attribute accLayout);
 
 } // namespace mlir::tilemega::tile
