@@ -180,3 +180,4 @@ func.func @wide_b_without_blocks() {
   }
   return
 }
+

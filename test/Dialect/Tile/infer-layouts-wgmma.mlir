@@ -70,3 +70,4 @@ func.func @mn_major() {
   }
   return
 }
+

@@ -587,7 +587,7 @@ func.func @gemm_accumulation() {
   tile.kernel blocks(%b) in [1] threads 32 {
     %a = tile.alloc_shared : memref<32x32xf32, #gpu.address_space<workgroup>>
     %c = tile.alloc_fragment : memref<32x32xf16, #tile.fragment>
-    // expected-error @+1 {{unsupported accumulation: 'f32' inputs into 'f16' (supported: f16 -> f32/f16, bf16 -> f32, f32 -> f32, i8 -> i32)}}
+    // expected-error @+1 {{unsupported accumulation: 'f32' inputs into 'f16' (supported: f16 -> f32/f16, bf16 -> f32, f32 -> f32, i8 -> i32, f8E4M3FN/f8E5M2 -> f32 (wgmma))}}
     tile.gemm %a, %a, %c : memref<32x32xf32, #gpu.address_space<workgroup>>, memref<32x32xf32, #gpu.address_space<workgroup>>, memref<32x32xf16, #tile.fragment>
   }
   return
