@@ -89,6 +89,11 @@ HOPPER_GEMMS = {
        for form in ("nn", "tn", "nt")
        for suffix, extra in (("_stage_c_g8", dict(block_n=256)),
                              ("_bn128_stage_c_g8", dict(block_n=128)))},
+    # 3 stages of 128 x 128 (96 KiB): two blocks an SM, one's prologue and C
+    # store under the other's main loop.
+    "bench_gemm_hopper_bf16_tn_3000x5000x1234_bn128_s3_stage_c_g8": dict(
+        M=3000, N=5000, K=1234, block_n=128, num_stages=3, stage_c=True, group_m=8,
+        transpose_a=True, transpose_b=False),
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
     "bench_gemm_hopper_bf16_nt_4096_cpasync": _cube(4096, block_n=256, num_stages=4, tma=False),
