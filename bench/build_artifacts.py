@@ -94,6 +94,17 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_tn_3000x5000x1234_bn128_s3_stage_c_g8": dict(
         M=3000, N=5000, K=1234, block_n=128, num_stages=3, stage_c=True, group_m=8,
         transpose_a=True, transpose_b=False),
+    # Warp-specialised: a producer warpgroup runs the TMA copies ahead on
+    # full / empty mbarriers; no block barrier per k-tile.
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws":
+       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True)
+       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
+                       ("tn", 4096))},
+    "bench_gemm_hopper_bf16_tn_3000x5000x1234_stage_c_g8_ws": dict(
+        M=3000, N=5000, K=1234, block_n=256, num_stages=4, stage_c=True, group_m=8,
+        transpose_a=True, transpose_b=False, warp_specialize=True),
     # The same kernels with cp.async stages instead of TMA (tilemega.compile's
     # tma=False): the A/B of the TMA pipeline, in the same run.
     "bench_gemm_hopper_bf16_nt_4096_cpasync": _cube(4096, block_n=256, num_stages=4, tma=False),
@@ -107,7 +118,9 @@ FP8_GEMMS = {
     for n in (4096, 8192)
     for suffix, extra in (("", dict(block_n=256, num_stages=4)),
                           ("_g8", dict(block_n=256, num_stages=4, group_m=8)),
-                          ("_s3_g8", dict(block_n=256, num_stages=3, group_m=8)))
+                          ("_s3_g8", dict(block_n=256, num_stages=3, group_m=8)),
+                          ("_g8_ws", dict(block_n=256, num_stages=4, group_m=8,
+                                          warp_specialize=True)))
 }
 
 # Name -> examples/flash_attention.py configuration: 16k tokens a batch

@@ -9,7 +9,9 @@ Hopper GEMM of examples/gemm_hopper.py with 8-bit tiles: K tiles of 128
 #tile.swizzle<3, 4, 3> and convert-tile-to-gpu lowers to
 wgmma.mma_async.m64nNk32 with e4m3 / e5m2 inputs, the K loop on TMA and
 mbarriers; the f32 accumulator is scaled in a T.Parallel epilogue and
-stored through a shared tile (`stage_c`). M and N may be anything (masked
+stored through a shared tile (`stage_c`). `warp_specialize` gives the K
+loop's TMA copies to a producer warpgroup (examples/gemm_hopper.py). M and
+N may be anything (masked
 tiles); K must be a multiple of 16 so that A's and B's rows are whole
 16-byte TMA strides.
 
@@ -23,7 +25,7 @@ import sys
 from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=256, num_stages=4,
-                dtype="e4m3", group_m=0)
+                dtype="e4m3", group_m=0, warp_specialize=False)
 
 # One 128-byte swizzle row of 8-bit elements (TileTensorCores.h
 # getWgmmaRowElems(8)).
@@ -85,7 +87,8 @@ def build(name="gemm_fp8", **overrides):
             b_s = T.alloc_shared((BN, BLOCK_K), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
             T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages):
+            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
+                                 warp_specialize=cfg["warp_specialize"]):
                 T.copy(A[bx * BM, k * BLOCK_K], a_s)
                 T.copy(B[by * BN, k * BLOCK_K], b_s)
                 T.gemm(a_s, b_s, acc, transpose_B=True)

@@ -18,6 +18,12 @@ block.
 `group_m` orders the blocks in groups of that many row tiles (the L2 reuse
 of a grouped raster, TileLang's `T.use_swizzle`); 0 walks rows of blocks.
 
+`warp_specialize` gives the K loop's TMA copies to a producer warpgroup
+added to the block (`T.Pipelined(..., warp_specialize=True)`): it runs up
+to `num_stages` k-tiles ahead on full / empty mbarriers while the consumer
+warpgroups only wait for data and compute, with no block barrier per
+k-tile.
+
 `stage_c` stores the block's C through a shared tile: the accumulator's
 fragment goes to shared memory (4-byte pieces, conflict-free under a
 swizzle that permutes each row's 16-byte chunks by the row), then rows go to
@@ -38,7 +44,7 @@ from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0,
-                transpose_a=False, transpose_b=True)
+                transpose_a=False, transpose_b=True, warp_specialize=False)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -52,6 +58,9 @@ def config(**overrides):
     if cfg["block_m"] % 64:
         raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
                          f"got {cfg['block_m']}")
+    if cfg["warp_specialize"] and cfg["block_m"] % 128:
+        raise ValueError(f"warp_specialize needs block_m a multiple of 128 (whole "
+                         f"consumer warpgroups), got {cfg['block_m']}")
     grid_m = -(-cfg["M"] // cfg["block_m"])
     if cfg["group_m"] < 0 or (cfg["group_m"] and grid_m % cfg["group_m"]):
         raise ValueError(f"group_m={cfg['group_m']} must divide the {grid_m} row tiles")
@@ -102,7 +111,8 @@ def build(name="gemm_hopper", **overrides):
             acc = T.alloc_fragment((BM, BN), "float32")
             T.clear(acc)
             for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
-                                 wgmma_in_flight=in_flight):
+                                 wgmma_in_flight=in_flight,
+                                 warp_specialize=cfg["warp_specialize"]):
                 if ta:
                     T.copy(A[k * BLOCK_K, bx * BM], a_s)
                 else:

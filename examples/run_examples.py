@@ -67,6 +67,19 @@ EXAMPLES = [
     # write the column-blocked tiles.
     ("gemm_hopper_f16_nn_1000x1000x999", "gemm_hopper",
      {"M": 1000, "N": 1000, "K": 999, "dtype": "f16", "transpose_b": False}),
+    # Warp-specialised: a producer warpgroup issues the TMA copies on full /
+    # empty mbarriers (3 stages over 5 k-tiles wrap the phases around).
+    ("gemm_hopper_bf16_nt_1000x1000x1000_ws", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "block_n": 256, "stage_c": True,
+      "warp_specialize": True}),
+    ("gemm_hopper_bf16_nn_1000x1000x1000_ws", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_b": False, "group_m": 8,
+      "stage_c": True, "warp_specialize": True}),
+    ("gemm_hopper_f16_nt_512x768x320_ws", "gemm_hopper",
+     {"M": 512, "N": 768, "K": 320, "dtype": "f16", "num_stages": 3,
+      "warp_specialize": True}),
+    ("gemm_hopper_bf16_nt_512x512x256_ws_no_in_flight", "gemm_hopper",
+     {"M": 512, "N": 512, "K": 256, "num_stages": 2, "warp_specialize": True}),
     # 8-bit float inputs (wgmma k32, K-major), per-tensor scales, bf16 out;
     # masked M and N.
     ("gemm_fp8_e4m3_1024", "gemm_fp8", {"M": 1024, "N": 1024, "K": 1024}),
@@ -74,6 +87,8 @@ EXAMPLES = [
      {"M": 1000, "N": 1000, "K": 1024, "block_n": 128, "group_m": 0}),
     ("gemm_fp8_e5m2_512x768x384", "gemm_fp8",
      {"M": 512, "N": 768, "K": 384, "dtype": "e5m2"}),
+    ("gemm_fp8_e4m3_1024_ws", "gemm_fp8",
+     {"M": 1024, "N": 1024, "K": 1024, "warp_specialize": True}),
     # Fused epilogues: bias + ReLU / GELU on the accumulator before the store.
     ("gemm_bf16_bias_relu", "gemm", {"M": 1024, "N": 1000, "K": 512, "dtype": "bf16",
                                      "epilogue": "bias_relu"}),

@@ -17,6 +17,10 @@
 //                                     the CTA's own), the form PTX 8.0 has
 //   tile.mbarrier_wait                every thread: mbarrier.try_wait.parity
 //                                     until the phase completes
+//   tile.mbarrier_arrive              each warp's first lane: mbarrier.arrive
+//
+// In a region one thread runs (a warp-specialised kernel's producer,
+// WarpSpecialize.cpp) the thread-0 guards are left out.
 //
 // An mbarrier is the i64 word k of its shared buffer; its shared address is
 // the buffer's (as wgmma's descriptors take it) plus 8 k. Coordinates out of
@@ -58,9 +62,14 @@ Value sharedPointer(OpBuilder &b, Location loc, Value buffer, Value index,
                                   sharedAddress(b, loc, buffer, index));
 }
 
-/// Emits `body` in the block's first thread only.
-void inFirstThread(OpBuilder &b, Location loc,
+/// Emits `body` in the block's first thread only (as it stands, inside a
+/// region one thread runs: a warp-specialised kernel's producer).
+void inFirstThread(Operation *op, OpBuilder &b, Location loc,
                    function_ref<void(OpBuilder &)> body) {
+  if (inSingleThreadRegion(op)) {
+    body(b);
+    return;
+  }
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   emitGuarded(b, loc,
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid,
@@ -79,13 +88,14 @@ struct MbarrierInitLowering : TileLoweringPattern<tile::MbarrierInitOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t count = op.getBarriers().getType().getDimSize(0);
-    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+    int64_t arrivals = op.getCountAttr().getInt();
+    inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
       for (int64_t k = 0; k < count; ++k)
         NVVM::MBarrierInitOp::create(
             b, loc,
             sharedPointer(b, loc, adaptor.getBarriers(),
                           arith::ConstantIndexOp::create(b, loc, k)),
-            i32(b, loc, 1), Value());
+            i32(b, loc, arrivals), Value());
       // The initialisation is visible to the async proxy (the TMA unit's
       // complete_tx) before any copy signals the barriers.
       NVVM::FenceMbarrierInitOp::create(b, loc);
@@ -103,13 +113,39 @@ struct MbarrierArriveExpectTxLowering
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     int64_t bytes = op.getBytes();
-    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+    inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
       NVVM::MBarrierArriveExpectTxOp::create(
           b, loc, Type(),
           sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
           i32(b, loc, bytes), NVVM::MemScopeKind::CTA, /*relaxed=*/false,
           Value());
     });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// One arrival per warp: its first lane, once the warp reached the op
+/// (the warp's earlier shared-memory reads are done; mbarrier.arrive
+/// releases them to the waiter).
+struct MbarrierArriveLowering : TileLoweringPattern<tile::MbarrierArriveOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::MbarrierArriveOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NVVM::SyncWarpOp::create(rewriter, loc, i32(rewriter, loc, -1));
+    Value lane = NVVM::LaneIdOp::create(rewriter, loc, rewriter.getI32Type());
+    emitGuarded(rewriter, loc,
+                arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      lane, i32(rewriter, loc, 0)),
+                [&](OpBuilder &b) {
+                  NVVM::MBarrierArriveOp::create(
+                      b, loc, Type(),
+                      sharedPointer(b, loc, adaptor.getBarriers(),
+                                    adaptor.getIndex()),
+                      Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+                });
     rewriter.eraseOp(op);
     return success();
   }
@@ -152,7 +188,7 @@ struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
     if (!choice.ok())
       return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
     int64_t boxElems = dstType.getNumElements() / choice.boxes;
-    inFirstThread(rewriter, loc, [&](OpBuilder &b) {
+    inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
       // One box per column block of the tile (one in all otherwise): box j
       // reads columns j * box width on and fills the tile's j-th block.
       for (int64_t j = 0; j < choice.boxes; ++j) {
@@ -189,6 +225,6 @@ void tile_to_gpu::populateBulkCopyPatterns(RewritePatternSet &patterns,
                                            TypeConverter &converter,
                                            KernelLoweringState &state) {
   patterns.add<MbarrierInitLowering, MbarrierArriveExpectTxLowering,
-               MbarrierWaitLowering, BulkCopyLowering>(
+               MbarrierArriveLowering, MbarrierWaitLowering, BulkCopyLowering>(
       converter, patterns.getContext(), state);
 }

@@ -162,10 +162,13 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     gpuFunc->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                      b.getUnitAttr());
     ArrayRef<int64_t> gridRef = kernel.getGrid();
-    SmallVector<int32_t> grid(3, 1), block = {
-                                         static_cast<int32_t>(
-                                             kernel.getThreads()),
-                                         1, 1};
+    // A warp-specialised kernel launches its producer warpgroup too.
+    bool producer = false;
+    kernel.walk([&](tile::ProducerOp) { producer = true; });
+    int64_t launched =
+        kernel.getThreads() + (producer ? tile::ProducerOp::kThreads : 0);
+    SmallVector<int32_t> grid(3, 1),
+        block = {static_cast<int32_t>(launched), 1, 1};
     for (auto [i, g] : llvm::enumerate(gridRef))
       grid[i] = static_cast<int32_t>(g);
     gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
@@ -198,6 +201,7 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     // kernel's task switch, which never run at once) share one region.
     KernelLoweringState &state = states[gpuFunc];
     state.numThreads = kernel.getThreads();
+    state.producer = producer;
     state.wgmma = wgmma;
     unsigned numParams = func.getNumArguments();
     SmallVector<int64_t> tensorMapParams;

@@ -34,9 +34,13 @@ struct ConvertTileToGPUPass
 
     for (auto &[op, state] : states) {
       auto func = cast<gpu::GPUFuncOp>(op);
+      if (state.producer)
+        splitWarpSpecializedKernel(func, state);
       insertSharedMemoryBarriers(func, state);
       if (failed(lowerKernelBody(func, state)))
         return signalPassFailure();
+      if (state.producer)
+        nameConsumerBarriers(func, state);
     }
   }
 

@@ -18,6 +18,9 @@ using tile::ThreadOwnership;
 /// What the patterns of one kernel share.
 struct KernelLoweringState {
   int64_t numThreads = 0;
+  /// The kernel has a producer warpgroup (tile.producer) after its
+  /// numThreads threads (WarpSpecialize.cpp).
+  bool producer = false;
   /// convert-tile-to-gpu's `wgmma` option: the Hopper gemm lowering is on.
   bool wgmma = false;
   /// Byte offset of every tile.alloc_shared in the dynamic shared memory.
@@ -80,6 +83,29 @@ inline constexpr int64_t kTensorMapBytes = 128, kTensorMapAlign = 64;
 /// fence.proxy.async before the barrier after a write to a wgmma operand
 /// tile), and records in `state` the wgmma gemms that need no fence of
 /// their own.
+//===- Warp specialisation (WarpSpecialize.cpp) ---------------------------===//
+
+/// Marks the scf.if whose region one thread runs (the producer's): the
+/// thread-0 guards of its bulk copies and mbarrier arrivals are left out.
+inline constexpr llvm::StringLiteral kSingleThreadAttrName =
+    "tilemega.single_thread";
+/// Marks the scf.if that holds the consumers' part of the kernel.
+inline constexpr llvm::StringLiteral kConsumersAttrName = "tilemega.consumers";
+
+/// Whether `op` runs in one thread only (inside a kSingleThreadAttrName
+/// region).
+bool inSingleThreadRegion(Operation *op);
+
+/// A kernel with a tile.producer: everything after it becomes the
+/// consumers' branch (threads < numThreads, setmaxnreg.inc) and its region
+/// the producer's (the warpgroup after them, setmaxnreg.dec, one thread
+/// running it).
+void splitWarpSpecializedKernel(gpu::GPUFuncOp func, KernelLoweringState &state);
+
+/// The block barriers in the consumers' branch become named barriers of the
+/// consumers' threads (the producer warpgroup has left the kernel).
+void nameConsumerBarriers(gpu::GPUFuncOp func, const KernelLoweringState &state);
+
 void insertSharedMemoryBarriers(gpu::GPUFuncOp func,
                                 KernelLoweringState &state);
 

@@ -54,11 +54,12 @@ def parallel(extents, *, layout=None, loc=None, ip=None) -> ParallelOp:
 
 
 def pipelined(lower, upper, step, num_stages, *, wgmma_in_flight=False, tma=None,
-              loc=None, ip=None) -> PipelinedOp:
+              warp_specialize=False, loc=None, ip=None) -> PipelinedOp:
     """Creates `tile.pipelined` from index values; the block argument is the IV.
     `wgmma_in_flight` marks the loop (tile-pipeline keeps its wgmma pending
     into the next iteration); `tma` (None, True or False) is the loop's own
-    TMA decision (True requires TMA bulk copies, False keeps cp.async)."""
+    TMA decision (True requires TMA bulk copies, False keeps cp.async);
+    `warp_specialize` gives its copies to a producer warpgroup."""
     if not isinstance(num_stages, int) or num_stages < 1:
         raise ValueError(f"num_stages must be an int >= 1, got {num_stages!r}")
     if tma is not None and not isinstance(tma, bool):
@@ -67,6 +68,7 @@ def pipelined(lower, upper, step, num_stages, *, wgmma_in_flight=False, tma=None
                      IntegerAttr.get(IntegerType.get_signless(64), num_stages),
                      wgmma_in_flight=True if wgmma_in_flight else None,
                      tma=None if tma is None else BoolAttr.get(tma),
+                     warp_specialize=True if warp_specialize else None,
                      loc=loc, ip=ip)
     op.body.blocks.append(IndexType.get())
     return op

@@ -134,16 +134,21 @@ class Pipelined:
     autotune can choose it). `tma=True` requires this loop's global->shared
     tiles to come by TMA bulk copies on mbarriers (Hopper; an error at this
     line names the copy that cannot be one TMA box), `tma=False` keeps
-    cp.async; None (the default) leaves it to the compile's `tma`."""
+    cp.async; None (the default) leaves it to the compile's `tma`.
+    `warp_specialize=True` (Hopper, TMA) gives the loop's copies to a
+    producer warpgroup added to the kernel's threads, which runs ahead of
+    them on full / empty mbarriers (`tile.producer`); the loop must be at
+    the kernel's top level."""
 
     def __init__(self, start, stop=None, step=1, *, num_stages=1, wgmma_in_flight=False,
-                 tma=None, **ignored):
+                 tma=None, warp_specialize=False, **ignored):
         if stop is None:
             start, stop = 0, start
         self.start, self.stop, self.step = start, stop, step
         self.num_stages = num_stages
         self.wgmma_in_flight = wgmma_in_flight
         self.tma = tma
+        self.warp_specialize = warp_specialize
         self.ignored = ignored
         self.api = "T.Pipelined"
 
@@ -154,7 +159,8 @@ class Pipelined:
         state = in_kernel(api)
         if self.ignored:
             user_error(api, f"unsupported arguments {sorted(self.ignored)} (supported: start, "
-                            "stop, step, num_stages, wgmma_in_flight, tma)", TileLangTypeError)
+                            "stop, step, num_stages, wgmma_in_flight, tma, warp_specialize)",
+                       TileLangTypeError)
         stages = static_int(self.num_stages, "num_stages", api, minimum=0)
         in_flight = self.wgmma_in_flight
         if not isinstance(in_flight, bool):
@@ -166,6 +172,15 @@ class Pipelined:
         if self.tma is not None and not isinstance(self.tma, bool):
             user_error(api, f"tma must be None or a Python bool, got {self.tma!r}",
                        TileLangTypeError)
+        if not isinstance(self.warp_specialize, bool):
+            user_error(api, f"warp_specialize must be a Python bool, got "
+                            f"{self.warp_specialize!r}", TileLangTypeError)
+        if self.warp_specialize and self.tma is False:
+            user_error(api, "warp_specialize needs TMA (its producer warpgroup issues bulk "
+                            "copies), but tma=False")
+        if self.warp_specialize and state.scope.kind != "kernel":
+            user_error(api, "warp_specialize needs a loop at the kernel's top level (the "
+                            "producer warpgroup runs the kernel's only such loop)")
         step = static_int(self.step, "step", api, minimum=1)
         lb = to_index(self.start, api, "start")
         ub = to_index(self.stop, api, "stop")
@@ -173,7 +188,8 @@ class Pipelined:
         position = user_position()
         with user_location(), state.scope.end_point():
             op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages),
-                                wgmma_in_flight=in_flight, tma=self.tma)
+                                wgmma_in_flight=in_flight, tma=self.tma,
+                                warp_specialize=self.warp_specialize)
         block = op.body.blocks[0]
         scope = Scope("pipelined", block, state.scope, op, position)
         state.push(scope)

@@ -403,6 +403,34 @@ LogicalResult MbarrierArriveExpectTxOp::verify() {
   return success();
 }
 
+LogicalResult MbarrierInitOp::verify() {
+  // An mbarrier's expected arrival count is a 20-bit quantity.
+  constexpr int64_t kMaxCount = (int64_t(1) << 20) - 1;
+  int64_t count = getCountAttr().getInt();
+  if (count < 1 || count > kMaxCount)
+    return emitOpError() << "expects 1 to " << kMaxCount
+                         << " arrivals per phase, got " << count;
+  return success();
+}
+
+LogicalResult ProducerOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  // The producer is the warpgroup after the kernel's threads: setmaxnreg
+  // works on whole warpgroups.
+  if (kernel.getThreads() % kThreads != 0)
+    return emitOpError() << "needs a kernel of whole warpgroups (threads a "
+                            "multiple of "
+                         << kThreads << "), got " << kernel.getThreads();
+  if (kernel->hasAttr(TileDialect::getPersistentAttrName()))
+    return emitOpError("cannot be part of a persistent kernel");
+  int64_t producers = 0;
+  kernel.getBody().walk([&](ProducerOp) { ++producers; });
+  if (producers > 1)
+    return emitOpError() << "is one of " << producers
+                         << " producers of its kernel; a kernel has one";
+  return success();
+}
+
 SmallVector<OpFoldResult> BulkCopyOp::getMixedSrcOffsets() {
   return getMixedValues(getStaticSrcOffsets(), getSrcOffsets(), getContext());
 }
@@ -761,6 +789,9 @@ LogicalResult PipelinedOp::verify() {
                             "that neither the pending wgmma nor the current "
                             "iteration reads), got "
                          << numStages;
+  if (getWarpSpecialize() && getTma() == false)
+    return emitOpError("warp_specialize needs TMA (its producer issues bulk "
+                       "copies), but the loop says tma = false");
   return success();
 }
 

@@ -234,6 +234,14 @@ struct TilePipelinePass
     kernel.walk([&](Operation *op) { existing.insert(op); });
     for (auto &[op, list] : producers) {
       auto loop = cast<PipelinedOp>(op);
+      if (loop.getWarpSpecialize()) {
+        if (list.empty())
+          return loop.emitOpError("is warp-specialised, but has no "
+                                  "global-to-shared copy to give a producer");
+        if (failed(pipelineWarpSpecialized(kernel, loop, list)))
+          return failure();
+        continue;
+      }
       if (!list.empty())
         pipelineLoop(loop, list);
       else if (loop.getWgmmaInFlight())
@@ -280,8 +288,9 @@ struct TilePipelinePass
       }
       // The mbarriers of a TMA pipeline: one word a stage, 128-byte aligned,
       // kept for the whole kernel.
+      // A warp-specialised one has a second row, the "empty" barriers.
       if (bulkLoops.contains(loop))
-        tally.add(loop, 128);
+        tally.add(loop, loop.getWarpSpecialize() ? 256 : 128);
       if (loopBytes > largestBytes) {
         largest = loop;
         largestBytes = loopBytes;
@@ -314,9 +323,16 @@ struct TilePipelinePass
   /// error at its line.
   LogicalResult decideBulkCopies(PipelinedOp loop, ArrayRef<Producer> list) {
     std::optional<bool> asked = loop.getTma();
+    // A warp-specialised loop's producer issues TMA copies: it needs them.
+    bool specialised = loop.getWarpSpecialize() && !asked;
+    if (specialised)
+      asked = true;
     if (asked == false || list.empty())
       return success();
     auto refuse = [&](const Twine &why) -> LogicalResult {
+      if (specialised)
+        return loop.emitOpError()
+               << "is warp-specialised, which needs TMA, but " << why;
       if (asked)
         return loop.emitOpError() << "asks for TMA (tma = true), but " << why;
       LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: cp.async for " << loop.getLoc()
@@ -552,6 +568,238 @@ struct TilePipelinePass
          llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
       if (isOpTriviallyDead(&op))
         op.erase();
+  }
+
+  /// warp_specialize: the loop's TMA copies move to a producer warpgroup
+  /// (tile.producer, right after the kernel's allocations, which all move to
+  /// the top) that runs every iteration's copies ahead, each into stage
+  /// i % N once the consumers handed that stage back:
+  ///
+  ///   producer:  for i: if i >= N: wait empty[s], parity (i / N + 1) % 2
+  ///                     arrive_expect_tx full[s]; bulk copies into stage s
+  ///   consumers: for i: wait full[s], parity (i / N) % 2
+  ///                     body
+  ///                     arrive empty[s]        (one arrival per warp)
+  ///
+  /// With in-flight wgmma the consumers hand back stage (i - 1) % N instead,
+  /// once iteration i's wait_group 1 has seen iteration i - 1's wgmma done.
+  /// No block barrier per iteration: the mbarriers order every hand-over.
+  LogicalResult pipelineWarpSpecialized(KernelOp kernel, PipelinedOp loop,
+                                        MutableArrayRef<Producer> list) {
+    if (loop->getParentOp() != kernel.getOperation())
+      return loop.emitOpError("is warp-specialised, but is not at the "
+                              "kernel's top level (the producer warpgroup "
+                              "runs the kernel's only such loop)");
+    if (kernel->hasAttr(TileDialect::getPersistentAttrName()))
+      return loop.emitOpError("is warp-specialised inside a persistent kernel");
+    if (kernel.getThreads() % ProducerOp::kThreads != 0)
+      return loop.emitOpError()
+             << "is warp-specialised, which needs whole warpgroups of "
+                "consumers (threads a multiple of "
+             << ProducerOp::kThreads << "), got " << kernel.getThreads();
+    MLIRContext *ctx = loop.getContext();
+    Location loc = loop.getLoc();
+    int64_t numStages = loop.getNumStages();
+    SmallVector<GemmOp> inFlight = inFlightGemmsOf(loop);
+    Block &top = kernel.getBody().front();
+
+    // The allocations first (they compute nothing), then the stage buffers
+    // and the two rows of mbarriers.
+    Operation *last = nullptr;
+    for (Operation &op : llvm::make_early_inc_range(top)) {
+      if (!isa<AllocSharedOp, AllocFragmentOp>(op))
+        continue;
+      if (last)
+        op.moveAfter(last);
+      else
+        op.moveBefore(&top.front());
+      last = &op;
+    }
+    OpBuilder b(ctx);
+    int64_t stageBytes = 0;
+    for (Producer &p : list) {
+      MemRefType type = p.alloc.getType();
+      SmallVector<int64_t> shape = {numStages};
+      llvm::append_range(shape, type.getShape());
+      b.setInsertionPointAfter(last);
+      p.buffer = AllocSharedOp::create(
+          b, p.alloc.getLoc(),
+          MemRefType::get(shape, type.getElementType(), nullptr,
+                          type.getMemorySpace()),
+          p.alloc.getSwizzleAttr());
+      p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
+      last = p.buffer;
+      stageBytes += getByteSize(type);
+    }
+    auto space = list.front().alloc.getType().getMemorySpace();
+    auto barrierType =
+        MemRefType::get({numStages}, b.getI64Type(), nullptr, space);
+    Value full = AllocSharedOp::create(b, loc, barrierType, SwizzleAttr());
+    Value empty = AllocSharedOp::create(b, loc, barrierType, SwizzleAttr());
+    auto initFull = MbarrierInitOp::create(b, loc, full);
+    auto initEmpty = MbarrierInitOp::create(b, loc, empty);
+    initFull.setCount(1);
+    initEmpty.setCount(kernel.getThreads() / 32);
+    gpu::BarrierOp::create(b, loc);
+    auto producer = ProducerOp::create(b, loc);
+    Block *producerBody = &producer.getBody().emplaceBlock();
+
+    Value lb = loop.getLowerBound(), ub = loop.getUpperBound(),
+          step = loop.getStep();
+    auto tripsOf = [&](OpBuilder &ob) {
+      Value span = ob.createOrFold<arith::SubIOp>(loc, ub, lb);
+      return ob.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+    };
+    auto index = [&](OpBuilder &ob, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(ob, loc, v);
+    };
+    // (i / N + offset) % 2: the parity of the phase iteration i waits for.
+    auto parityOf = [&](OpBuilder &ob, Value i, int64_t offset) -> Value {
+      Value phase = arith::DivUIOp::create(ob, loc, i, index(ob, numStages));
+      if (offset)
+        phase = arith::AddIOp::create(ob, loc, phase, index(ob, offset));
+      return arith::RemUIOp::create(ob, loc, phase, index(ob, 2));
+    };
+
+    // The producer's loop.
+    OpBuilder pb = OpBuilder::atBlockEnd(producerBody);
+    auto produce = scf::ForOp::create(pb, loc, index(pb, 0), tripsOf(pb),
+                                      index(pb, 1));
+    {
+      OpBuilder ib = OpBuilder::atBlockTerminator(produce.getBody());
+      Value i = produce.getInductionVar();
+      Value stage = getStage(ib, loc, i, numStages);
+      Value refill = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::uge,
+                                           i, index(ib, numStages));
+      auto ifRefill = scf::IfOp::create(ib, loc, refill, false);
+      {
+        OpBuilder rb = OpBuilder::atBlockTerminator(ifRefill.thenBlock());
+        MbarrierWaitOp::create(rb, loc, empty, stage, parityOf(rb, i, 1));
+      }
+      MbarrierArriveExpectTxOp::create(ib, loc, full, stage,
+                                       ib.getI64IntegerAttr(stageBytes));
+      IRMapping mapping;
+      Value scaled = ib.createOrFold<arith::MulIOp>(loc, i, step);
+      mapping.map(loop.getInductionVar(),
+                  ib.createOrFold<arith::AddIOp>(loc, lb, scaled));
+      for (Operation &op : loop.getBody().front())
+        if (llvm::any_of(list,
+                         [&](Producer &p) { return p.slice.contains(&op); }))
+          ib.clone(op, mapping);
+      for (Producer &p : list) {
+        SmallVector<Value> offsets;
+        for (Value v : p.copy.getSrcOffsets())
+          offsets.push_back(mapping.lookupOrDefault(v));
+        BulkCopyOp::create(ib, p.copy.getLoc(),
+                           mapping.lookupOrDefault(p.copy.getSrc()), offsets,
+                           p.copy.getStaticSrcOffsetsAttr(),
+                           stageView(ib, loc, p.buffer, stage), full, stage);
+      }
+    }
+    if (failed(recomputeInside(producer, top)))
+      return failure();
+
+    // The consumers' loop, where the pipelined one was.
+    b.setInsertionPoint(loop);
+    auto forOp = scf::ForOp::create(b, loc, index(b, 0), tripsOf(b),
+                                    index(b, 1));
+    OpBuilder fb = OpBuilder::atBlockTerminator(forOp.getBody());
+    Value i = forOp.getInductionVar();
+    Value stage = getStage(fb, loc, i, numStages);
+    MbarrierWaitOp::create(fb, loc, full, stage, parityOf(fb, i, 0));
+    Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
+    Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
+    for (Producer &p : list) {
+      Value view = stageView(fb, loc, p.buffer, stage);
+      p.alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
+        return loop->isProperAncestor(use.getOwner());
+      });
+    }
+    Operation *terminator = forOp.getBody()->getTerminator();
+    {
+      OpBuilder eb(terminator);
+      if (inFlight.empty()) {
+        MbarrierArriveOp::create(eb, loc, empty, stage);
+      } else {
+        // Iteration i - 1's wgmma is done once iteration i's gemm waited.
+        Value previous = arith::CmpIOp::create(
+            eb, loc, arith::CmpIPredicate::uge, i, index(eb, 1));
+        auto ifPrevious = scf::IfOp::create(eb, loc, previous, false);
+        OpBuilder ab = OpBuilder::atBlockTerminator(ifPrevious.thenBlock());
+        Value before = arith::SubIOp::create(ab, loc, i, index(ab, 1));
+        MbarrierArriveOp::create(ab, loc, empty,
+                                 getStage(ab, loc, before, numStages));
+      }
+    }
+    // After the loop, later writers of shared memory wait for every
+    // consumer to be done with the stages.
+    b.setInsertionPointAfter(forOp);
+    gpu::BarrierOp::create(b, loc);
+    if (!inFlight.empty()) {
+      forOp->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+      for (GemmOp gemm : inFlight)
+        gemm->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+    }
+    for (Producer &p : list)
+      p.copy.erase();
+    Block &body = loop.getBody().front();
+    loop.getInductionVar().replaceAllUsesWith(iv);
+    // The body goes between the wait and the hand-back.
+    Operation *handBack = terminator->getPrevNode();
+    forOp.getBody()->getOperations().splice(Block::iterator(handBack),
+                                            body.getOperations());
+    loop.erase();
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
+      if (isOpTriviallyDead(&op))
+        op.erase();
+    return success();
+  }
+
+  /// Makes the producer's region use nothing the kernel computes after it:
+  /// each such value is recomputed at the region's start (pure ops with no
+  /// regions, as the copies' addresses are); anything else is an error.
+  LogicalResult recomputeInside(ProducerOp producer, Block &top) {
+    Block &body = producer.getBody().front();
+    Operation *first = &body.front();
+    IRMapping mapping;
+    std::function<FailureOr<Value>(Value)> available =
+        [&](Value value) -> FailureOr<Value> {
+      if (Value known = mapping.lookupOrNull(value))
+        return known;
+      Operation *def = value.getDefiningOp();
+      if (!def || producer->isAncestor(def))
+        return value;
+      Operation *inTop = top.findAncestorOpInBlock(*def);
+      if (!inTop || inTop->isBeforeInBlock(producer))
+        return value;
+      if (!isPure(def) || def->getNumRegions() != 0)
+        return producer.emitOpError()
+               << "copies from an address computed by '"
+               << def->getName() << "' at " << def->getLoc()
+               << ", which the producer cannot recompute (it has effects or "
+                  "regions)";
+      for (Value operand : def->getOperands())
+        if (failed(available(operand)))
+          return failure();
+      OpBuilder ob(first);
+      Operation *clone = ob.clone(*def, mapping);
+      for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
+        mapping.map(from, to);
+      return mapping.lookup(value);
+    };
+    SmallVector<OpOperand *> uses;
+    body.walk([&](Operation *op) {
+      for (OpOperand &use : op->getOpOperands())
+        uses.push_back(&use);
+    });
+    for (OpOperand *use : uses) {
+      FailureOr<Value> value = available(use->get());
+      if (failed(value))
+        return failure();
+      use->set(*value);
+    }
+    return success();
   }
 
   /// The gemms whose wgmma stays in flight in `loop`: with the wgmma

@@ -343,6 +343,11 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
     `tile-pipeline`'s `tma` option decides for all: true requires TMA bulk
     copies (an error names the copy that cannot be one TMA box, or the
     missing option), false keeps cp.async (`T.Pipelined(..., tma=...)`).
+    `warp_specialize` (in the attribute dictionary) makes the loop's TMA
+    copies the work of a producer warpgroup (`tile.producer`) that runs
+    ahead of the kernel's threads on full / empty mbarriers, with no block
+    barrier per iteration (`T.Pipelined(..., warp_specialize=True)`); it
+    needs TMA and a loop at the kernel's top level.
 
     ```mlir
     tile.pipelined %k = %c0 to %c32 step %c1 num_stages 3 {
@@ -353,7 +358,7 @@ def Tile_PipelinedOp : Tile_Op<"pipelined", [
   }];
   let arguments = (ins Index:$lowerBound, Index:$upperBound, Index:$step,
                        I64Attr:$num_stages, UnitAttr:$wgmma_in_flight,
-                       OptionalAttr<BoolAttr>:$tma);
+                       OptionalAttr<BoolAttr>:$tma, UnitAttr:$warp_specialize);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -418,22 +423,78 @@ def Tile_Barriers : Type<And<[Tile_SharedBuffer.predicate,
                          "1-D shared-memory memref of i64 (mbarriers)", "::mlir::MemRefType">;
 
 def Tile_MbarrierInitOp : Tile_Op<"mbarrier_init", []> {
-  let summary = "Initialise a row of mbarriers, one arrival each";
+  let summary = "Initialise a row of mbarriers";
   let description = [{
     The block's first thread initialises every mbarrier of `barriers` (one
-    i64 word each in shared memory) with an expected arrival count of 1 and
-    fences the initialisation for the async proxy (`mbarrier.init`,
-    `fence.mbarrier_init`). A `gpu.barrier` must follow before any thread
-    uses them.
+    i64 word each in shared memory) with an expected arrival count of
+    `count` (1 unless given) and fences the initialisation for the async
+    proxy (`mbarrier.init`, `fence.mbarrier_init`). A `gpu.barrier` must
+    follow before any thread uses them.
 
     ```mlir
     %bars = tile.alloc_shared : memref<4xi64, #gpu.address_space<workgroup>>
     tile.mbarrier_init %bars : memref<4xi64, #gpu.address_space<workgroup>>
+    tile.mbarrier_init %empty {count = 8} : memref<4xi64, #gpu.address_space<workgroup>>
     gpu.barrier
     ```
   }];
-  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers);
+  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers,
+                       DefaultValuedAttr<I64Attr, "1">:$count);
   let assemblyFormat = "$barriers attr-dict `:` type($barriers)";
+  let hasVerifier = 1;
+}
+
+def Tile_MbarrierArriveOp : Tile_Op<"mbarrier_arrive", []> {
+  let summary = "Arrive on an mbarrier once per warp";
+  let description = [{
+    Each warp of the executing threads arrives once (its first lane, after
+    every lane of the warp reached this point) on mbarrier `index`
+    (`mbarrier.arrive`, release semantics at CTA scope): a warp-specialised
+    pipeline's consumers hand a stage back to the producer so, on an
+    "empty" barrier initialised with one arrival per consumer warp.
+
+    ```mlir
+    tile.mbarrier_arrive %empty[%stage]
+        : memref<4xi64, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemRead, MemWrite]>:$barriers,
+                       Index:$index);
+  let assemblyFormat = [{
+    $barriers `[` $index `]` attr-dict `:` type($barriers)
+  }];
+}
+
+def Tile_ProducerOp : Tile_Op<"producer", [
+    HasParent<"KernelOp">, SingleBlock, NoTerminator,
+    RecursiveMemoryEffects]> {
+  let summary = "The producer warpgroup of a warp-specialised kernel";
+  let description = [{
+    A kernel with a `tile.producer` runs one more warpgroup than its
+    `threads`: threads `threads .. threads + 127`. They lower their register
+    budget (`setmaxnreg.dec`), one of them runs the region (TMA bulk copies
+    into pipeline stages, waiting for the consumers to hand stages back on
+    "empty" mbarriers), and they leave the kernel. The kernel's own threads
+    skip the region, raise their register budget (`setmaxnreg.inc`), and
+    run the rest of the kernel, synchronising among themselves only (named
+    barriers of `threads` threads). `tile-pipeline` builds it for a
+    `tile.pipelined ... {warp_specialize}` loop; it follows the kernel's
+    allocations and mbarrier initialisation, and its region uses nothing
+    the kernel computes after it.
+
+    ```mlir
+    tile.producer {
+      scf.for %i = %c0 to %c16 step %c1 { ... tile.bulk_copy ... }
+    }
+    ```
+  }];
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$body attr-dict";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Threads of the producer warpgroup (one warpgroup).
+    static constexpr int64_t kThreads = 128;
+  }];
 }
 
 def Tile_MbarrierArriveExpectTxOp : Tile_Op<"mbarrier_arrive_expect_tx", []> {
