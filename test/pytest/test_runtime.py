@@ -895,12 +895,12 @@ def test_fast_path_reports_driver_errors(art, fake_torch, fake_driver):
 
 def test_scalar_packing_matches_the_general_path(tmp_path, base_meta, fake_torch, fake_driver):
     """Every scalar dtype: the fast path writes the bytes pack_scalar would."""
-    from tilemega.runtime.dtypes import DTYPES
+    from tilemega.runtime.dtypes import DTYPES, SCALAR_DTYPES
     cases = {"float16": [1.0, -2.5, 65504.0, 1e-8, 3], "bfloat16": [1.0, 1.00390625, -2.5, 7],
              "float32": [0.1, -1e38, float("inf"), 2], "float64": [0.1, 1e300],
              "int8": [-128, 127], "uint8": [0, 255], "int16": [-32768, 32767],
              "int32": [-(2**31), 2**31 - 1], "int64": [-(2**63), 2**63 - 1]}
-    assert set(cases) == set(DTYPES)
+    assert set(cases) == set(SCALAR_DTYPES)
     for dtype, values in cases.items():
         meta = json.loads(json.dumps(base_meta))
         meta["kernels"][0]["params"][2]["dtype"] = dtype

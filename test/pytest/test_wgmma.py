@@ -165,3 +165,45 @@ def test_the_loop_knob_needs_three_stages_and_a_bool():
         gemm_tn(stages=2).ir(config={"in_flight": True})
     with pytest.raises(tilemega.language.TileLangError, match="must be a Python bool"):
         gemm_tn().ir(config={"in_flight": 1})
+
+
+def ws_gemm(warp_specialize=True, tma=None, nested=False):
+    """The TN gemm with its K loop warp-specialised (or asked to be in ways
+    that cannot work)."""
+    @tilemega.jit(cache=False)
+    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((N, K), "bfloat16"),
+               C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // BM, N // BN, threads=256) as (bx, by):
+            a_s = T.alloc_shared((BM, BK), "bfloat16")
+            b_s = T.alloc_shared((BN, BK), "bfloat16")
+            acc = T.alloc_fragment((BM, BN), "float32")
+            T.clear(acc)
+            for _ in (T.serial(1) if nested else [0]):
+                for k in T.Pipelined(K // BK, num_stages=3, tma=tma,
+                                     warp_specialize=warp_specialize):
+                    T.copy(A[bx * BM, k * BK], a_s)
+                    T.copy(B[by * BN, k * BK], b_s)
+                    T.gemm(a_s, b_s, acc, transpose_B=True)
+            T.copy(acc, C[bx * BM, by * BN])
+    return kernel
+
+
+def test_a_warp_specialised_loop_gets_a_producer_warpgroup():
+    art = tilemega.compile(ws_gemm().ir(), assemble=ptxas_checks_enabled())
+    (kernel,) = art.kernels
+    assert kernel["block"] == [384, 1, 1]
+    assert "setmaxnreg.inc.sync.aligned.u32 \t232;" in art.ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in art.ptx
+    assert re.search(r"bar\.sync\s+1, 256;", art.ptx)
+    assert "mbarrier.arrive.shared" in art.ptx and "cp.async.bulk.tensor" in art.ptx
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
+
+
+def test_warp_specialize_is_checked_at_the_users_line():
+    with pytest.raises(tilemega.language.TileLangError, match="must be a Python bool"):
+        ws_gemm(warp_specialize=1).ir()
+    with pytest.raises(tilemega.language.TileLangError, match="needs TMA .* but tma=False"):
+        ws_gemm(tma=False).ir()
+    with pytest.raises(tilemega.language.TileLangError, match="kernel's top level"):
+        ws_gemm(nested=True).ir()

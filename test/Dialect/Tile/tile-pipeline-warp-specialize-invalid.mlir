@@ -1,0 +1,77 @@
+// RUN: tilemega-opt %s -tile-pipeline="wgmma=true tma=true" -split-input-file -verify-diagnostics
+
+// A warp-specialised loop must be at the kernel's top level.
+func.func @nested(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    tile.pipelined %o = %c0 to %c2 step %c1 num_stages 1 {
+      // expected-error @+1 {{is warp-specialised, but is not at the kernel's top level}}
+      tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+        %col = arith.muli %k, %c64 : index
+        tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Consumers are whole warpgroups (the producer is the one after them).
+func.func @partial_warpgroup(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 64 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{is warp-specialised, which needs whole warpgroups of consumers (threads a multiple of 128), got 64}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    }
+  }
+  return
+}
+
+// -----
+
+// The producer issues TMA copies: a copy that cannot be one TMA box (rows
+// of 20 f16, 40 bytes) is an error naming it.
+func.func @not_tma(%A: memref<64x20xf16>, %F: memref<64x8xf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c8 = arith.constant 8 : index
+    %a = tile.alloc_shared : memref<64x8xf16, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{is warp-specialised, which needs TMA, but the copy at}}
+    tile.pipelined %k = %c0 to %c2 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c8 : index
+      tile.copy %A[%c0, %col] to %a[0, 0] sizes [64, 8] : memref<64x20xf16> to memref<64x8xf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %F[0, 0] sizes [64, 8] : memref<64x8xf16, #gpu.address_space<workgroup>> to memref<64x8xf16>
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @says_no_tma(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    // expected-error @+1 {{warp_specialize needs TMA (its producer issues bulk copies), but the loop says tma = false}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {tma = false, warp_specialize} {
+    }
+  }
+  return
+}
