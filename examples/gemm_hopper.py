@@ -18,6 +18,10 @@ block.
 `group_m` orders the blocks in groups of that many row tiles (the L2 reuse
 of a grouped raster, TileLang's `T.use_swizzle`); 0 walks rows of blocks.
 
+`persistent` (with warp_specialize) launches that many blocks, each
+walking tiles block, block + persistent, ... with the warp-specialised K
+loop inside: the producer loads the next tile while the consumers store C.
+
 `warp_specialize` gives the K loop's TMA copies to a producer warpgroup
 added to the block (`T.Pipelined(..., warp_specialize=True)`): it runs up
 to `num_stages` k-tiles ahead on full / empty mbarriers while the consumer
@@ -44,7 +48,8 @@ from example_config import with_defaults
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0,
-                transpose_a=False, transpose_b=True, warp_specialize=False)
+                transpose_a=False, transpose_b=True, warp_specialize=False,
+                persistent=0)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -58,6 +63,12 @@ def config(**overrides):
     if cfg["block_m"] % 64:
         raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
                          f"got {cfg['block_m']}")
+    if cfg["persistent"] < 0:
+        raise ValueError(f"persistent must be 0 (one block a tile) or the number of "
+                         f"blocks, got {cfg['persistent']}")
+    if cfg["persistent"] and not cfg["warp_specialize"]:
+        raise ValueError("persistent needs warp_specialize (the producer warpgroup runs "
+                         "ahead into the next tile while the consumers store C)")
     if cfg["warp_specialize"] and cfg["block_m"] % 128:
         raise ValueError(f"warp_specialize needs block_m a multiple of 128 (whole "
                          f"consumer warpgroups), got {cfg['block_m']}")
@@ -90,6 +101,9 @@ def build(name="gemm_hopper", **overrides):
 
     ta, tb = cfg["transpose_a"], cfg["transpose_b"]
     a_shape, b_shape = a_shape_of(cfg), b_shape_of(cfg)
+
+    if cfg["persistent"]:
+        return _build_persistent(name, cfg, T, tilemega, dtype, row_chunks)
 
     @tilemega.jit(name=name, cache=False)
     def kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
@@ -128,6 +142,55 @@ def build(name="gemm_hopper", **overrides):
                 T.copy(c_s, C[bx * BM, by * BN])
             else:
                 T.copy(acc, C[bx * BM, by * BN])
+
+    return kernel.ir()
+
+
+def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
+    """`persistent` blocks walk the tiles t = block, block + persistent, ...
+    (grouped order with group_m): the K loop is warp-specialised inside the
+    loop over tiles, so the producer warpgroup loads the next tile's
+    k-tiles while the consumers store this tile's C (stage_c: through a
+    shared tile of its own, next to the stages)."""
+    M, N, K = cfg["M"], cfg["N"], cfg["K"]
+    BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
+    group, blocks_n = cfg["group_m"], cfg["persistent"]
+    ta, tb = cfg["transpose_a"], cfg["transpose_b"]
+    grid_m, grid_n = -(-M // BM), -(-N // BN)
+
+    @tilemega.jit(name=name, cache=False)
+    def kernel(A: T.Tensor(a_shape_of(cfg), dtype), B: T.Tensor(b_shape_of(cfg), dtype),
+               C: T.Tensor((M, N), dtype)):
+        with T.Kernel(blocks_n, threads=threads(cfg)) as block:
+            a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
+            b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
+            acc = T.alloc_fragment((BM, BN), "float32")
+            c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks) if cfg["stage_c"] \
+                else None
+            for t in T.serial(block, grid_m * grid_n, blocks_n):
+                if group:
+                    in_group = t % (group * grid_n)
+                    bx = t // (group * grid_n) * group + in_group % group
+                    by = in_group // group
+                else:
+                    bx, by = t // grid_n, t % grid_n
+                T.clear(acc)
+                for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
+                                     warp_specialize=True):
+                    if ta:
+                        T.copy(A[k * BLOCK_K, bx * BM], a_s)
+                    else:
+                        T.copy(A[bx * BM, k * BLOCK_K], a_s)
+                    if tb:
+                        T.copy(B[by * BN, k * BLOCK_K], b_s)
+                    else:
+                        T.copy(B[k * BLOCK_K, by * BN], b_s)
+                    T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
+                if c_s is not None:
+                    T.copy(acc, c_s)
+                    T.copy(c_s, C[bx * BM, by * BN])
+                else:
+                    T.copy(acc, C[bx * BM, by * BN])
 
     return kernel.ir()
 

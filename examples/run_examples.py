@@ -80,6 +80,18 @@ EXAMPLES = [
       "warp_specialize": True}),
     ("gemm_hopper_bf16_nt_512x512x256_ws_no_in_flight", "gemm_hopper",
      {"M": 512, "N": 512, "K": 256, "num_stages": 2, "warp_specialize": True}),
+    # Persistent: fewer blocks than tiles, each walking its tiles with the
+    # warp-specialised K loop inside (the pipeline's phases run on across
+    # tiles; 7 blocks over 32 tiles, 5 over 12 of 5 k-tiles each).
+    ("gemm_hopper_bf16_nt_1000x1000x1000_persistent", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "block_n": 256, "num_stages": 3, "stage_c": True,
+      "warp_specialize": True, "persistent": 16}),
+    ("gemm_hopper_bf16_nn_1000x1000x1000_persistent_g8", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_b": False, "group_m": 8,
+      "stage_c": True, "warp_specialize": True, "persistent": 7}),
+    ("gemm_hopper_f16_tn_512x768x320_persistent", "gemm_hopper",
+     {"M": 512, "N": 768, "K": 320, "dtype": "f16", "transpose_a": True,
+      "transpose_b": False, "num_stages": 3, "warp_specialize": True, "persistent": 5}),
     # 8-bit float inputs (wgmma k32, K-major), per-tensor scales, bf16 out;
     # masked M and N.
     ("gemm_fp8_e4m3_1024", "gemm_fp8", {"M": 1024, "N": 1024, "K": 1024}),

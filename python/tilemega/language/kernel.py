@@ -138,7 +138,8 @@ class Pipelined:
     `warp_specialize=True` (Hopper, TMA) gives the loop's copies to a
     producer warpgroup added to the kernel's threads, which runs ahead of
     them on full / empty mbarriers (`tile.producer`); the loop must be at
-    the kernel's top level."""
+    the kernel's top level or in a loop that is (a persistent kernel's loop
+    over its tiles, whose iterations the producer then runs ahead through)."""
 
     def __init__(self, start, stop=None, step=1, *, num_stages=1, wgmma_in_flight=False,
                  tma=None, warp_specialize=False, **ignored):
@@ -178,9 +179,13 @@ class Pipelined:
         if self.warp_specialize and self.tma is False:
             user_error(api, "warp_specialize needs TMA (its producer warpgroup issues bulk "
                             "copies), but tma=False")
-        if self.warp_specialize and state.scope.kind != "kernel":
-            user_error(api, "warp_specialize needs a loop at the kernel's top level (the "
-                            "producer warpgroup runs the kernel's only such loop)")
+        scope = state.scope
+        if self.warp_specialize and not (
+                scope.kind == "kernel" or
+                (scope.kind == "pipelined" and scope.parent.kind == "kernel")):
+            user_error(api, "warp_specialize needs a loop at the kernel's top level or in a "
+                            "loop that is (a persistent kernel's loop over its tiles): the "
+                            "producer warpgroup runs the kernel's only such loop")
         step = static_int(self.step, "step", api, minimum=1)
         lb = to_index(self.start, api, "start")
         ub = to_index(self.stop, api, "stop")

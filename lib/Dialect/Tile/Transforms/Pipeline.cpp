@@ -586,10 +586,25 @@ struct TilePipelinePass
   /// No block barrier per iteration: the mbarriers order every hand-over.
   LogicalResult pipelineWarpSpecialized(KernelOp kernel, PipelinedOp loop,
                                         MutableArrayRef<Producer> list) {
-    if (loop->getParentOp() != kernel.getOperation())
-      return loop.emitOpError("is warp-specialised, but is not at the "
-                              "kernel's top level (the producer warpgroup "
-                              "runs the kernel's only such loop)");
+    // At the kernel's top level, or inside one loop that is (a persistent
+    // kernel's loop over its tiles), whose iterations then run the loop in
+    // turn: iteration i of the j-th is the pipeline's iteration j * trips +
+    // i, trips the same every time.
+    PipelinedOp outer = dyn_cast<PipelinedOp>(loop->getParentOp());
+    if (loop->getParentOp() != kernel.getOperation() &&
+        (!outer || outer->getParentOp() != kernel.getOperation()))
+      return loop.emitOpError("is warp-specialised, but is neither at the "
+                              "kernel's top level nor in a loop that is (the "
+                              "producer warpgroup runs the kernel's only "
+                              "such loop, or that loop's iterations)");
+    if (outer)
+      for (Value bound :
+           {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+        if (outer->isAncestor(bound.getParentRegion()->getParentOp()))
+          return loop.emitOpError(
+              "is warp-specialised inside a loop, so its bounds must not "
+              "change from one iteration of that loop to the next (they are "
+              "computed inside it)");
     if (kernel->hasAttr(TileDialect::getPersistentAttrName()))
       return loop.emitOpError("is warp-specialised inside a persistent kernel");
     if (kernel.getThreads() % ProducerOp::kThreads != 0)
@@ -661,20 +676,39 @@ struct TilePipelinePass
       return arith::RemUIOp::create(ob, loc, phase, index(ob, 2));
     };
 
-    // The producer's loop.
+    // The pipeline's iteration of the loop's iteration `i` in the enclosing
+    // loop's iteration whose induction variable is `outerIv`.
+    auto globalOf = [&](OpBuilder &ob, Value outerIv, Value i) -> Value {
+      if (!outer)
+        return i;
+      Value span = arith::SubIOp::create(ob, loc, outerIv, outer.getLowerBound());
+      Value j = arith::DivUIOp::create(ob, loc, span, outer.getStep());
+      Value base = arith::MulIOp::create(ob, loc, j, tripsOf(ob));
+      return arith::AddIOp::create(ob, loc, base, i);
+    };
+
+    // The producer's loop (in a copy of the enclosing loop).
     OpBuilder pb = OpBuilder::atBlockEnd(producerBody);
+    Value producerOuterIv;
+    if (outer) {
+      auto tiles = scf::ForOp::create(pb, loc, outer.getLowerBound(),
+                                      outer.getUpperBound(), outer.getStep());
+      producerOuterIv = tiles.getInductionVar();
+      pb.setInsertionPoint(tiles.getBody()->getTerminator());
+    }
     auto produce = scf::ForOp::create(pb, loc, index(pb, 0), tripsOf(pb),
                                       index(pb, 1));
     {
       OpBuilder ib = OpBuilder::atBlockTerminator(produce.getBody());
       Value i = produce.getInductionVar();
-      Value stage = getStage(ib, loc, i, numStages);
+      Value g = globalOf(ib, producerOuterIv, i);
+      Value stage = getStage(ib, loc, g, numStages);
       Value refill = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::uge,
-                                           i, index(ib, numStages));
+                                           g, index(ib, numStages));
       auto ifRefill = scf::IfOp::create(ib, loc, refill, false);
       {
         OpBuilder rb = OpBuilder::atBlockTerminator(ifRefill.thenBlock());
-        MbarrierWaitOp::create(rb, loc, empty, stage, parityOf(rb, i, 1));
+        MbarrierWaitOp::create(rb, loc, empty, stage, parityOf(rb, g, 1));
       }
       MbarrierArriveExpectTxOp::create(ib, loc, full, stage,
                                        ib.getI64IntegerAttr(stageBytes));
@@ -696,7 +730,10 @@ struct TilePipelinePass
                            stageView(ib, loc, p.buffer, stage), full, stage);
       }
     }
-    if (failed(recomputeInside(producer, top)))
+    IRMapping seeded;
+    if (outer)
+      seeded.map(outer.getInductionVar(), producerOuterIv);
+    if (failed(recomputeInside(producer, top, seeded)))
       return failure();
 
     // The consumers' loop, where the pipelined one was.
@@ -705,8 +742,10 @@ struct TilePipelinePass
                                     index(b, 1));
     OpBuilder fb = OpBuilder::atBlockTerminator(forOp.getBody());
     Value i = forOp.getInductionVar();
-    Value stage = getStage(fb, loc, i, numStages);
-    MbarrierWaitOp::create(fb, loc, full, stage, parityOf(fb, i, 0));
+    Value outerIv = outer ? outer.getInductionVar() : Value();
+    Value g = globalOf(fb, outerIv, i);
+    Value stage = getStage(fb, loc, g, numStages);
+    MbarrierWaitOp::create(fb, loc, full, stage, parityOf(fb, g, 0));
     Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
     Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
     for (Producer &p : list) {
@@ -726,14 +765,29 @@ struct TilePipelinePass
             eb, loc, arith::CmpIPredicate::uge, i, index(eb, 1));
         auto ifPrevious = scf::IfOp::create(eb, loc, previous, false);
         OpBuilder ab = OpBuilder::atBlockTerminator(ifPrevious.thenBlock());
-        Value before = arith::SubIOp::create(ab, loc, i, index(ab, 1));
+        Value before = arith::SubIOp::create(ab, loc, g, index(ab, 1));
         MbarrierArriveOp::create(ab, loc, empty,
                                  getStage(ab, loc, before, numStages));
       }
     }
+    b.setInsertionPointAfter(forOp);
+    if (!inFlight.empty()) {
+      // The last iteration's stage, once the wait after the loop (which the
+      // gemm lowering puts right after it) has seen its wgmma done: the
+      // producer may be refilling it for the next tile.
+      Value trips = tripsOf(b);
+      Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                        trips, index(b, 0));
+      auto ifAny = scf::IfOp::create(b, loc, any, false);
+      OpBuilder lb2 = OpBuilder::atBlockTerminator(ifAny.thenBlock());
+      Value lastI = arith::SubIOp::create(lb2, loc, trips, index(lb2, 1));
+      Value lastG = globalOf(lb2, outerIv, lastI);
+      MbarrierArriveOp::create(lb2, loc, empty,
+                               getStage(lb2, loc, lastG, numStages));
+      b.setInsertionPointAfter(ifAny);
+    }
     // After the loop, later writers of shared memory wait for every
     // consumer to be done with the stages.
-    b.setInsertionPointAfter(forOp);
     gpu::BarrierOp::create(b, loc);
     if (!inFlight.empty()) {
       forOp->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
@@ -757,15 +811,21 @@ struct TilePipelinePass
   }
 
   /// Makes the producer's region use nothing the kernel computes after it:
-  /// each such value is recomputed at the region's start (pure ops with no
-  /// regions, as the copies' addresses are); anything else is an error.
-  LogicalResult recomputeInside(ProducerOp producer, Block &top) {
-    Block &body = producer.getBody().front();
-    Operation *first = &body.front();
-    IRMapping mapping;
-    std::function<FailureOr<Value>(Value)> available =
-        [&](Value value) -> FailureOr<Value> {
-      if (Value known = mapping.lookupOrNull(value))
+  /// each such value is recomputed in the block that uses it, before that
+  /// block's own ops (pure ops with no regions, as the copies' addresses
+  /// are; `seeded` maps the enclosing loop's induction variable to the
+  /// producer's copy of that loop); anything else is an error.
+  LogicalResult recomputeInside(ProducerOp producer, Block &top,
+                                const IRMapping &seeded) {
+    DenseMap<Block *, Operation *> firstOf;
+    producer.getBody().walk([&](Block *block) {
+      if (!block->empty())
+        firstOf[block] = &block->front();
+    });
+    DenseMap<std::pair<Value, Block *>, Value> made;
+    std::function<FailureOr<Value>(Value, Block *)> available =
+        [&](Value value, Block *block) -> FailureOr<Value> {
+      if (Value known = seeded.lookupOrNull(value))
         return known;
       Operation *def = value.getDefiningOp();
       if (!def || producer->isAncestor(def))
@@ -773,28 +833,35 @@ struct TilePipelinePass
       Operation *inTop = top.findAncestorOpInBlock(*def);
       if (!inTop || inTop->isBeforeInBlock(producer))
         return value;
+      if (Value known = made.lookup({value, block}))
+        return known;
       if (!isPure(def) || def->getNumRegions() != 0)
         return producer.emitOpError()
                << "copies from an address computed by '"
                << def->getName() << "' at " << def->getLoc()
                << ", which the producer cannot recompute (it has effects or "
                   "regions)";
-      for (Value operand : def->getOperands())
-        if (failed(available(operand)))
+      IRMapping operands;
+      for (Value operand : def->getOperands()) {
+        FailureOr<Value> got = available(operand, block);
+        if (failed(got))
           return failure();
-      OpBuilder ob(first);
-      Operation *clone = ob.clone(*def, mapping);
+        operands.map(operand, *got);
+      }
+      OpBuilder ob(firstOf.lookup(block));
+      Operation *clone = ob.clone(*def, operands);
       for (auto [from, to] : llvm::zip(def->getResults(), clone->getResults()))
-        mapping.map(from, to);
-      return mapping.lookup(value);
+        made[{from, block}] = to;
+      return made.lookup({value, block});
     };
     SmallVector<OpOperand *> uses;
-    body.walk([&](Operation *op) {
+    producer.getBody().walk([&](Operation *op) {
       for (OpOperand &use : op->getOpOperands())
         uses.push_back(&use);
     });
     for (OpOperand *use : uses) {
-      FailureOr<Value> value = available(use->get());
+      FailureOr<Value> value =
+          available(use->get(), use->getOwner()->getBlock());
       if (failed(value))
         return failure();
       use->set(*value);
