@@ -179,11 +179,12 @@ def ws_gemm(warp_specialize=True, tma=None, nested=False):
             acc = T.alloc_fragment((BM, BN), "float32")
             T.clear(acc)
             for _ in (T.serial(1) if nested else [0]):
-                for k in T.Pipelined(K // BK, num_stages=3, tma=tma,
-                                     warp_specialize=warp_specialize):
-                    T.copy(A[bx * BM, k * BK], a_s)
-                    T.copy(B[by * BN, k * BK], b_s)
-                    T.gemm(a_s, b_s, acc, transpose_B=True)
+                for _ in (T.serial(1) if nested else [0]):
+                    for k in T.Pipelined(K // BK, num_stages=3, tma=tma,
+                                         warp_specialize=warp_specialize):
+                        T.copy(A[bx * BM, k * BK], a_s)
+                        T.copy(B[by * BN, k * BK], b_s)
+                        T.gemm(a_s, b_s, acc, transpose_B=True)
             T.copy(acc, C[bx * BM, by * BN])
     return kernel
 
@@ -205,5 +206,24 @@ def test_warp_specialize_is_checked_at_the_users_line():
         ws_gemm(warp_specialize=1).ir()
     with pytest.raises(tilemega.language.TileLangError, match="needs TMA .* but tma=False"):
         ws_gemm(tma=False).ir()
-    with pytest.raises(tilemega.language.TileLangError, match="kernel's top level"):
+    # Two loops deep: neither at the top level nor in a loop that is.
+    with pytest.raises(tilemega.language.TileLangError, match="kernel's top level or in a "
+                                                              "loop that is"):
         ws_gemm(nested=True).ir()
+
+
+def test_a_persistent_kernel_runs_the_pipeline_across_its_tiles():
+    """examples/gemm_hopper.py persistent: the producer copies the loop over
+    tiles, and the consumers hand back each tile's last stage after the
+    wgmma wait that ends its K loop."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    import gemm_hopper
+    ir = gemm_hopper.build(M=512, N=512, K=512, num_stages=3, warp_specialize=True,
+                           persistent=3, stage_c=True)
+    art = tilemega.compile(ir, assemble=ptxas_checks_enabled())
+    (kernel,) = art.kernels
+    assert kernel["grid"] == [3, 1, 1] and kernel["block"] == [384, 1, 1]
+    assert art.ptx.count("setmaxnreg.dec") == 1 and "cp.async.bulk.tensor" in art.ptx
+    with pytest.raises(ValueError, match="persistent needs warp_specialize"):
+        gemm_hopper.config(persistent=4)

@@ -1,6 +1,7 @@
 // RUN: tilemega-opt %s -tile-pipeline="wgmma=true tma=true" -split-input-file -verify-diagnostics
 
-// A warp-specialised loop must be at the kernel's top level.
+// A warp-specialised loop must be at the kernel's top level or in a loop
+// that is: two loops deep is neither.
 func.func @nested(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
   tile.kernel blocks(%b) in [1] threads 128 {
     %c0 = arith.constant 0 : index
@@ -10,8 +11,34 @@ func.func @nested(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
     %c64 = arith.constant 64 : index
     %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
     tile.pipelined %o = %c0 to %c2 step %c1 num_stages 1 {
-      // expected-error @+1 {{is warp-specialised, but is not at the kernel's top level}}
-      tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      tile.pipelined %p = %c0 to %c2 step %c1 num_stages 1 {
+        // expected-error @+1 {{is warp-specialised, but is neither at the kernel's top level nor in a loop that is}}
+        tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+          %col = arith.muli %k, %c64 : index
+          tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+          tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+        }
+      }
+    }
+  }
+  return
+}
+
+// -----
+
+// Inside a loop over tiles the loop's trip count must not change from tile
+// to tile (the pipeline's iteration is j * trips + i).
+func.func @varying_bounds(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    tile.pipelined %o = %c0 to %c2 step %c1 num_stages 1 {
+      %n = arith.addi %o, %c2 : index
+      // expected-error @+1 {{its bounds must not change from one iteration of that loop to the next}}
+      tile.pipelined %k = %c0 to %n step %c1 num_stages 2 attributes {warp_specialize} {
         %col = arith.muli %k, %c64 : index
         tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
         tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>

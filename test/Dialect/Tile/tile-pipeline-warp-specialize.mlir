@@ -7,7 +7,8 @@
 // iteration's copies, waiting for the stage's hand-back from iteration N on
 // (parity (i / N + 1) % 2); the consumers' loop waits full[i % N] (parity
 // (i / N) % 2), computes, and hands back the stage of iteration i - 1 (the
-// gemm's wgmma is in flight) with no block barrier inside the loop.
+// gemm's wgmma is in flight) with no block barrier inside the loop, and
+// the last iteration's stage after the loop.
 
 // CHECK-LABEL: func.func @warp_specialized
 // CHECK:         tile.alloc_fragment
@@ -34,7 +35,10 @@
 // CHECK:           scf.if
 // CHECK:             tile.mbarrier_arrive %[[EMPTY]]
 // CHECK:         } {tile.wgmma_in_flight}
-// CHECK-NEXT:    gpu.barrier
+// CHECK:         arith.cmpi sgt
+// CHECK-NEXT:    scf.if
+// CHECK:           tile.mbarrier_arrive %[[EMPTY]]
+// CHECK:         gpu.barrier
 
 // Lowered: 256 + 128 threads launched; after the block barrier that
 // publishes the mbarriers, threads < 256 raise their registers and run the
