@@ -102,3 +102,30 @@ func.func @says_no_tma(%A: memref<128x512xbf16>) {
   }
   return
 }
+
+// -----
+
+// One producer warpgroup a kernel: a second warp-specialised loop is an
+// error at the second.
+func.func @two_loops(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %a2 = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    }
+    // expected-error @+1 {{is the kernel's second warp-specialised loop; a kernel has one producer warpgroup}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %col] to %a2[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a2[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    }
+  }
+  return
+}

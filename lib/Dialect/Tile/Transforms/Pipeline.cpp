@@ -607,6 +607,9 @@ struct TilePipelinePass
               "computed inside it)");
     if (kernel->hasAttr(TileDialect::getPersistentAttrName()))
       return loop.emitOpError("is warp-specialised inside a persistent kernel");
+    if (!kernel.getBody().getOps<ProducerOp>().empty())
+      return loop.emitOpError("is the kernel's second warp-specialised loop; a "
+                              "kernel has one producer warpgroup");
     if (kernel.getThreads() % ProducerOp::kThreads != 0)
       return loop.emitOpError()
              << "is warp-specialised, which needs whole warpgroups of "
