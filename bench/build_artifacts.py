@@ -116,6 +116,22 @@ HOPPER_GEMMS = {
     "bench_gemm_hopper_bf16_tn_3000x5000x1234_persistent": dict(
         M=3000, N=5000, K=1234, block_n=256, num_stages=3, stage_c=True, group_m=8,
         transpose_a=True, transpose_b=False, warp_specialize=True, persistent=132),
+    # C stored by TMA, one tile a block (4 stages) and persistent (3).
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_tma_store":
+       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t", tma_store=True)
+       for form, n in (("nt", 4096), ("nt", 8192))},
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_persistent_tma_store":
+       _cube(n, block_n=256, num_stages=3, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True, persistent=132, tma_store=True)
+       for form, n in (("nt", 4096), ("nt", 8192))},
+    **{f"bench_gemm_hopper_bf16_tn_3000x5000x1234{suffix}": dict(
+        M=3000, N=5000, K=1234, block_n=256, stage_c=True, group_m=8,
+        transpose_a=True, transpose_b=False, tma_store=True, **extra)
+       for suffix, extra in (("_tma_store", dict(num_stages=4)),
+                             ("_persistent_tma_store",
+                              dict(num_stages=3, warp_specialize=True, persistent=132)))},
     "bench_gemm_hopper_bf16_tn_3000x5000x1234_stage_c_g8_ws": dict(
         M=3000, N=5000, K=1234, block_n=256, num_stages=4, stage_c=True, group_m=8,
         transpose_a=True, transpose_b=False, warp_specialize=True),

@@ -22,6 +22,10 @@ of a grouped raster, TileLang's `T.use_swizzle`); 0 walks rows of blocks.
 walking tiles block, block + persistent, ... with the warp-specialised K
 loop inside: the producer loads the next tile while the consumers store C.
 
+`tma_store` (with stage_c) stores C's shared tile by TMA (one thread's bulk
+copies, a box per 64-column block of the 128-byte-swizzled tile) instead of
+the threads' 16-byte stores.
+
 `warp_specialize` gives the K loop's TMA copies to a producer warpgroup
 added to the block (`T.Pipelined(..., warp_specialize=True)`): it runs up
 to `num_stages` k-tiles ahead on full / empty mbarriers while the consumer
@@ -49,7 +53,7 @@ from example_config import with_defaults
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0,
                 transpose_a=False, transpose_b=True, warp_specialize=False,
-                persistent=0)
+                persistent=0, tma_store=False)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -63,6 +67,8 @@ def config(**overrides):
     if cfg["block_m"] % 64:
         raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
                          f"got {cfg['block_m']}")
+    if cfg["tma_store"] and not cfg["stage_c"]:
+        raise ValueError("tma_store needs stage_c (the TMA store reads C's shared tile)")
     if cfg["persistent"] < 0:
         raise ValueError(f"persistent must be 0 (one block a tile) or the number of "
                          f"blocks, got {cfg['persistent']}")
@@ -97,6 +103,10 @@ def build(name="gemm_hopper", **overrides):
     # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
     # bits (a row is BN elements: bit log2(BN) of the offset starts the row).
     row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
+    if cfg["tma_store"]:
+        # What a TMA store reads: 128-byte rows under the 128-byte swizzle,
+        # in blocks of 64 columns (one box each).
+        row_chunks = T.Swizzle(bits=3, base=3, shift=3, columns=64)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
     ta, tb = cfg["transpose_a"], cfg["transpose_b"]
@@ -139,7 +149,7 @@ def build(name="gemm_hopper", **overrides):
             if stage_c:
                 c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks)
                 T.copy(acc, c_s)
-                T.copy(c_s, C[bx * BM, by * BN])
+                T.copy(c_s, C[bx * BM, by * BN], tma_store=cfg["tma_store"])
             else:
                 T.copy(acc, C[bx * BM, by * BN])
 
@@ -188,7 +198,7 @@ def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
                     T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
                 if c_s is not None:
                     T.copy(acc, c_s)
-                    T.copy(c_s, C[bx * BM, by * BN])
+                    T.copy(c_s, C[bx * BM, by * BN], tma_store=cfg["tma_store"])
                 else:
                     T.copy(acc, C[bx * BM, by * BN])
 

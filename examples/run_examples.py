@@ -92,6 +92,15 @@ EXAMPLES = [
     ("gemm_hopper_f16_tn_512x768x320_persistent", "gemm_hopper",
      {"M": 512, "N": 768, "K": 320, "dtype": "f16", "transpose_a": True,
       "transpose_b": False, "num_stages": 3, "warp_specialize": True, "persistent": 5}),
+    # C stored by TMA (a box per 64-column block of C's shared tile; masked
+    # edges not written), one tile a block and persistent.
+    ("gemm_hopper_bf16_nt_1000x1000x1000_tma_store", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "block_n": 256, "num_stages": 3, "stage_c": True,
+      "tma_store": True}),
+    ("gemm_hopper_bf16_nn_1000x1000x1000_persistent_tma_store", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_b": False, "block_n": 256,
+      "num_stages": 3, "stage_c": True, "warp_specialize": True, "persistent": 16,
+      "tma_store": True}),
     # 8-bit float inputs (wgmma k32, K-major), per-tensor scales, bf16 out;
     # masked M and N.
     ("gemm_fp8_e4m3_1024", "gemm_fp8", {"M": 1024, "N": 1024, "K": 1024}),

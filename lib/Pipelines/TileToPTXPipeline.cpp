@@ -54,6 +54,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;
+  toGPU.tma = options.tma;
   pm.addPass(createConvertTileToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

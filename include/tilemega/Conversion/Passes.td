@@ -43,7 +43,11 @@ def ConvertTileToGPU : Pass<"convert-tile-to-gpu", "::mlir::ModuleOp"> {
            "Lower the tile.gemm ops that tile::chooseWgmma accepts to Hopper's "
            "wgmma.mma_async (sm_90a only), their operand tiles aligned to the "
            "1024-byte swizzle period (the pass's default is off; "
-           "tilemega.compile turns it on for sm_90a).">
+           "tilemega.compile turns it on for sm_90a).">,
+    Option<"tma", "tma", "bool", /*default=*/"false",
+           "Lower a tile.copy of a whole shared tile into a box of a kernel "
+           "argument that tile::chooseBulkCopy accepts to TMA bulk stores "
+           "(sm_90a; tilemega.compile's tma).">
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",

@@ -219,12 +219,65 @@ struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
   }
 };
 
+/// A tile.copy the outlining chose as a TMA bulk store (chooseBulkStore in
+/// OutlineKernels.cpp): thread 0 stores the tile box by box (one per column
+/// block) through the destination's tensor map, commits the bulk group and
+/// waits until the tile has been read (`wait_group.read 0`), so the barrier
+/// before the tile's next writer also orders that read; the global writes
+/// complete on their own (out-of-bounds parts of a box are not written).
+/// Benefit 4: ahead of the thread copies.
+struct BulkStoreLowering : TileLoweringPattern<tile::CopyOp> {
+  BulkStoreLowering(TypeConverter &converter, MLIRContext *ctx,
+                    KernelLoweringState &state)
+      : TileLoweringPattern(converter, ctx, state, /*benefit=*/4) {}
+  LogicalResult
+  matchAndRewrite(tile::CopyOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!state.bulkStores.contains(op))
+      return rewriter.notifyMatchFailure(op, "not a bulk store");
+    Value tensorMap = state.tensorMaps.lookup(op);
+    Location loc = op.getLoc();
+    MemRefType srcType = op.getSrc().getType();
+    tile::BulkCopyChoice choice = tile::chooseBulkCopy(
+        op.getDst().getType(), srcType, srcType.getShape(),
+        tile::getSharedSwizzle(op.getSrc()));
+    if (!choice.ok())
+      return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
+    int64_t boxElems = srcType.getNumElements() / choice.boxes;
+    SmallVector<OpFoldResult> offsets = op.getMixedDstOffsets();
+    inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
+      for (int64_t j = 0; j < choice.boxes; ++j) {
+        SmallVector<Value> coordinates;
+        for (OpFoldResult offset : llvm::reverse(offsets)) {
+          Value index = getValueOrCreateConstantIndexOp(b, loc, offset);
+          if (coordinates.empty() && j > 0)
+            index = arith::AddIOp::create(
+                b, loc, index,
+                arith::ConstantIndexOp::create(b, loc, j * choice.box.back()));
+          coordinates.push_back(
+              arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
+        }
+        Value first =
+            j == 0 ? Value() : arith::ConstantIndexOp::create(b, loc, j * boxElems);
+        NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+            b, loc, tensorMap, sharedPointer(b, loc, adaptor.getSrc(), first),
+            coordinates, Value(), NVVM::TMAStoreMode::TILE, Value());
+      }
+      NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
+      NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void tile_to_gpu::populateBulkCopyPatterns(RewritePatternSet &patterns,
                                            TypeConverter &converter,
                                            KernelLoweringState &state) {
   patterns.add<MbarrierInitLowering, MbarrierArriveExpectTxLowering,
-               MbarrierArriveLowering, MbarrierWaitLowering, BulkCopyLowering>(
+               MbarrierArriveLowering, MbarrierWaitLowering, BulkCopyLowering,
+               BulkStoreLowering>(
       converter, patterns.getContext(), state);
 }

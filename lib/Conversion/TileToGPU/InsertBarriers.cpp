@@ -7,7 +7,7 @@
 // (`tile.copy async`) are left alone: tile-pipeline, which issues them, places
 // the cp.async waits and the barriers that go with them.
 //
-// wgmma reads its operands through the async proxy: a tile threads wrote
+// wgmma (and a TMA bulk store) reads through the async proxy: a tile threads wrote
 // must be fenced (fence.proxy.async) by its writers before the barrier that
 // hands it over. The barrier after a write to a wgmma operand tile gets that
 // fence, and a wgmma gemm reached from such a barrier (or from another wgmma
@@ -99,7 +99,9 @@ static bool leavesSharedAlone(Operation *op) {
 
 void tile_to_gpu::insertSharedMemoryBarriers(gpu::GPUFuncOp func,
                                              KernelLoweringState &state) {
-  llvm::SmallPtrSet<Operation *, 8> wgmmaTiles;
+  // Tiles the async proxy reads: wgmma operands and bulk-store sources.
+  llvm::SmallPtrSet<Operation *, 8> wgmmaTiles(state.bulkStoreTiles.begin(),
+                                               state.bulkStoreTiles.end());
   func.walk([&](tile::GemmOp gemm) {
     if (isWgmmaGemm(gemm, state))
       for (Value operand : {gemm.getA(), gemm.getB()})

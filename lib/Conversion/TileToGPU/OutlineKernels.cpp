@@ -88,9 +88,40 @@ static std::optional<int64_t> getExclusiveGroup(Operation *op) {
   return std::nullopt;
 }
 
+/// The TMA box of a `tma_store` copy: a synchronous copy of a whole shared
+/// tile into a box of an argument of the kernel's function (or a row-major
+/// reshape of one) that tile::chooseBulkCopy accepts (the same box rules as
+/// a load, the roles swapped: out-of-bounds parts of the box are not
+/// written), on a chip and pipeline with TMA; else the reason.
+static tile::BulkCopyChoice chooseBulkStore(tile::CopyOp copy, func::FuncOp func,
+                                            bool tma, bool persistent) {
+  MemRefType src = copy.getSrc().getType(), dst = copy.getDst().getType();
+  tile::BulkCopyChoice no;
+  if (!tma)
+    no.whyNot = "there is no TMA path here (sm_90a with tilemega.compile's "
+                "tma is needed)";
+  else if (persistent ||
+           func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
+    no.whyNot = "a persistent mega-kernel takes no tensor maps";
+  else if (copy.getAsync() || !tile::isShared(src) || !tile::isGlobal(dst))
+    no.whyNot = "a TMA store copies a shared tile to global memory";
+  else if (copy.getSizes() != src.getShape() || !copy.getSrcOffsets().empty() ||
+           llvm::any_of(copy.getStaticSrcOffsets(),
+                        [](int64_t o) { return o != 0; }))
+    no.whyNot = "a TMA store copies a whole shared tile";
+  else if (BlockArgument arg = tile::getBulkCopyArgument(copy.getDst());
+           !arg || arg.getOwner() != &func.getBody().front())
+    no.whyNot = "the destination is no argument of the kernel's function (nor "
+                "a reshape of one)";
+  else
+    return tile::chooseBulkCopy(dst, src, copy.getSizes(),
+                                tile::getSharedSwizzle(copy.getSrc()));
+  return no;
+}
+
 LogicalResult tile_to_gpu::outlineTileKernels(
     ModuleOp module, DenseMap<Operation *, KernelLoweringState> &states,
-    bool wgmma) {
+    bool wgmma, bool tma) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   SmallVector<Attribute> kernelsMetadata;
@@ -147,6 +178,34 @@ LogicalResult tile_to_gpu::outlineTileKernels(
                               swizzleBytes});
       bulkCopies.push_back({copy, index});
     });
+    // Bulk stores (tma; not in a persistent mega-kernel, whose runtime
+    // binds no tensor maps) read their box through a map the same way.
+    SmallVector<std::pair<tile::CopyOp, unsigned>> bulkStores;
+    WalkResult storesOk = kernel.walk([&](tile::CopyOp copy) {
+        if (!copy.getTmaStore())
+          return WalkResult::advance();
+        tile::BulkCopyChoice chosen =
+            chooseBulkStore(copy, func, tma, persistent);
+        if (!chosen.ok()) {
+          copy.emitOpError() << "asks for a TMA store (tma_store), but "
+                             << chosen.whyNot;
+          return WalkResult::interrupt();
+        }
+        std::optional<tile::BulkCopyChoice> choice = chosen;
+        unsigned arg = tile::getBulkCopyArgument(copy.getDst()).getArgNumber();
+        ArrayRef<int64_t> shape = copy.getDst().getType().getShape();
+        auto *found = llvm::find_if(tensorMaps, [&](const TensorMap &m) {
+          return m.arg == arg && m.shape == shape && m.box == choice->box &&
+                 m.swizzleBytes == choice->swizzleBytes;
+        });
+        unsigned index = found - tensorMaps.begin();
+        if (found == tensorMaps.end())
+          tensorMaps.push_back({arg, shape, choice->box, choice->swizzleBytes});
+        bulkStores.push_back({copy, index});
+        return WalkResult::advance();
+      });
+    if (storesOk.wasInterrupted())
+      return failure();
     SmallVector<Type> inputs(func.getArgumentTypes());
     inputs.append(tensorMaps.size(), LLVM::LLVMPointerType::get(ctx));
 
@@ -209,6 +268,10 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       tensorMapParams.push_back(numParams + j);
     for (auto [copy, index] : bulkCopies)
       state.tensorMaps[copy] = entry.getArgument(numParams + index);
+    for (auto [copy, index] : bulkStores) {
+      state.tensorMaps[copy] = entry.getArgument(numParams + index);
+      state.bulkStores.insert(copy);
+    }
     if (!tensorMaps.empty())
       gpuFunc->setAttr(kTensorMapParamsAttrName,
                        b.getDenseI64ArrayAttr(tensorMapParams));
@@ -216,6 +279,15 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     // 128-byte swizzle: they start on the swizzle's 1024-byte period, and so
     // must the buffer (tilemega-align-dynamic-shared-memory).
     llvm::SmallPtrSet<Operation *, 4> periodAligned;
+    // A bulk store's source, like a TMA destination, starts on its swizzle
+    // atom.
+    for (auto [copy, index] : bulkStores)
+      if (tile::AllocSharedOp alloc =
+              KernelLoweringState::sharedAlloc(copy.getSrc())) {
+        state.bulkStoreTiles.insert(alloc);
+        if (tensorMaps[index].swizzleBytes)
+          periodAligned.insert(alloc);
+      }
     if (wgmma)
       gpuFunc.walk([&](tile::GemmOp gemm) {
         if (!tile::chooseWgmma(gemm, getFragmentLayout(gemm.getC()))

@@ -29,7 +29,7 @@ struct ConvertTileToGPUPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     DenseMap<Operation *, KernelLoweringState> states;
-    if (failed(outlineTileKernels(module, states, wgmma)))
+    if (failed(outlineTileKernels(module, states, wgmma, tma)))
       return signalPassFailure();
 
     for (auto &[op, state] : states) {

@@ -32,6 +32,11 @@ struct KernelLoweringState {
   /// bulk copies (tile-pipeline gives every pipelined loop its own buffers
   /// and lets nothing else write them).
   llvm::SmallPtrSet<Operation *, 4> bulkCopyTiles;
+  /// The tile.copy ops that become TMA bulk stores (their tensor maps are in
+  /// `tensorMaps`), and the shared tiles they read: threads' writes to
+  /// those must be fenced for the async proxy before the hand-over.
+  llvm::SmallPtrSet<Operation *, 4> bulkStores;
+  llvm::SmallPtrSet<Operation *, 4> bulkStoreTiles;
   /// The wgmma gemms whose operand tiles an earlier fence.proxy.async +
   /// barrier already handed to the async proxy, with nothing written to
   /// shared memory since (insertSharedMemoryBarriers): they fence nothing.
@@ -65,7 +70,7 @@ Attribute getFragmentLayout(Value original);
 LogicalResult
 outlineTileKernels(ModuleOp module,
                    DenseMap<Operation *, KernelLoweringState> &states,
-                   bool wgmma);
+                   bool wgmma, bool tma);
 
 /// The gpu.module attribute (i64) holding the alignment its dynamic shared
 /// memory needs beyond the default (tilemega-align-dynamic-shared-memory).

@@ -333,13 +333,15 @@ def _check_box(side: _Side, sizes, api, what):
 # Data movement
 # ---------------------------------------------------------------------------
 
-def copy(src, dst):
+def copy(src, dst, *, tma_store=False):
     """`T.copy(src, dst)` (`tile.copy`), TileLang semantics.
 
     Each side is a whole buffer, a region start `A[r, c]` (whose extent is the
     other side's shape) or a slice `A[r:r+64, c:c+128]`. The extents of both
     sides must agree. Element types may differ (both floats or both integers:
-    each element is converted).
+    each element is converted). `tma_store=True` (a whole shared tile into a
+    kernel argument, same element type, sm_90a) stores it by TMA bulk copies
+    issued by one thread; the compile says at this line when it cannot.
     """
     from ..dialects import tile
 
@@ -374,10 +376,19 @@ def copy(src, dst):
     for side in (s, d):
         if side.load is not None:
             side.load.consume()
+    if not isinstance(tma_store, bool):
+        user_error(api, f"tma_store must be a Python bool, got {tma_store!r}",
+                   TileLangTypeError)
+    if tma_store and (sb.scope != "shared" or db.scope != "global"):
+        user_error(api, f"tma_store copies a shared tile to a global tensor, got "
+                        f"{sb.scope} {sb.name} to {db.scope} {db.name}")
     src_offsets, dst_offsets = _offsets(s, api), _offsets(d, api)
     with user_location(), state.scope.end_point():
-        tile.copy(sb.ir, db.ir, src_offsets=src_offsets, dst_offsets=dst_offsets,
-                  sizes=sizes)
+        op = tile.copy(sb.ir, db.ir, src_offsets=src_offsets, dst_offsets=dst_offsets,
+                       sizes=sizes)
+        if tma_store:
+            from ..ir import UnitAttr
+            op.operation.attributes["tma_store"] = UnitAttr.get()
 
 
 def _tile_buffer(x, api, what, scopes=("shared", "fragment")) -> Buffer:

@@ -159,6 +159,13 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     tile.async_wait pending 0
     gpu.barrier
     ```
+
+    `tma_store` (in the attribute dictionary) asks for a TMA bulk store: a
+    whole shared tile into a box of an argument of the kernel's function,
+    which `tile::chooseBulkCopy`'s box rules accept (sm_90a with TMA);
+    convert-tile-to-gpu makes it one thread's bulk copies through a tensor
+    map (a box per column block of the tile), or says at the copy why it
+    cannot (`T.copy(c_s, C[...], tma_store=True)`).
   }];
   let arguments = (ins
     Arg<Tile_Buffer, "source", [MemRead]>:$src,
@@ -168,7 +175,8 @@ def Tile_CopyOp : Tile_Op<"copy", [AttrSizedOperandSegments]> {
     Variadic<Index>:$dst_offsets,
     DenseI64ArrayAttr:$static_dst_offsets,
     DenseI64ArrayAttr:$sizes,
-    UnitAttr:$async);
+    UnitAttr:$async,
+    UnitAttr:$tma_store);
   let assemblyFormat = [{
     (`async` $async^)?
     $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
