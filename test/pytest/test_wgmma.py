@@ -227,3 +227,28 @@ def test_a_persistent_kernel_runs_the_pipeline_across_its_tiles():
     assert art.ptx.count("setmaxnreg.dec") == 1 and "cp.async.bulk.tensor" in art.ptx
     with pytest.raises(ValueError, match="persistent needs warp_specialize"):
         gemm_hopper.config(persistent=4)
+
+
+def test_tma_store_is_checked_at_the_users_line():
+    """examples/gemm_hopper.py tma_store: C by TMA bulk stores on sm_90a; on a
+    chip without TMA the compile names the copy; T.copy checks its flag."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    import gemm_hopper
+    ir = gemm_hopper.build(M=512, N=512, K=512, stage_c=True, tma_store=True)
+    art = tilemega.compile(ir, assemble=False)
+    assert art.ptx.count("cp.async.bulk.tensor.2d.global.shared::cta") == 2
+    assert "cp.async.bulk.wait_group.read" in art.ptx
+    with pytest.raises(tilemega.compiler.CompileError, match="asks for a TMA store"):
+        tilemega.compile(ir, chip="sm_90", assemble=False)
+    with pytest.raises(ValueError, match="tma_store needs stage_c"):
+        gemm_hopper.config(tma_store=True)
+
+    @tilemega.jit(cache=False)
+    def bad(C: T.Tensor((128, 128), "float32")):
+        with T.Kernel(1, threads=128):
+            acc = T.alloc_fragment((128, 128), "float32")
+            T.clear(acc)
+            T.copy(acc, C, tma_store=True)
+    with pytest.raises(tilemega.language.TileLangError, match="tma_store copies a shared tile"):
+        bad.ir()
