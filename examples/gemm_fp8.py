@@ -23,6 +23,7 @@ examples_gpu/gemm_fp8.py checks. The compiler is imported in `build()` only.
 import sys
 
 from example_config import with_defaults
+from gemm_hopper import check_tiling, grouped, threads
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=256, num_stages=4,
                 dtype="e4m3", group_m=0, warp_specialize=False)
@@ -38,21 +39,11 @@ def config(**overrides):
     cfg = with_defaults(DEFAULTS, overrides, "gemm_fp8")
     if cfg["dtype"] not in DTYPES:
         raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {cfg['dtype']!r}")
-    if cfg["block_m"] % 64:
-        raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
-                         f"got {cfg['block_m']}")
+    check_tiling(cfg)
     if cfg["K"] % 16:
         raise ValueError(f"K must be a multiple of 16 (A's and B's rows are TMA strides "
                          f"of whole 16 bytes), got {cfg['K']}")
-    grid_m = -(-cfg["M"] // cfg["block_m"])
-    if cfg["group_m"] < 0 or (cfg["group_m"] and grid_m % cfg["group_m"]):
-        raise ValueError(f"group_m={cfg['group_m']} must divide the {grid_m} row tiles")
     return cfg
-
-
-def threads(cfg):
-    """One warpgroup (128 threads) per 64 rows of the block."""
-    return cfg["block_m"] // 64 * 128
 
 
 def build(name="gemm_fp8", **overrides):
@@ -75,14 +66,7 @@ def build(name="gemm_fp8", **overrides):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
         with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
                       threads=threads(cfg)) as blocks:
-            if group:
-                # Grouped order: `group` row tiles of one column band, then
-                # the next band (L2 reuse of the A and B tiles).
-                in_group = blocks % (group * grid_n)
-                bx = blocks // (group * grid_n) * group + in_group % group
-                by = in_group // group
-            else:
-                bx, by = blocks
+            bx, by = grouped(blocks, group, grid_n) if group else blocks
             a_s = T.alloc_shared((BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")

@@ -64,9 +64,7 @@ def config(**overrides):
     cfg = with_defaults(DEFAULTS, overrides, "gemm_hopper")
     if cfg["dtype"] not in ("f16", "bf16"):
         raise ValueError(f"dtype must be 'f16' or 'bf16', got {cfg['dtype']!r}")
-    if cfg["block_m"] % 64:
-        raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
-                         f"got {cfg['block_m']}")
+    check_tiling(cfg)
     if cfg["tma_store"] and not cfg["stage_c"]:
         raise ValueError("tma_store needs stage_c (the TMA store reads C's shared tile)")
     if cfg["persistent"] < 0:
@@ -78,10 +76,18 @@ def config(**overrides):
     if cfg["warp_specialize"] and cfg["block_m"] % 128:
         raise ValueError(f"warp_specialize needs block_m a multiple of 128 (whole "
                          f"consumer warpgroups), got {cfg['block_m']}")
+    return cfg
+
+
+def check_tiling(cfg):
+    """The block rules every Hopper GEMM example shares (examples/gemm_fp8.py
+    too): a warpgroup per 64 rows, whole groups of row tiles."""
+    if cfg["block_m"] % 64:
+        raise ValueError(f"block_m must be a multiple of 64 (one warpgroup per 64 rows), "
+                         f"got {cfg['block_m']}")
     grid_m = -(-cfg["M"] // cfg["block_m"])
     if cfg["group_m"] < 0 or (cfg["group_m"] and grid_m % cfg["group_m"]):
         raise ValueError(f"group_m={cfg['group_m']} must divide the {grid_m} row tiles")
-    return cfg
 
 
 def threads(cfg):
@@ -95,9 +101,8 @@ def build(name="gemm_hopper", **overrides):
     import tilemega.language as T
 
     cfg = config(**overrides)
-    M, N, K = cfg["M"], cfg["N"], cfg["K"]
-    BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
-    in_flight = cfg["wgmma_in_flight"]
+    M, N = cfg["M"], cfg["N"]
+    BM, BN = cfg["block_m"], cfg["block_n"]
     stage_c = cfg["stage_c"]
     group = cfg["group_m"]
     # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
@@ -121,39 +126,54 @@ def build(name="gemm_hopper", **overrides):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
         with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
                       threads=threads(cfg)) as blocks:
-            if group:
-                # Grouped order: consecutive blocks walk `group` row tiles
-                # of one column band before the next band, so the A and B
-                # tiles of the blocks resident at once stay in L2.
-                in_group = blocks % (group * grid_n)
-                bx = blocks // (group * grid_n) * group + in_group % group
-                by = in_group // group
-            else:
-                bx, by = blocks
+            bx, by = grouped(blocks, group, grid_n) if group else blocks
             a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
-                                 wgmma_in_flight=in_flight,
-                                 warp_specialize=cfg["warp_specialize"]):
-                if ta:
-                    T.copy(A[k * BLOCK_K, bx * BM], a_s)
-                else:
-                    T.copy(A[bx * BM, k * BLOCK_K], a_s)
-                if tb:
-                    T.copy(B[by * BN, k * BLOCK_K], b_s)
-                else:
-                    T.copy(B[k * BLOCK_K, by * BN], b_s)
-                T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
-            if stage_c:
-                c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks)
-                T.copy(acc, c_s)
-                T.copy(c_s, C[bx * BM, by * BN], tma_store=cfg["tma_store"])
-            else:
-                T.copy(acc, C[bx * BM, by * BN])
+            _tile(T, cfg, A, B, a_s, b_s, acc, bx, by)
+            c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks) if stage_c else None
+            _store_c(T, cfg, acc, c_s, C, bx, by)
 
     return kernel.ir()
+
+
+def grouped(t, group, grid_n):
+    """Tile t's (row, column) in grouped order: consecutive tiles walk
+    `group` row tiles of one column band before the next band, so the A and
+    B tiles of the blocks resident at once stay in L2."""
+    in_group = t % (group * grid_n)
+    return t // (group * grid_n) * group + in_group % group, in_group // group
+
+
+def _tile(T, cfg, A, B, a_s, b_s, acc, bx, by):
+    """One C tile's K loop into `acc`: the A and B tiles of each k-tile
+    (transposed forms read as stored), one gemm."""
+    ta, tb = cfg["transpose_a"], cfg["transpose_b"]
+    BM, BN = cfg["block_m"], cfg["block_n"]
+    T.clear(acc)
+    for k in T.Pipelined(T.ceildiv(cfg["K"], BLOCK_K), num_stages=cfg["num_stages"],
+                         wgmma_in_flight=cfg["wgmma_in_flight"],
+                         warp_specialize=cfg["warp_specialize"]):
+        if ta:
+            T.copy(A[k * BLOCK_K, bx * BM], a_s)
+        else:
+            T.copy(A[bx * BM, k * BLOCK_K], a_s)
+        if tb:
+            T.copy(B[by * BN, k * BLOCK_K], b_s)
+        else:
+            T.copy(B[k * BLOCK_K, by * BN], b_s)
+        T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
+
+
+def _store_c(T, cfg, acc, c_s, C, bx, by):
+    """The tile into C: through the shared tile `c_s` (stage_c; by TMA with
+    tma_store) or straight from the fragment."""
+    row, col = bx * cfg["block_m"], by * cfg["block_n"]
+    if c_s is not None:
+        T.copy(acc, c_s)
+        T.copy(c_s, C[row, col], tma_store=cfg["tma_store"])
+    else:
+        T.copy(acc, C[row, col])
 
 
 def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
@@ -162,8 +182,8 @@ def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
     loop over tiles, so the producer warpgroup loads the next tile's
     k-tiles while the consumers store this tile's C (stage_c: through a
     shared tile of its own, next to the stages)."""
-    M, N, K = cfg["M"], cfg["N"], cfg["K"]
-    BM, BN, stages = cfg["block_m"], cfg["block_n"], cfg["num_stages"]
+    M, N = cfg["M"], cfg["N"]
+    BM, BN = cfg["block_m"], cfg["block_n"]
     group, blocks_n = cfg["group_m"], cfg["persistent"]
     ta, tb = cfg["transpose_a"], cfg["transpose_b"]
     grid_m, grid_n = -(-M // BM), -(-N // BN)
@@ -178,29 +198,9 @@ def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
             c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks) if cfg["stage_c"] \
                 else None
             for t in T.serial(block, grid_m * grid_n, blocks_n):
-                if group:
-                    in_group = t % (group * grid_n)
-                    bx = t // (group * grid_n) * group + in_group % group
-                    by = in_group // group
-                else:
-                    bx, by = t // grid_n, t % grid_n
-                T.clear(acc)
-                for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=stages,
-                                     warp_specialize=True):
-                    if ta:
-                        T.copy(A[k * BLOCK_K, bx * BM], a_s)
-                    else:
-                        T.copy(A[bx * BM, k * BLOCK_K], a_s)
-                    if tb:
-                        T.copy(B[by * BN, k * BLOCK_K], b_s)
-                    else:
-                        T.copy(B[k * BLOCK_K, by * BN], b_s)
-                    T.gemm(a_s, b_s, acc, transpose_A=ta, transpose_B=tb)
-                if c_s is not None:
-                    T.copy(acc, c_s)
-                    T.copy(c_s, C[bx * BM, by * BN], tma_store=cfg["tma_store"])
-                else:
-                    T.copy(acc, C[bx * BM, by * BN])
+                bx, by = grouped(t, group, grid_n) if group else (t // grid_n, t % grid_n)
+                _tile(T, cfg, A, B, a_s, b_s, acc, bx, by)
+                _store_c(T, cfg, acc, c_s, C, bx, by)
 
     return kernel.ir()
 

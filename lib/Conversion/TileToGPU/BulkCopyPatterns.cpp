@@ -81,6 +81,32 @@ Value i32(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIntOp::create(b, loc, v, 32);
 }
 
+/// The boxes of one bulk copy of a tile whose global box starts at
+/// `offsets` (`choice`: one box, or one per column block of the tile): box
+/// j's TMA coordinates (element indices, innermost first; j box widths
+/// further along the rows) and its first element in the tile (null for
+/// box 0), handed to `emit`.
+void forEachBox(OpBuilder &b, Location loc, const tile::BulkCopyChoice &choice,
+                ArrayRef<OpFoldResult> offsets, int64_t tileElems,
+                function_ref<void(ArrayRef<Value>, Value)> emit) {
+  int64_t boxElems = tileElems / choice.boxes;
+  for (int64_t j = 0; j < choice.boxes; ++j) {
+    SmallVector<Value> coordinates;
+    for (OpFoldResult offset : llvm::reverse(offsets)) {
+      Value index = getValueOrCreateConstantIndexOp(b, loc, offset);
+      if (coordinates.empty() && j > 0)
+        index = arith::AddIOp::create(
+            b, loc, index,
+            arith::ConstantIndexOp::create(b, loc, j * choice.box.back()));
+      coordinates.push_back(
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
+    }
+    Value first =
+        j == 0 ? Value() : arith::ConstantIndexOp::create(b, loc, j * boxElems);
+    emit(coordinates, first);
+  }
+}
+
 struct MbarrierInitLowering : TileLoweringPattern<tile::MbarrierInitOp> {
   using TileLoweringPattern::TileLoweringPattern;
   LogicalResult
@@ -187,32 +213,19 @@ struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
         tile::getSharedSwizzle(op.getDst()));
     if (!choice.ok())
       return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
-    int64_t boxElems = dstType.getNumElements() / choice.boxes;
     inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
-      // One box per column block of the tile (one in all otherwise): box j
-      // reads columns j * box width on and fills the tile's j-th block.
-      for (int64_t j = 0; j < choice.boxes; ++j) {
-        // TMA coordinates: element indices, innermost dimension first.
-        SmallVector<Value> coordinates;
-        for (OpFoldResult offset : llvm::reverse(offsets)) {
-          Value index = getValueOrCreateConstantIndexOp(b, loc, offset);
-          if (coordinates.empty() && j > 0)
-            index = arith::AddIOp::create(
-                b, loc, index,
-                arith::ConstantIndexOp::create(b, loc, j * choice.box.back()));
-          coordinates.push_back(
-              arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
-        }
-        Value first =
-            j == 0 ? Value() : arith::ConstantIndexOp::create(b, loc, j * boxElems);
-        NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-            b, loc,
-            sharedPointer(b, loc, adaptor.getDst(), first, /*cluster=*/true),
-            tensorMap, coordinates,
-            sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
-            ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
-            /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
-      }
+      forEachBox(b, loc, choice, offsets, dstType.getNumElements(),
+                 [&](ArrayRef<Value> coordinates, Value first) {
+                   NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+                       b, loc,
+                       sharedPointer(b, loc, adaptor.getDst(), first,
+                                     /*cluster=*/true),
+                       tensorMap, coordinates,
+                       sharedPointer(b, loc, adaptor.getBarriers(),
+                                     adaptor.getIndex()),
+                       ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
+                       /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+                 });
     });
     rewriter.eraseOp(op);
     return success();
@@ -243,26 +256,15 @@ struct BulkStoreLowering : TileLoweringPattern<tile::CopyOp> {
         tile::getSharedSwizzle(op.getSrc()));
     if (!choice.ok())
       return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
-    int64_t boxElems = srcType.getNumElements() / choice.boxes;
     SmallVector<OpFoldResult> offsets = op.getMixedDstOffsets();
     inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
-      for (int64_t j = 0; j < choice.boxes; ++j) {
-        SmallVector<Value> coordinates;
-        for (OpFoldResult offset : llvm::reverse(offsets)) {
-          Value index = getValueOrCreateConstantIndexOp(b, loc, offset);
-          if (coordinates.empty() && j > 0)
-            index = arith::AddIOp::create(
-                b, loc, index,
-                arith::ConstantIndexOp::create(b, loc, j * choice.box.back()));
-          coordinates.push_back(
-              arith::IndexCastOp::create(b, loc, b.getI32Type(), index));
-        }
-        Value first =
-            j == 0 ? Value() : arith::ConstantIndexOp::create(b, loc, j * boxElems);
-        NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
-            b, loc, tensorMap, sharedPointer(b, loc, adaptor.getSrc(), first),
-            coordinates, Value(), NVVM::TMAStoreMode::TILE, Value());
-      }
+      forEachBox(b, loc, choice, offsets, srcType.getNumElements(),
+                 [&](ArrayRef<Value> coordinates, Value first) {
+                   NVVM::CpAsyncBulkTensorSharedCTAToGlobalOp::create(
+                       b, loc, tensorMap,
+                       sharedPointer(b, loc, adaptor.getSrc(), first),
+                       coordinates, Value(), NVVM::TMAStoreMode::TILE, Value());
+                 });
       NVVM::CpAsyncBulkCommitGroupOp::create(b, loc);
       NVVM::CpAsyncBulkWaitGroupOp::create(b, loc, 0, b.getUnitAttr());
     });

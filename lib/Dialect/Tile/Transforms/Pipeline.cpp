@@ -387,19 +387,9 @@ struct TilePipelinePass
     // The N-stage buffers, next to the tiles they replace.
     OpBuilder b(loop);
     for (Producer &p : list) {
-      MemRefType type = p.alloc.getType();
-      SmallVector<int64_t> shape = {numStages};
-      llvm::append_range(shape, type.getShape());
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointAfter(p.alloc);
-      p.buffer = AllocSharedOp::create(
-          b, p.alloc.getLoc(),
-          MemRefType::get(shape, type.getElementType(), nullptr,
-                          type.getMemorySpace()),
-          p.alloc.getSwizzleAttr());
-      // Keep discardable attributes such as the shared-memory group a
-      // persistent kernel assigns (tile.exclusive_group).
-      p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
+      makeStageBuffer(b, p, numStages);
     }
 
     // A TMA pipeline's mbarriers, one per stage, initialised before the
@@ -533,12 +523,7 @@ struct TilePipelinePass
     Value stage = getStage(fb, loc, i, numStages);
     Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
     Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
-    for (Producer &p : list) {
-      Value view = stageView(fb, loc, p.buffer, stage);
-      p.alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
-        return loop->isProperAncestor(use.getOwner());
-      });
-    }
+    useStages(fb, loop, list, stage);
     // The body (without the producers). With one stage a trailing barrier
     // lets the next iteration refill the stage just read; with more, the next
     // iteration's barrier does. After the loop, one barrier keeps later
@@ -549,21 +534,59 @@ struct TilePipelinePass
       trailing = gpu::BarrierOp::create(fb, loc);
     b.setInsertionPointAfter(forOp);
     gpu::BarrierOp::create(b, loc);
-    // convert-tile-to-gpu leaves these gemms' wgmma pending (wait_group 1)
-    // and waits for all of them after the marked loop.
+    moveBody(loop, list, forOp, trailing, iv, inFlight);
+  }
+
+  /// Producer `p`'s N-stage buffer, at `b`, with `p.alloc`'s swizzle and
+  /// discardable attributes (such as the shared-memory group a persistent
+  /// kernel assigns, tile.exclusive_group).
+  static AllocSharedOp makeStageBuffer(OpBuilder &b, Producer &p,
+                                       int64_t numStages) {
+    MemRefType type = p.alloc.getType();
+    SmallVector<int64_t> shape = {numStages};
+    llvm::append_range(shape, type.getShape());
+    p.buffer = AllocSharedOp::create(
+        b, p.alloc.getLoc(),
+        MemRefType::get(shape, type.getElementType(), nullptr,
+                        type.getMemorySpace()),
+        p.alloc.getSwizzleAttr());
+    p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
+    return p.buffer;
+  }
+
+  /// Inside `loop`, the producers' tiles become views of stage `stage`.
+  static void useStages(OpBuilder &b, PipelinedOp loop,
+                        MutableArrayRef<Producer> list, Value stage) {
+    for (Producer &p : list) {
+      Value view = stageView(b, loop.getLoc(), p.buffer, stage);
+      p.alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
+        return loop->isProperAncestor(use.getOwner());
+      });
+    }
+  }
+
+  /// The rest of the rewrite of `loop` into `forOp`: its body (without the
+  /// producers' copies) goes before `before` with `iv` for its induction
+  /// variable, the in-flight gemms and `forOp` are marked (convert-tile-to-
+  /// gpu leaves their wgmma pending, wait_group 1, and waits for all of them
+  /// after the loop), and what only the copies needed (their address
+  /// arithmetic) is erased.
+  static void moveBody(PipelinedOp loop, MutableArrayRef<Producer> list,
+                       scf::ForOp forOp, Operation *before, Value iv,
+                       ArrayRef<GemmOp> inFlight) {
     if (!inFlight.empty()) {
-      forOp->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+      UnitAttr unit = UnitAttr::get(loop.getContext());
+      forOp->setAttr(kWgmmaInFlightAttrName, unit);
       for (GemmOp gemm : inFlight)
-        gemm->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
+        gemm->setAttr(kWgmmaInFlightAttrName, unit);
     }
     for (Producer &p : list)
       p.copy.erase();
     Block &body = loop.getBody().front();
     loop.getInductionVar().replaceAllUsesWith(iv);
-    forOp.getBody()->getOperations().splice(Block::iterator(trailing),
+    forOp.getBody()->getOperations().splice(Block::iterator(before),
                                             body.getOperations());
     loop.erase();
-    // What only the producers needed (their address arithmetic) is dead now.
     for (Operation &op :
          llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
       if (isOpTriviallyDead(&op))
@@ -636,18 +659,9 @@ struct TilePipelinePass
     OpBuilder b(ctx);
     int64_t stageBytes = 0;
     for (Producer &p : list) {
-      MemRefType type = p.alloc.getType();
-      SmallVector<int64_t> shape = {numStages};
-      llvm::append_range(shape, type.getShape());
       b.setInsertionPointAfter(last);
-      p.buffer = AllocSharedOp::create(
-          b, p.alloc.getLoc(),
-          MemRefType::get(shape, type.getElementType(), nullptr,
-                          type.getMemorySpace()),
-          p.alloc.getSwizzleAttr());
-      p.buffer->setDiscardableAttrs(p.alloc->getDiscardableAttrDictionary());
-      last = p.buffer;
-      stageBytes += getByteSize(type);
+      last = makeStageBuffer(b, p, numStages);
+      stageBytes += getByteSize(p.alloc.getType());
     }
     auto space = list.front().alloc.getType().getMemorySpace();
     auto barrierType =
@@ -751,12 +765,7 @@ struct TilePipelinePass
     MbarrierWaitOp::create(fb, loc, full, stage, parityOf(fb, g, 0));
     Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
     Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
-    for (Producer &p : list) {
-      Value view = stageView(fb, loc, p.buffer, stage);
-      p.alloc.getResult().replaceUsesWithIf(view, [&](OpOperand &use) {
-        return loop->isProperAncestor(use.getOwner());
-      });
-    }
+    useStages(fb, loop, list, stage);
     Operation *terminator = forOp.getBody()->getTerminator();
     {
       OpBuilder eb(terminator);
@@ -792,24 +801,8 @@ struct TilePipelinePass
     // After the loop, later writers of shared memory wait for every
     // consumer to be done with the stages.
     gpu::BarrierOp::create(b, loc);
-    if (!inFlight.empty()) {
-      forOp->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
-      for (GemmOp gemm : inFlight)
-        gemm->setAttr(kWgmmaInFlightAttrName, b.getUnitAttr());
-    }
-    for (Producer &p : list)
-      p.copy.erase();
-    Block &body = loop.getBody().front();
-    loop.getInductionVar().replaceAllUsesWith(iv);
     // The body goes between the wait and the hand-back.
-    Operation *handBack = terminator->getPrevNode();
-    forOp.getBody()->getOperations().splice(Block::iterator(handBack),
-                                            body.getOperations());
-    loop.erase();
-    for (Operation &op :
-         llvm::make_early_inc_range(llvm::reverse(*forOp.getBody())))
-      if (isOpTriviallyDead(&op))
-        op.erase();
+    moveBody(loop, list, forOp, terminator->getPrevNode(), iv, inFlight);
     return success();
   }
 
