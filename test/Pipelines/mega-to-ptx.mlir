@@ -3,6 +3,7 @@
 // RUN: %check-mega-tables %t.mlir | FileCheck %s --check-prefix=TABLES
 // RUN: %extract-ptx %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
+// RUN: FileCheck %s --check-prefix=NOASM < %t.ptx
 // RUN: FileCheck %s --check-prefix=ENTRIES < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOLOCAL < %t.ptx
 // RUN: %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -66,21 +67,29 @@
 // ENTRIES:     .entry step(
 // ENTRIES-NOT: .entry
 
-// The runtime's memory operations and both bodies' arithmetic.
+// The runtime protocol's ops as LLVM emits them (no inline assembly): waits
+// are acquire loads, signals a fence then a relaxed add (LLVM 22's NVPTX
+// drops an atomicrmw's ordering, so the ordering is in the fence), the
+// JIT tail a release store, the abort flag a cas, error and reset words
+// relaxed stores; and both bodies' arithmetic.
 // PTX-LABEL: .entry step(
 // PTX-DAG:     mov.u64 %rd{{[0-9]+}}, %globaltimer;
 // PTX-DAG:     ld.acquire.gpu.global.b32
-// PTX-DAG:     atom.acq_rel.gpu.global.add.u32
+// PTX-DAG:     ld.relaxed.gpu.global.b32
+// PTX-DAG:     atom.global.add.u32
+// PTX-DAG:     atom.acq_rel.gpu.global.cas.b32
 // PTX-DAG:     mul.rn.f32
 // PTX-DAG:     add.rn.f32 {{.*}}, 0f3F800000;
 // PTX-DAG:     fence.acq_rel.gpu;
-// PTX-DAG:     red.relaxed.gpu.global.add.u32
+// PTX-DAG:     st.relaxed.gpu.global.b32
 // PTX-DAG:     vote.sync.ballot.b32
 // PTX-DAG:     st.release.gpu.global.b32
 // PTX-DAG:     bar.sync 0;
 // The argument table's words: copied to shared memory once, read from there.
 // PTX-DAG:     st.shared.b64
 // PTX-DAG:     ld.shared.b64
+
+// NOASM-NOT: begin inline asm
 
 // NOLOCAL-NOT: .local
 

@@ -115,8 +115,8 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       blocks on its ticket, so AOT progress never waits on the JIT queue.
       A block barrier hands the entry to all threads, which run the body with
       the block index set to each of the instance's units; a barrier, then
-      thread 0 signals the entry's events (a release fence and a relaxed
-      add). Waiting is bounded by a `%globaltimer` watchdog: past
+      thread 0 signals the entry's events (`mega.signal`: a release
+      increment). Waiting is bounded by a `%globaltimer` watchdog: past
       `watchdog-ms`, thread 0 records the entry, the event and the counter in
       `mega_state`, raises the abort flag that stops every other CTA, and the
       worker exits.
@@ -131,8 +131,14 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       entries at a time: each lane checks one entry's events, a ballot finds
       the run of ready entries at the head, and lane 0 publishes the run by
       advancing the queue's tail with one release store (bounded by the same
-      watchdog). Workers claim positions below the tail with a
-      compare-and-swap.
+      watchdog). A worker runs its ticket's entry once the ticket is below
+      the published tail.
+    * **The protocol's steps are ops** of the mega dialect, each with its
+      ordering in its name (`mega.poll`, `mega.peek`, `mega.signal`,
+      `mega.claim`, `mega.arrive`, `mega.publish`, `mega.post`, `mega.raise_flag`,
+      `mega.fence`, `mega.watchdog_expired`, `mega.prefetch_l2`), lowered
+      with the tile pipeline's LLVM conversion to device-scope LLVM atomics,
+      fences and NVVM ops: no inline assembly.
     * **Epochs.** Events are never reset; the last CTA to finish resets the
       JIT ring and increments the epoch, so the next launch needs no host
       work.
@@ -164,7 +170,9 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
     "::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect",
     "::mlir::LLVM::LLVMDialect", "::mlir::tilemega::tile::TileDialect",
-    "::mlir::vector::VectorDialect"
+    "::mlir::vector::VectorDialect",
+    // %globaltimer, %smid and vote.sync next to the protocol's mega ops.
+    "::mlir::NVVM::NVVMDialect"
   ];
 }
 

@@ -2,8 +2,8 @@
 //
 // The pass builds the persistent kernel as a tile function: its runtime
 // (picking entries, waiting, signalling, the scheduler CTA, the watchdog;
-// PersistentKernel.cpp) is plain scf/arith/gpu code plus the PTX memory
-// operations of SyncPrimitives, and the task bodies stay tile IR, cloned
+// PersistentKernel.cpp) is plain scf/arith/gpu code plus the mega dialect's
+// runtime protocol ops (mega.poll, mega.signal, ...), and the task bodies stay tile IR, cloned
 // into a switch, so that the tile pipeline lowers them exactly as it lowers
 // their kernels. This file checks the graph, lays out the kernel's
 // arguments and metadata, and drives the builder.

@@ -28,7 +28,7 @@ PersistentKernelBuilder::checkReady(const Record &r) {
     Value none = cmp(arith::CmpIPredicate::eq, r.numWaits, i32(0));
     Value event = arith::MaxSIOp::create(b, loc, r.wait0, i32(0));
     Value need = mul(r.trigger0, epochTarget);
-    Value seen = sync.loadAcquire(sync.address(eventsBase, event, 4));
+    Value seen = pollEvent(event);
     // Counters wrap after 2^32 signals; compare the difference.
     Value fired = orI(none, cmp(arith::CmpIPredicate::sge,
                                 arith::SubIOp::create(b, loc, seen, need), i32(0)));
@@ -47,7 +47,7 @@ PersistentKernelBuilder::checkReady(const Record &r) {
       ValueRange acc = loop.getRegionIterArgs();
       Value ev = table("waits", w);
       Value needW = mul(table("triggers", ev), epochTarget);
-      Value seenW = sync.loadAcquire(sync.address(eventsBase, ev, 4));
+      Value seenW = pollEvent(ev);
       Value firedW = cmp(arith::CmpIPredicate::sge,
                          arith::SubIOp::create(b, loc, seenW, needW), i32(0));
       Value firstMiss = andI(acc[0], notI(firedW));
@@ -65,21 +65,20 @@ PersistentKernelBuilder::checkReady(const Record &r) {
 
 void PersistentKernelBuilder::recordError(int64_t code, Value entry,
                                           const Readiness &r) {
-  Value old = sync.atomicCas(stateAddr(kAbort), i32(0), i32(1));
-  auto first = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::eq, old, i32(0)),
-                                 /*withElse=*/false);
+  Value raised = mega::RaiseFlagOp::create(b, loc, b.getI1Type(), stateBuf, ValueRange{idx(kAbort)});
+  auto first = scf::IfOp::create(b, loc, raised, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(first.thenBlock());
   Value cta = arith::IndexCastOp::create(
       b, loc, b.getI32Type(),
       gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
-  sync.storeVolatile(stateAddr(kErrorEntry), entry);
-  sync.storeVolatile(stateAddr(kErrorEvent), r.event);
-  sync.storeVolatile(stateAddr(kErrorCta), cta);
-  sync.storeVolatile(stateAddr(kErrorSeen), r.seen);
-  sync.storeVolatile(stateAddr(kErrorExpected), r.expected);
-  sync.fence();
-  sync.storeVolatile(stateAddr(kErrorCode), i32(code));
+  postState(kErrorEntry, entry);
+  postState(kErrorEvent, r.event);
+  postState(kErrorCta, cta);
+  postState(kErrorSeen, r.seen);
+  postState(kErrorExpected, r.expected);
+  mega::FenceOp::create(b, loc);
+  postState(kErrorCode, i32(code));
 }
 
 PersistentKernelBuilder::Pick
@@ -92,7 +91,7 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
   // its AOT entries (it never blocks on the ticket), which keeps the kernel
   // deadlock-free.
   Type i32Type = b.getI32Type();
-  Value start = sync.globalTimer();
+  Value start = now();
   auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
                                    ValueRange{pos, ticket});
   OpBuilder::InsertionGuard outer(b);
@@ -108,7 +107,7 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
     Value none = i32(-1);
 
     // 1. A held ticket whose entry is published runs first.
-    Value tail = t.numJit > 0 ? sync.loadAcquire(stateAddr(kJitTail)) : i32(0);
+    Value tail = t.numJit > 0 ? pollState(kJitTail) : i32(0);
     Value held = andI(cmp(arith::CmpIPredicate::sge, k, i32(0)),
                       cmp(arith::CmpIPredicate::slt, k, numJit));
     Value heldReady = andI(held, cmp(arith::CmpIPredicate::slt, k, tail));
@@ -133,13 +132,13 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
       auto ticketOp = scf::IfOp::create(b, loc, TypeRange{i32Type}, take, true);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(ticketOp.thenBlock());
-      Value head = sync.loadVolatile(stateAddr(kJitHead));
+      Value head = peekState(kJitHead);
       auto draw = scf::IfOp::create(b, loc, TypeRange{i32Type},
                                     cmp(arith::CmpIPredicate::slt, head, numJit), true);
       {
         OpBuilder::InsertionGuard g3(b);
         b.setInsertionPointToStart(draw.thenBlock());
-        Value drawn = sync.atomicAdd(stateAddr(kJitHead), i32(1));
+        Value drawn = claimState(kJitHead);
         scf::YieldOp::create(b, loc, arith::MinSIOp::create(b, loc, drawn, numJit).getResult());
         b.setInsertionPointToStart(draw.elseBlock());
         scf::YieldOp::create(b, loc, numJit);
@@ -326,8 +325,7 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
       int64_t elem = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
       int64_t tensorBytes = type.getNumElements() * elem;
       // This task's tensor, from the argument table.
-      Value base = sync.baseAddress(
-          graphArg(caseArgumentSlot(c, operand, task), type));
+      Value tensor = graphArg(caseArgumentSlot(c, operand, task), type);
       // The instance's units [u0, u0 + k) clipped to the grid.
       Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
       Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
@@ -346,8 +344,8 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
       auto go = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, size, i64(0)), false);
       OpBuilder::InsertionGuard g2(b);
       b.setInsertionPointToStart(go.thenBlock());
-      sync.prefetchL2(add(base, aligned),
-                      arith::TruncIOp::create(b, loc, b.getI32Type(), size));
+      mega::PrefetchL2Op::create(b, loc, tensor, aligned,
+                                 arith::TruncIOp::create(b, loc, b.getI32Type(), size));
     }
   }
 }
@@ -369,12 +367,14 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
   Value caseId = r.caseId, task = r.task, instance = r.instance;
   if (timeline)
     ifThread0([&] {
-      Value slot = sync.address(timelineBase, mul(entry, i32(4)), 8);
-      sync.storeVolatile64(slot, sync.globalTimer());
-      sync.storeVolatile64(add(slot, i64(16)),
-                           arith::IndexCastOp::create(b, loc, b.getI64Type(), blockId));
-      sync.storeVolatile64(add(slot, i64(24)),
-                           arith::ExtUIOp::create(b, loc, b.getI64Type(), sync.smId()));
+      // Four words an entry: start, end, CTA, SM.
+      Value slot = mul(entry, i32(4));
+      postTimeline(slot, now());
+      postTimeline(add(slot, i32(2)),
+                   arith::IndexCastOp::create(b, loc, b.getI64Type(), blockId));
+      postTimeline(add(slot, i32(3)),
+                   arith::ExtUIOp::create(b, loc, b.getI64Type(),
+                                          NVVM::SmIdOp::create(b, loc, b.getI32Type())));
     });
   SmallVector<int64_t> cases;
   for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
@@ -399,20 +399,19 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
   gpu::BarrierOp::create(b, loc);
   ifThread0([&] {
     if (timeline) {
-      Value slot = sync.address(timelineBase, add(mul(entry, i32(4)), i32(1)), 8);
-      sync.storeVolatile64(slot, sync.globalTimer());
+      postTimeline(add(mul(entry, i32(4)), i32(1)), now());
     }
     // The first event comes with the record; more walk the signal list.
     auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0)), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(any.thenBlock());
-    sync.releaseIncrement(sync.address(eventsBase, r.signal0, 4));
+    signalEvent(r.signal0);
     Value begin = toIndex(add(table("signal_offsets", entry), i32(1)));
     Value end = toIndex(table("signal_offsets", add(entry, i32(1))));
     auto loop = scf::ForOp::create(b, loc, begin, end, idx(1));
     b.setInsertionPointToStart(loop.getBody());
     Value event = table("signals", loop.getInductionVar());
-    sync.releaseIncrement(sync.address(eventsBase, event, 4));
+    signalEvent(event);
   });
 }
 
@@ -494,7 +493,7 @@ void PersistentKernelBuilder::buildScheduler() {
   auto only = scf::IfOp::create(b, loc, warp0, false);
   b.setInsertionPointToStart(only.thenBlock());
   auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, b.getI64Type()},
-                                   ValueRange{i32(0), sync.globalTimer()});
+                                   ValueRange{i32(0), now()});
   Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   b.setInsertionPointToStart(before);
@@ -509,15 +508,20 @@ void PersistentKernelBuilder::buildScheduler() {
     b.setInsertionPointToStart(check.elseBlock());
     scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult());
   }
-  Value mask = sync.ballot(check.getResult(0));
-  Value run = sync.countTrailingOnes(mask);
+  Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1),
+                                        check.getResult(0), NVVM::VoteSyncKind::ballot);
+  // The run of ready entries from lane 0: the trailing ones of the mask
+  // (cttz of its complement; 32 when all are set).
+  Value run = LLVM::CountTrailingZerosOp::create(
+      b, loc, b.getI32Type(), arith::XOrIOp::create(b, loc, mask, i32(-1)),
+      /*is_zero_poison=*/false);
   Value progress = cmp(arith::CmpIPredicate::sgt, run, i32(0));
   Value next = add(j, run);
   auto publish = scf::IfOp::create(b, loc, andI(progress, isLane0), false);
   {
     OpBuilder::InsertionGuard g2(b);
     b.setInsertionPointToStart(publish.thenBlock());
-    sync.storeRelease(stateAddr(kJitTail), next);
+    mega::PublishOp::create(b, loc, stateBuf, ValueRange{idx(kJitTail)}, next);
   }
   // No progress: stop on an abort or past the watchdog (recording why).
   Value stalled = notI(progress);
@@ -532,7 +536,7 @@ void PersistentKernelBuilder::buildScheduler() {
   }
   Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
                     notI(orI(abort, late)));
-  Value nextSince = select(progress, sync.globalTimer(), since);
+  Value nextSince = select(progress, now(), since);
   scf::ConditionOp::create(b, loc, more, ValueRange{next, nextSince});
   b.setInsertionPointToStart(after);
   scf::YieldOp::create(b, loc, after->getArguments());
@@ -540,14 +544,14 @@ void PersistentKernelBuilder::buildScheduler() {
 
 void PersistentKernelBuilder::closeEpoch() {
   for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
-    sync.storeVolatile(stateAddr(word), i32(0));
-  sync.fence();
-  sync.storeVolatile(stateAddr(kEpoch), epochTarget);
+    postState(word, i32(0));
+  mega::FenceOp::create(b, loc);
+  postState(kEpoch, epochTarget);
 }
 
 Value PersistentKernelBuilder::arriveIsLast() {
   int64_t ctas = t.workers + (t.numJit > 0 ? 1 : 0);
-  Value done = sync.atomicAdd(stateAddr(kDoneCtas), i32(1));
+  Value done = arriveState(kDoneCtas);
   return cmp(arith::CmpIPredicate::eq, done, i32(ctas - 1));
 }
 
@@ -583,13 +587,13 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(last.thenBlock());
-      sync.storeVolatile(stateAddr(kStepsDone), add(step, i32(1)));
+      postState(kStepsDone, add(step, i32(1)));
       closeEpoch();
       b.setInsertionPointToStart(last.elseBlock());
-      Value start = sync.globalTimer();
+      Value start = now();
       auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
       Block *before = b.createBlock(&spin.getBefore());
-      Value seen = sync.loadAcquire(stateAddr(kEpoch));
+      Value seen = pollState(kEpoch);
       Value reached = cmp(arith::CmpIPredicate::sge,
                           arith::SubIOp::create(b, loc, seen, epochTarget), i32(0));
       Value abort = andI(notI(reached), aborted());
@@ -606,9 +610,10 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
       b.createBlock(&spin.getAfter());
       scf::YieldOp::create(b, loc);
     }
-    Value stopAddr = sync.address(sync.baseAddress(graphArgFromGlobal(stepLoop.stopArgument)),
-                                  i32(stepLoop.stopElement), 4);
-    Value stop = orI(cmp(arith::CmpIPredicate::ne, sync.loadVolatile(stopAddr), i32(0)),
+    Value stopWord = mega::PeekOp::create(
+        b, loc, b.getI32Type(), graphArgFromGlobal(stepLoop.stopArgument),
+        ValueRange{idx(stepLoop.stopElement)});
+    Value stop = orI(cmp(arith::CmpIPredicate::ne, stopWord, i32(0)),
                      aborted());
     memref::StoreOp::create(b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), stop),
                             control, idx(0));
@@ -624,8 +629,8 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
 
 void PersistentKernelBuilder::buildStepLoop(Value blockId) {
   Type i32Type = b.getI32Type();
-  Value base = sync.loadVolatile(stateAddr(kEpoch));
-  Value asked = sync.loadVolatile(stateAddr(kStepLimit));
+  Value base = peekState(kEpoch);
+  Value asked = peekState(kStepLimit);
   Value most = i32(stepLoop.maxSteps);
   Value inRange = andI(cmp(arith::CmpIPredicate::sge, asked, i32(1)),
                        cmp(arith::CmpIPredicate::sle, asked, most));
@@ -683,16 +688,16 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
                             sharedArgs, i);
   }
   gpu::BarrierOp::create(b, loc);
-  eventsBase = sync.baseAddress(events);
-  stateBase = sync.baseAddress(state);
-  timelineBase = sync.baseAddress(timelineBuf);
+  eventsBuf = events;
+  stateBuf = state;
+  this->timelineBuf = timelineBuf;
   if (stepLoop.enabled()) {
     buildStepLoop(blockId);
     return;
   }
   // Launch n waits for counters at trigger * (n + 1); n is stable during a
   // launch (only the last CTA to finish changes it).
-  epochTarget = add(sync.loadVolatile(stateAddr(kEpoch)), i32(1));
+  epochTarget = add(peekState(kEpoch), i32(1));
   buildStep(blockId);
   buildExit();
 }

@@ -10,11 +10,13 @@
 #ifndef TILEMEGA_LIB_CONVERSION_MEGATOGPU_PERSISTENTKERNEL_H
 #define TILEMEGA_LIB_CONVERSION_MEGATOGPU_PERSISTENTKERNEL_H
 
-#include "SyncPrimitives.h"
 #include "TaskTables.h"
+
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -63,7 +65,7 @@ public:
                           bool timeline, int64_t watchdogNs,
                           int64_t prefetchBytes, int64_t prefetchDepth,
                           StepLoop stepLoop = {})
-      : b(b), loc(loc), t(t), sync(b, loc), timeline(timeline),
+      : b(b), loc(loc), t(t), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth), stepLoop(stepLoop) {}
 
@@ -105,7 +107,34 @@ private:
                               i));
     return memref::LoadOp::create(b, loc, tablesBuf, index);
   }
-  Value stateAddr(int64_t word) { return add(stateBase, i64(word * 4)); }
+  // The runtime protocol (docs/mega.md): each step is a mega op named for
+  // it, on a word of the events or state buffer.
+  Value pollEvent(Value event) {
+    return mega::PollOp::create(b, loc, b.getI32Type(), eventsBuf, ValueRange{toIndex(event)});
+  }
+  void signalEvent(Value event) {
+    mega::SignalOp::create(b, loc, eventsBuf, ValueRange{toIndex(event)});
+  }
+  Value pollState(int64_t word) {
+    return mega::PollOp::create(b, loc, b.getI32Type(), stateBuf, ValueRange{idx(word)});
+  }
+  Value peekState(int64_t word) {
+    return mega::PeekOp::create(b, loc, b.getI32Type(), stateBuf, ValueRange{idx(word)});
+  }
+  void postState(int64_t word, Value value) {
+    mega::PostOp::create(b, loc, stateBuf, ValueRange{idx(word)}, value);
+  }
+  Value claimState(int64_t word) {
+    return mega::ClaimOp::create(b, loc, b.getI32Type(), stateBuf, ValueRange{idx(word)}, i32(1));
+  }
+  Value arriveState(int64_t word) {
+    return mega::ArriveOp::create(b, loc, b.getI32Type(), stateBuf, ValueRange{idx(word)}, i32(1));
+  }
+  void postTimeline(Value word, Value value) {
+    mega::PostOp::create(b, loc, timelineBuf, ValueRange{toIndex(word)}, value);
+  }
+  /// %globaltimer, ns: a watchdog's start or a timeline stamp.
+  Value now() { return NVVM::GlobalTimerOp::create(b, loc, b.getI64Type()); }
 
   /// Graph argument `slot` (an index value: the slot may depend on the
   /// task), of type `type`, read from the CTA's copy of the argument table
@@ -123,7 +152,6 @@ private:
   /// constant when every task of the case passes the same graph argument,
   /// else a switch over `task` (the same body on another layer's data).
   Value caseArgumentSlot(int64_t caseIndex, unsigned a, Value task);
-  Value stateAddr(Value word) { return sync.address(stateBase, word, 4); }
 
   /// An entry's record (TaskTables' `records`): one vector load from the
   /// tables, or from the worker's copy of its AOT records in shared memory.
@@ -169,11 +197,11 @@ private:
   /// raises the abort flag.
   void recordError(int64_t code, Value entry, const Readiness &r);
   Value aborted() {
-    return cmp(arith::CmpIPredicate::ne, sync.loadVolatile(stateAddr(kAbort)), i32(0));
+    return cmp(arith::CmpIPredicate::ne, peekState(kAbort), i32(0));
   }
   Value timedOut(Value start) {
-    Value elapsed = arith::SubIOp::create(b, loc, sync.globalTimer(), start);
-    return cmp(arith::CmpIPredicate::sgt, elapsed, i64(watchdogNs));
+    return mega::WatchdogExpiredOp::create(b, loc, b.getI1Type(), start,
+                                           b.getI64IntegerAttr(watchdogNs));
   }
 
   void buildWorker(Value blockId);
@@ -207,14 +235,13 @@ private:
   OpBuilder &b;
   Location loc;
   const TaskTables &t;
-  SyncPrimitives sync;
   bool timeline;
   int64_t watchdogNs;
   int64_t prefetchBytes, prefetchDepth;
   StepLoop stepLoop;
 
   SmallVector<Type> globalTypes;
-  Value argsBuf, sharedArgs, tablesBuf, eventsBase, stateBase, timelineBase;
+  Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;
   Value threadId, isThread0, control, epochTarget, aotRecords;
   /// Where allocations hoisted out of the bodies go.
   Operation *hoistPoint = nullptr;

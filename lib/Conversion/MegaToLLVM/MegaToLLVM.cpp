@@ -80,7 +80,9 @@ struct MegaToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
   void populateConvertToLLVMConversionPatterns(
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
-    target.addIllegalOp<GraphArgOp>();
+    target.addIllegalOp<GraphArgOp, PollOp, PeekOp, SignalOp, ClaimOp, ArriveOp, PublishOp,
+                        PostOp, RaiseFlagOp, FenceOp, WatchdogExpiredOp,
+                        PrefetchL2Op>();
     populateMegaToLLVMConversionPatterns(converter, patterns);
   }
 };
@@ -90,6 +92,7 @@ struct MegaToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
 void mega::populateMegaToLLVMConversionPatterns(LLVMTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
   patterns.add<GraphArgLowering>(converter);
+  populateRuntimeProtocolToLLVMPatterns(converter, patterns);
 }
 
 void mega::registerConvertMegaToLLVMInterface(DialectRegistry &registry) {

@@ -32,8 +32,8 @@ func.func @sum(%b: memref<256xf32>, %c: memref<4xi32>) {
 // CHECK:         tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 attributes {tile.persistent} {
 // The epoch at entry and the host's step limit (state words 0 and 11),
 // clamped to [1, max_steps] with 1 as the default.
-// CHECK:           %[[BASE:.*]] = llvm.inline_asm {{.*}}"ld.volatile.global.b32 $0, [$1];"
-// CHECK:           %[[ASKED:.*]] = llvm.inline_asm {{.*}}"ld.volatile.global.b32 $0, [$1];"
+// CHECK:           %[[BASE:.*]] = mega.peek %[[STATE:.*]][%c0{{.*}}] : memref<16xi32>
+// CHECK:           %[[ASKED:.*]] = mega.peek %[[STATE]][%c11] : memref<16xi32>
 // CHECK:           %[[LIMIT:.*]] = arith.select %{{.*}}, %[[ASKED]], %c1_i32
 // CHECK:           scf.while (%[[STEP:.*]] = %c0_i32) : (i32) -> i32 {
 // Step n waits for counters at trigger * (base + n + 1).
@@ -43,16 +43,19 @@ func.func @sum(%b: memref<256xf32>, %c: memref<4xi32>) {
 // The step barrier: arrive, the last CTA records the steps and opens the
 // next epoch, the others spin (with the watchdog) until it does.
 // CHECK:             gpu.barrier
-// CHECK:             "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
+// CHECK:             mega.arrive %[[STATE]][%c3{{.*}}], %{{.*}} : memref<16xi32>
 // CHECK:             scf.if %{{.*}} {
-// CHECK:               "st.volatile.global.b32 [$0], $1;"
-// CHECK:               "fence.acq_rel.gpu;"
+// CHECK:               mega.post %[[STATE]][%c12]
+// CHECK:               mega.fence
 // CHECK:             } else {
+// CHECK:               %[[SPIN_START:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
 // CHECK:               scf.while : () -> () {
-// CHECK:                 "ld.acquire.gpu.global.b32 $0, [$1];"
-// CHECK:                 "mov.u64 $0, %globaltimer;"
-// Everyone reads the stop word the step left and agrees through shared memory.
-// CHECK:             "ld.volatile.global.b32 $0, [$1];"
+// CHECK:                 mega.poll %[[STATE]][%c0{{.*}}] : memref<16xi32>
+// CHECK:                 mega.watchdog_expired %[[SPIN_START]]
+// Everyone reads the stop word the step left (element 1 of argument 2) and
+// agrees through shared memory.
+// CHECK:             %[[FLAG:.*]] = mega.graph_arg %{{.*}}[%c2{{.*}}] : memref<3xi64> -> memref<4xi32>
+// CHECK:             mega.peek %[[FLAG]][%c1{{.*}}] : memref<4xi32>
 // CHECK:             memref.store
 // CHECK:             gpu.barrier
 // CHECK:             memref.load

@@ -78,21 +78,28 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK:           gpu.barrier
 // CHECK-NOT:       tile.alloc_
 // The epoch: launch n waits for trigger * (n + 1).
-// CHECK:           llvm.inline_asm has_side_effects asm_dialect = att "ld.volatile.global.b32 $0, [$1];"
+// CHECK:           mega.peek %[[STATE_BUF]][%{{.*}}] : memref<16xi32>
 // CHECK:           %[[IS_WORKER:.*]] = arith.cmpi ult, %[[CTA]], %c2 : index
 // CHECK:           scf.if %[[IS_WORKER]] {
 // Worker: copy the AOT records to shared memory, then loop over entries.
 // CHECK:             scf.for
 // CHECK:             gpu.barrier
 // CHECK:             scf.while
-// CHECK:               "mov.u64 $0, %globaltimer;"
-// Readiness: an acquire load of the event counter.
-// CHECK:               "ld.acquire.gpu.global.b32 $0, [$1];"
-// A JIT ticket: an atomic add on the queue head.
-// CHECK:               "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
-// The watchdog: the first CTA to time out records the error.
-// CHECK:               "atom.acq_rel.gpu.global.cas.b32 $0, [$1], $2, $3;"
-// CHECK:               "fence.acq_rel.gpu;"
+// CHECK:               %[[START:.*]] = nvvm.read.ptx.sreg.globaltimer : i64
+// The held ticket: an acquire read of the JIT queue's tail (word 2).
+// CHECK:               mega.poll %[[STATE_BUF]][%c2{{.*}}] : memref<16xi32>
+// Readiness: an acquire read of the event counter.
+// CHECK:               mega.poll %[[EVENT_BUF]][%{{.*}}] : memref<1xi32>
+// A JIT ticket: a relaxed fetch-and-add on the queue's head (word 1).
+// CHECK:               mega.claim %[[STATE_BUF]][%c1{{.*}}], %{{.*}} : memref<16xi32>
+// The watchdog: past the limit, the first CTA to raise the abort flag
+// (word 10) records the error, fenced before its code.
+// CHECK:               mega.peek %[[STATE_BUF]][%c10] : memref<16xi32>
+// CHECK:               mega.watchdog_expired %[[START]] {limit_ns = 2000000000 : i64} : i64
+// CHECK:               mega.raise_flag %[[STATE_BUF]][%c10{{.*}}] : memref<16xi32>
+// CHECK-COUNT-5:       mega.post %[[STATE_BUF]]
+// CHECK-NEXT:          mega.fence
+// CHECK:               mega.post %[[STATE_BUF]][%c4]
 // The task switch: case 0 runs @copy on 2 units an instance (the grid has 4
 // units: no bounds check), with a barrier between units, on graph tensors 0
 // (x) and 1 (y) from the argument table; case 1 runs @sum.
@@ -118,23 +125,25 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK-NEXT:        default {
 // CHECK-NEXT:        }
 // CHECK-NEXT:        gpu.barrier
-// Thread 0 signals: a release fence and a relaxed add on the first event,
-// then the rest of the entry's signal list.
-// CHECK:             "fence.acq_rel.gpu;\0A\09red.relaxed.gpu.global.add.u32 [$0], $1;"
+// Thread 0 signals (a release increment) the first event, then the rest
+// of the entry's signal list.
+// CHECK:             mega.signal %[[EVENT_BUF]][%{{.*}}] : memref<1xi32>
 // CHECK:             scf.for
-// CHECK:               "fence.acq_rel.gpu;\0A\09red.relaxed.gpu.global.add.u32 [$0], $1;"
+// CHECK:               mega.signal %[[EVENT_BUF]][%{{.*}}] : memref<1xi32>
 // The scheduler CTA: warp 0 checks 32 JIT entries at once, a ballot finds the
 // ready run, lane 0 publishes it with a release store of the tail.
 // CHECK:           } else {
-// CHECK:             "ld.acquire.gpu.global.b32 $0, [$1];"
-// CHECK:             "{\0A\09.reg .pred p;\0A\09setp.ne.u32 p, $1, 0;\0A\09vote.sync.ballot.b32 $0, p, 0xffffffff;\0A\09}"
-// CHECK:             "st.release.gpu.global.b32 [$0], $1;"
+// CHECK:             mega.poll %[[EVENT_BUF]]
+// CHECK:             %[[MASK:.*]] = nvvm.vote.sync  ballot %c-1_i32, %{{.*}} -> i32
+// CHECK:             %[[UNSET:.*]] = arith.xori %[[MASK]], %c-1_i32
+// CHECK:             "llvm.intr.cttz"(%[[UNSET]]) <{is_zero_poison = false}>
+// CHECK:             mega.publish %[[STATE_BUF]][%c2{{.*}}], %{{.*}} : memref<16xi32>
 // The last CTA to finish resets the JIT ring and opens the next epoch.
 // CHECK:           gpu.barrier
-// CHECK:           "atom.acq_rel.gpu.global.add.u32 $0, [$1], $2;"
-// CHECK-COUNT-3:   "st.volatile.global.b32 [$0], $1;"
-// CHECK:           "fence.acq_rel.gpu;"
-// CHECK:           "st.volatile.global.b32 [$0], $1;"
+// CHECK:           mega.arrive %[[STATE_BUF]][%c3{{.*}}], %{{.*}} : memref<16xi32>
+// CHECK-COUNT-3:   mega.post %[[STATE_BUF]]
+// CHECK:           mega.fence
+// CHECK:           mega.post %[[STATE_BUF]][%c0{{.*}}]
 // CHECK:         return
 // The bodies live on only inside the persistent kernel.
 // CHECK-NOT:     func.func @copy
@@ -144,19 +153,19 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // With a timeline, entries record %globaltimer, their CTA and %smid.
 // TIMELINE-LABEL: func.func @step(
 // TIMELINE-SAME:    timeline = true, watchdog_ns = 5000000 : i64
-// TIMELINE:         "st.volatile.global.b64 [$0], $1;"
-// TIMELINE:         "mov.u32 $0, %smid;"
+// TIMELINE:         mega.post %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi64>, i64
+// TIMELINE:         nvvm.read.ptx.sreg.smid : i32
 // TIMELINE:         scf.index_switch
-// TIMELINE:         "st.volatile.global.b64 [$0], $1;"
+// TIMELINE:         mega.post %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi64>, i64
 
 // Only x is read-only (y is written by @a): @a's range of x, 2 units of 64
 // floats = 512 bytes an instance, is prefetched when it fits the budget
 // (none by default).
 // PREFETCH-LABEL:    func.func @step(
-// PREFETCH-COUNT-1:  "cp.async.bulk.prefetch.L2.global [$0], $1;"
-// PREFETCH-NOT:      cp.async.bulk.prefetch
+// PREFETCH-COUNT-1:  mega.prefetch_l2 %{{.*}}, %{{.*}}, %{{.*}} : memref<256xf32>
+// PREFETCH-NOT:      mega.prefetch_l2
 // NOPREFETCH-LABEL:  func.func @step(
-// NOPREFETCH-NOT:    cp.async.bulk.prefetch
+// NOPREFETCH-NOT:    mega.prefetch_l2
 mega.graph @step(%x: memref<256xf32>, %y: memref<256xf32>, %z: memref<256xf32>)
     workers 2 attributes {mega.arg_names = ["x", "y", "z"],
                           mega.arg_roles = ["input", "scratch", "output"]} {

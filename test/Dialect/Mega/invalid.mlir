@@ -1104,3 +1104,57 @@ func.func @graph_arg_vector(%t: memref<4xi64>) {
   %x = mega.graph_arg %t[%c0] : memref<4xi64> -> vector<4xf32>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// The runtime protocol
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @shared_word(%m: memref<4xi32, #gpu.address_space<workgroup>>, %i: index) -> i32 {
+  // expected-error @+1 {{'mega.poll' op accesses 'memref<4xi32, #gpu.address_space<workgroup>>': protocol words live in global memory, where every CTA of the kernel sees them}}
+  %v = mega.poll %m[%i] : memref<4xi32, #gpu.address_space<workgroup>>
+  return %v : i32
+}
+
+// -----
+
+func.func @rank(%m: memref<4x4xi32>, %i: index) {
+  // expected-error @+1 {{'mega.signal' op has 1 indices for a memref of rank 2}}
+  mega.signal %m[%i] : memref<4x4xi32>
+  return
+}
+
+// -----
+
+func.func @post_type(%m: memref<4xi64>, %i: index, %v: i32) {
+  // expected-error @+1 {{'mega.post' op stores a 'i32' into a memref of 'i64'}}
+  mega.post %m[%i], %v : memref<4xi64>, i32
+  return
+}
+
+// -----
+
+func.func @prefetch_size(%w: memref<64xf32>, %off: i64) {
+  %bytes = arith.constant 24 : i32
+  // expected-error @+1 {{'mega.prefetch_l2' op prefetches 24 bytes: a bulk prefetch moves a positive multiple of 16}}
+  mega.prefetch_l2 %w, %off, %bytes : memref<64xf32>
+  return
+}
+
+// -----
+
+func.func @prefetch_offset(%w: memref<64xf32>, %bytes: i32) {
+  %off = arith.constant 8 : i64
+  // expected-error @+1 {{'mega.prefetch_l2' op prefetches from byte offset 8: a bulk prefetch starts 16-byte aligned}}
+  mega.prefetch_l2 %w, %off, %bytes : memref<64xf32>
+  return
+}
+
+// -----
+
+func.func @watchdog(%start: i64) -> i1 {
+  // expected-error @+1 {{'mega.watchdog_expired' op attribute 'limit_ns' failed to satisfy constraint}}
+  %late = mega.watchdog_expired %start {limit_ns = 0} : i64
+  return %late : i1
+}

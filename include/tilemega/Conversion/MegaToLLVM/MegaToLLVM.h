@@ -1,7 +1,7 @@
 //===- MegaToLLVM.h - mega ops that survive into the LLVM dialect -*- C++ -*-===//
 //
 // The few mega ops a persistent kernel keeps after convert-mega-to-gpu
-// (mega.graph_arg) lower to the LLVM dialect inside convert-gpu-to-nvvm,
+// (mega.graph_arg and the runtime protocol's ops) lower to the LLVM dialect inside convert-gpu-to-nvvm,
 // which collects them through the ConvertToLLVM interface registered here.
 //
 //===----------------------------------------------------------------------===//
@@ -20,6 +20,11 @@ namespace mlir::tilemega::mega {
 /// The LLVM-dialect lowering of the mega ops a kernel body contains.
 void populateMegaToLLVMConversionPatterns(LLVMTypeConverter &converter,
                                           RewritePatternSet &patterns);
+
+/// The runtime protocol ops (mega.poll, mega.signal, ...): LLVM atomics at
+/// device scope, fences and NVVM ops (RuntimeProtocol.cpp).
+void populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
+                                           RewritePatternSet &patterns);
 
 /// Makes the mega dialect a ConvertToLLVMPatternInterface provider.
 void registerConvertMegaToLLVMInterface(DialectRegistry &registry);

@@ -470,3 +470,67 @@ LogicalResult GraphArgOp::verify() {
                            << table.getDimSize(0) << " entries";
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// The runtime protocol
+//===----------------------------------------------------------------------===//
+
+/// A protocol op's word: one element of a global memref (the CTAs of the
+/// persistent kernel share nothing else), named by one index per dimension.
+static LogicalResult verifyProtocolWord(Operation *op, MemRefType memory,
+                                        size_t indices) {
+  if (!tile::isGlobal(memory))
+    return op->emitOpError()
+           << "accesses " << memory
+           << ": protocol words live in global memory, where every CTA "
+              "of the kernel sees them";
+  if (static_cast<int64_t>(indices) != memory.getRank())
+    return op->emitOpError() << "has " << indices << " indices for a memref of rank "
+                             << memory.getRank();
+  return success();
+}
+
+LogicalResult PollOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult PeekOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult SignalOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult ClaimOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult ArriveOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult PublishOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult RaiseFlagOp::verify() {
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+LogicalResult PostOp::verify() {
+  Type element = getMemory().getType().getElementType();
+  if (getValue().getType() != element)
+    return emitOpError() << "stores a " << getValue().getType()
+                         << " into a memref of " << element;
+  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+}
+
+LogicalResult PrefetchL2Op::verify() {
+  auto tensor = cast<MemRefType>(getTensor().getType());
+  if (!tile::isGlobal(tensor))
+    return emitOpError() << "prefetches " << tensor
+                         << ": only global memory goes through L2";
+  std::optional<int64_t> bytes = getConstantIntValue(getBytes());
+  if (bytes && (*bytes <= 0 || *bytes % 16))
+    return emitOpError() << "prefetches " << *bytes
+                         << " bytes: a bulk prefetch moves a positive multiple of 16";
+  std::optional<int64_t> offset = getConstantIntValue(getOffset());
+  if (offset && *offset % 16)
+    return emitOpError() << "prefetches from byte offset " << *offset
+                         << ": a bulk prefetch starts 16-byte aligned";
+  return success();
+}

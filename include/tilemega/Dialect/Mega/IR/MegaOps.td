@@ -378,4 +378,225 @@ def Mega_GraphArgOp : Mega_Op<"graph_arg", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// The runtime protocol
+//===----------------------------------------------------------------------===//
+//
+// The persistent kernel's CTAs talk through words in global memory: event
+// counters, the JIT queue's head and tail, the epoch, the abort flag and the
+// error record (docs/mega.md). Each step of that protocol is one of the ops
+// below, with its memory ordering in its name, so that it is findable and
+// testable by name; they lower (MegaToLLVM) to LLVM atomics at device
+// scope (`syncscope("device")`, PTX `.gpu`), `llvm.fence` and NVVM ops, so
+// LLVM sees the orderings rather than opaque inline assembly.
+//
+// Each op reads or writes one element of a global memref, indexed as
+// `memref.load` is. They all order memory, so they declare both read and
+// write effects: none may be hoisted out of a spin loop, merged with
+// another or moved across one.
+
+class Mega_ProtocolOp<string mnemonic, list<Trait> traits = []>
+    : Mega_Op<mnemonic, !listconcat(traits, [MemoryEffects<[MemRead, MemWrite]>])> {
+  // Every op checks its word's memref and indices in one C++ function
+  // (verifyProtocolWord).
+  let hasVerifier = 1;
+}
+
+def Mega_PollOp : Mega_ProtocolOp<"poll"> {
+  let summary = "An acquire read of a word other CTAs advance (a wait's read)";
+  let description = [{
+    A load with acquire ordering at device scope: what the CTA reads after
+    it (a producer's output) is at least as new as the writes the word's
+    writer released before advancing it. Waits on event counters, the JIT
+    queue's tail and the epoch read through this op.
+
+    ```mlir
+    %seen = mega.poll %events[%e] : memref<64xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+}
+
+def Mega_PeekOp : Mega_ProtocolOp<"peek"> {
+  let summary = "A relaxed read of a word other CTAs or the host write";
+  let description = [{
+    A load with relaxed (monotonic) ordering at device scope: always a fresh
+    read of memory, ordering nothing. For flags polled only to stop early
+    (the abort flag), words the launch alone writes, and words ordered by
+    an earlier `mega.poll`.
+
+    ```mlir
+    %abort = mega.peek %state[%c10] : memref<16xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
+  let results = (outs I32:$result);
+  let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+}
+
+def Mega_SignalOp : Mega_ProtocolOp<"signal"> {
+  let summary = "A release increment of an event counter";
+  let description = [{
+    Adds one to the word with release ordering at device scope: a CTA that
+    acquires the new count (`mega.poll`) sees everything this thread wrote,
+    and everything its CTA wrote before a block barrier, before the signal.
+
+    ```mlir
+    mega.signal %events[%e] : memref<64xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
+  let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+}
+
+def Mega_ClaimOp : Mega_ProtocolOp<"claim"> {
+  let summary = "A relaxed fetch-and-add: take a distinct ticket";
+  let description = [{
+    Adds `amount` to the word with relaxed (monotonic) ordering at device
+    scope and returns the old value: every caller gets a distinct one, and
+    nothing else is ordered. Workers draw JIT tickets with it (what a
+    ticket's entry may read is ordered by the `mega.poll` of the queue's
+    tail, not by the draw).
+
+    ```mlir
+    %ticket = mega.claim %state[%c1], %one : memref<16xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices,
+                       I32:$amount);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $amount attr-dict `:` type($memory)
+  }];
+}
+
+def Mega_ArriveOp : Mega_ProtocolOp<"arrive"> {
+  let summary = "An acquire-release fetch-and-add: arrive at a grid barrier";
+  let description = [{
+    Adds `amount` to the word with acquire-release ordering at device scope
+    and returns the old value. CTAs arrive at the end of a step or launch
+    with it: the last arriver (old value = CTAs - 1) sees every earlier
+    arriver's writes, and what it writes next is ordered after them.
+
+    ```mlir
+    %done = mega.arrive %state[%c3], %one : memref<16xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices,
+                       I32:$amount);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $amount attr-dict `:` type($memory)
+  }];
+}
+
+def Mega_PublishOp : Mega_ProtocolOp<"publish"> {
+  let summary = "A release store: hand out what was written before it";
+  let description = [{
+    Stores `value` with release ordering at device scope. The scheduler
+    publishes the JIT queue's tail with it: a worker that acquires the new
+    tail (`mega.poll`) also sees the queue entries written before.
+
+    ```mlir
+    mega.publish %state[%c2], %tail : memref<16xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices,
+                       I32:$value);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $value attr-dict `:` type($memory)
+  }];
+}
+
+def Mega_PostOp : Mega_ProtocolOp<"post"> {
+  let summary = "A relaxed store of a word others read (error record, timeline)";
+  let description = [{
+    Stores `value` with relaxed (monotonic) ordering at device scope: never
+    kept in a register or merged with another store, ordering nothing by
+    itself (a `mega.fence` or a `mega.publish` after it does). The error
+    record, the state words reset at an epoch's end and the timeline's
+    stamps are written with it. 32- or 64-bit words.
+
+    ```mlir
+    mega.post %timeline[%i], %now : memref<512xi64>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32, I64]>:$memory, Variadic<Index>:$indices,
+                       AnyTypeOf<[I32, I64]>:$value);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $value attr-dict `:` type($memory) `,` type($value)
+  }];
+}
+
+def Mega_RaiseFlagOp : Mega_ProtocolOp<"raise_flag"> {
+  let summary = "Turn a word from 0 to 1 once; true for the one caller that did";
+  let description = [{
+    A compare-and-swap of 0 for 1 with acquire-release ordering at device
+    scope. The first CTA whose watchdog fires raises the abort flag with it
+    and alone writes the error record.
+
+    ```mlir
+    %first = mega.raise_flag %state[%c10] : memref<16xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
+  let results = (outs I1:$raised);
+  let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+}
+
+def Mega_FenceOp : Mega_Op<"fence", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "An acquire-release fence at device scope";
+  let description = [{
+    Orders this thread's memory operations before it against those after
+    it, for every CTA of the GPU (PTX `fence.acq_rel.gpu`).
+
+    ```mlir
+    mega.fence
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
+def Mega_WatchdogExpiredOp : Mega_Op<"watchdog_expired",
+    [MemoryEffects<[MemRead]>]> {
+  let summary = "Whether more than `limit_ns` passed since a %globaltimer stamp";
+  let description = [{
+    Reads `%globaltimer` (nanoseconds, one clock for all SMs) and compares
+    the time since `start` (an earlier read, `nvvm.read.ptx.sreg.globaltimer`)
+    with the watchdog's limit. Every spin-wait of the persistent kernel
+    leaves through it when its inputs never come.
+
+    ```mlir
+    %late = mega.watchdog_expired %start {limit_ns = 2000000000} : i64
+    ```
+  }];
+  let arguments = (ins I64:$start, ConfinedAttr<I64Attr, [IntPositive]>:$limit_ns);
+  let results = (outs I1:$expired);
+  let assemblyFormat = "$start attr-dict `:` type($start)";
+}
+
+// Read and write effects: an op that only read would be dead without a
+// result, and a prefetch exists for its effect on L2.
+def Mega_PrefetchL2Op : Mega_Op<"prefetch_l2", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "Start bringing bytes of a global tensor into L2";
+  let description = [{
+    An asynchronous bulk prefetch (`cp.async.bulk.prefetch.L2`) of `bytes`
+    bytes from `offset` bytes into `tensor`'s data; nothing waits for it.
+    As the instruction requires, `offset` and `bytes` are multiples of 16
+    and `bytes` is positive: the caller rounds and guards (a constant that
+    breaks this is an error).
+
+    ```mlir
+    mega.prefetch_l2 %w, %offset, %bytes : memref<2048x8192xbf16>
+    ```
+  }];
+  let arguments = (ins AnyMemRef:$tensor, I64:$offset, I32:$bytes);
+  let assemblyFormat = [{
+    $tensor `,` $offset `,` $bytes attr-dict `:` type($tensor)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // TILEMEGA_DIALECT_MEGA_IR_MEGAOPS_TD

@@ -1,0 +1,218 @@
+//===- RuntimeProtocol.cpp - the mega runtime protocol to LLVM and NVVM ---===//
+//
+// Each protocol op becomes LLVM atomics at device scope (PTX `.gpu`),
+// `llvm.fence` and NVVM ops. One trap shapes the patterns: LLVM 22's NVPTX
+// backend drops the ordering of `atomicrmw` (any ordering assembles to a
+// relaxed `atom.global.add`), while it honours the orderings of atomic
+// loads, stores and cmpxchg. A read-modify-write that must order memory is
+// therefore a relaxed `atomicrmw` between explicit fences, which is also
+// how the PTX memory model defines release and acquire patterns.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilemega/Conversion/MegaToLLVM/MegaToLLVM.h"
+
+#include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+
+#include "mlir/Conversion/LLVMCommon/Pattern.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::tilemega;
+using namespace mlir::tilemega::mega;
+
+namespace {
+
+/// PTX `.gpu`: every CTA of the kernel.
+constexpr StringLiteral kDeviceScope = "device";
+constexpr unsigned kGlobalAddressSpace = 1;
+
+/// The address of a protocol op's word as a global pointer. Tile's global
+/// scope is the GPU's global memory; saying so lets the backend emit
+/// `.global` instructions whatever the pointer's origin.
+template <typename Op>
+static Value wordPointer(const LLVMTypeConverter &converter, Op op,
+                         typename Op::Adaptor adaptor,
+                         ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  auto type = cast<MemRefType>(op.getMemory().getType());
+  Value ptr = LLVM::getStridedElementPtr(rewriter, loc, converter, type,
+                                         adaptor.getMemory(), adaptor.getIndices());
+  auto global = LLVM::LLVMPointerType::get(rewriter.getContext(), kGlobalAddressSpace);
+  if (ptr.getType() != global)
+    ptr = LLVM::AddrSpaceCastOp::create(rewriter, loc, global, ptr);
+  return ptr;
+}
+
+static unsigned wordBytes(Type type) { return type.getIntOrFloatBitWidth() / 8; }
+
+static void deviceFence(ConversionPatternRewriter &rewriter, Location loc) {
+  LLVM::FenceOp::create(rewriter, loc, LLVM::AtomicOrdering::acq_rel, kDeviceScope);
+}
+
+/// An atomic load of the word with `ordering` at device scope.
+template <typename Op>
+struct ProtocolLoadLowering : public ConvertOpToLLVMPattern<Op> {
+  ProtocolLoadLowering(const LLVMTypeConverter &converter,
+                       LLVM::AtomicOrdering ordering)
+      : ConvertOpToLLVMPattern<Op>(converter), ordering(ordering) {}
+
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
+    Type type = op.getType();
+    rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
+        op, type, ptr, wordBytes(type), /*isVolatile=*/false,
+        /*isNonTemporal=*/false, /*isInvariant=*/false,
+        /*isInvariantGroup=*/false, ordering, kDeviceScope);
+    return success();
+  }
+  LLVM::AtomicOrdering ordering;
+};
+
+/// An atomic store of the value with `ordering` at device scope.
+template <typename Op>
+struct ProtocolStoreLowering : public ConvertOpToLLVMPattern<Op> {
+  ProtocolStoreLowering(const LLVMTypeConverter &converter,
+                        LLVM::AtomicOrdering ordering)
+      : ConvertOpToLLVMPattern<Op>(converter), ordering(ordering) {}
+
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
+    Value value = adaptor.getValue();
+    rewriter.replaceOpWithNewOp<LLVM::StoreOp>(
+        op, value, ptr, wordBytes(value.getType()), /*isVolatile=*/false,
+        /*isNonTemporal=*/false, /*isInvariantGroup=*/false, ordering,
+        kDeviceScope);
+    return success();
+  }
+  LLVM::AtomicOrdering ordering;
+};
+
+/// A release increment: fence, then a relaxed add (no result: PTX `red`).
+struct SignalLowering : public ConvertOpToLLVMPattern<SignalOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(SignalOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
+    deviceFence(rewriter, loc);
+    Value one = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), 1);
+    LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add, ptr, one,
+                              LLVM::AtomicOrdering::monotonic, kDeviceScope, 4);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A fetch-and-add: relaxed, or acquire-release as fence, relaxed add,
+/// fence.
+template <typename Op>
+struct FetchAddLowering : public ConvertOpToLLVMPattern<Op> {
+  FetchAddLowering(const LLVMTypeConverter &converter, bool acquireRelease)
+      : ConvertOpToLLVMPattern<Op>(converter), acquireRelease(acquireRelease) {}
+
+  LogicalResult
+  matchAndRewrite(Op op, typename Op::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
+    if (acquireRelease)
+      deviceFence(rewriter, loc);
+    Value old = LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add, ptr,
+                                          adaptor.getAmount(),
+                                          LLVM::AtomicOrdering::monotonic,
+                                          kDeviceScope, 4);
+    if (acquireRelease)
+      deviceFence(rewriter, loc);
+    rewriter.replaceOp(op, old);
+    return success();
+  }
+  bool acquireRelease;
+};
+
+/// cmpxchg 0 -> 1, acq_rel (NVPTX keeps cmpxchg's ordering).
+struct RaiseFlagLowering : public ConvertOpToLLVMPattern<RaiseFlagOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(RaiseFlagOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
+    Type i32 = rewriter.getI32Type();
+    Value zero = LLVM::ConstantOp::create(rewriter, loc, i32, 0);
+    Value one = LLVM::ConstantOp::create(rewriter, loc, i32, 1);
+    auto cas = LLVM::AtomicCmpXchgOp::create(
+        rewriter, loc, ptr, zero, one, LLVM::AtomicOrdering::acq_rel,
+        LLVM::AtomicOrdering::acquire, kDeviceScope, 4);
+    rewriter.replaceOpWithNewOp<LLVM::ExtractValueOp>(op, cas, ArrayRef<int64_t>{1});
+    return success();
+  }
+};
+
+struct FenceLowering : public ConvertOpToLLVMPattern<FenceOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(FenceOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    deviceFence(rewriter, op.getLoc());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// %globaltimer - start > limit_ns.
+struct WatchdogExpiredLowering : public ConvertOpToLLVMPattern<WatchdogExpiredOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(WatchdogExpiredOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i64 = rewriter.getI64Type();
+    Value now = NVVM::GlobalTimerOp::create(rewriter, loc, i64);
+    Value elapsed = LLVM::SubOp::create(rewriter, loc, now, adaptor.getStart());
+    Value limit = LLVM::ConstantOp::create(rewriter, loc, i64, op.getLimitNs());
+    rewriter.replaceOpWithNewOp<LLVM::ICmpOp>(op, LLVM::ICmpPredicate::sgt, elapsed,
+                                              limit);
+    return success();
+  }
+};
+
+/// cp.async.bulk.prefetch.L2 at the tensor's data + offset.
+struct PrefetchL2Lowering : public ConvertOpToLLVMPattern<PrefetchL2Op> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(PrefetchL2Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto global = LLVM::LLVMPointerType::get(rewriter.getContext(), kGlobalAddressSpace);
+    Value base = MemRefDescriptor(adaptor.getTensor()).alignedPtr(rewriter, loc);
+    if (base.getType() != global)
+      base = LLVM::AddrSpaceCastOp::create(rewriter, loc, global, base);
+    Value start = LLVM::GEPOp::create(rewriter, loc, global, rewriter.getI8Type(), base,
+                                      ArrayRef<LLVM::GEPArg>{adaptor.getOffset()});
+    rewriter.replaceOpWithNewOp<NVVM::CpAsyncBulkPrefetchOp>(op, start, adaptor.getBytes(),
+                                                             Value());
+    return success();
+  }
+};
+
+} // namespace
+
+void mega::populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
+                                                 RewritePatternSet &patterns) {
+  patterns.add<ProtocolLoadLowering<PollOp>>(converter, LLVM::AtomicOrdering::acquire);
+  patterns.add<ProtocolLoadLowering<PeekOp>>(converter, LLVM::AtomicOrdering::monotonic);
+  patterns.add<ProtocolStoreLowering<PublishOp>>(converter, LLVM::AtomicOrdering::release);
+  patterns.add<ProtocolStoreLowering<PostOp>>(converter, LLVM::AtomicOrdering::monotonic);
+  patterns.add<FetchAddLowering<ClaimOp>>(converter, /*acquireRelease=*/false);
+  patterns.add<FetchAddLowering<ArriveOp>>(converter, /*acquireRelease=*/true);
+  patterns.add<SignalLowering, RaiseFlagLowering, FenceLowering,
+               WatchdogExpiredLowering, PrefetchL2Lowering>(converter);
+}
