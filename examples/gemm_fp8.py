@@ -23,7 +23,7 @@ examples_gpu/gemm_fp8.py checks. The compiler is imported in `build()` only.
 import sys
 
 from example_config import with_defaults
-from gemm_hopper import check_tiling, grouped, threads
+from gemm_hopper import check_tiling, threads
 
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=256, num_stages=4,
                 dtype="e4m3", group_m=0, warp_specialize=False)
@@ -64,9 +64,9 @@ def build(name="gemm_fp8", **overrides):
                scale_a: T.Tensor((1,), "float32"), scale_b: T.Tensor((1,), "float32"),
                C: T.Tensor((M, N), "bfloat16")):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
-        with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
-                      threads=threads(cfg)) as blocks:
-            bx, by = grouped(blocks, group, grid_n) if group else blocks
+        with T.Kernel(grid_m, grid_n, threads=threads(cfg)) as (bx, by):
+            if group:
+                T.use_swizzle(group, order="column")
             a_s = T.alloc_shared((BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")

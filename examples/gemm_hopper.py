@@ -15,8 +15,10 @@ docs/architecture.md). Tiles that
 overhang M, N or K are masked, so the sizes need not be multiples of the
 block.
 
-`group_m` orders the blocks in groups of that many row tiles (the L2 reuse
-of a grouped raster, TileLang's `T.use_swizzle`); 0 walks rows of blocks.
+`group_m` orders the blocks in panels of that many row tiles, walked
+across the columns (the L2 reuse of a grouped raster:
+`T.use_swizzle(group_m, order="column")`, as TileLang spells it); 0 keeps
+the launch order.
 
 `persistent` (with warp_specialize) launches that many blocks, each
 walking tiles block, block + persistent, ... with the warp-specialised K
@@ -124,9 +126,10 @@ def build(name="gemm_hopper", **overrides):
     def kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
                C: T.Tensor((M, N), dtype)):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
-        with T.Kernel(*((grid_m * grid_n,) if group else (grid_m, grid_n)),
-                      threads=threads(cfg)) as blocks:
-            bx, by = grouped(blocks, group, grid_n) if group else blocks
+        with T.Kernel(grid_m, grid_n, threads=threads(cfg)) as (bx, by):
+            if group:
+                # Panels of `group` row tiles (bx), walked across the columns.
+                T.use_swizzle(group, order="column")
             a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
@@ -137,12 +140,13 @@ def build(name="gemm_hopper", **overrides):
     return kernel.ir()
 
 
-def grouped(t, group, grid_n):
-    """Tile t's (row, column) in grouped order: consecutive tiles walk
-    `group` row tiles of one column band before the next band, so the A and
-    B tiles of the blocks resident at once stay in L2."""
-    in_group = t % (group * grid_n)
-    return t // (group * grid_n) * group + in_group % group, in_group // group
+def grouped(t, group, grid_m, grid_n):
+    """Tile t's (row, column) in the raster T.use_swizzle(group,
+    order="column") gives block t of the launch: a persistent kernel walks
+    its tiles in the same order."""
+    from tilemega.language.kernel import ExprOps, raster_indices
+    return raster_indices(t % grid_m, t // grid_m, grid_m, grid_n, group, "column",
+                          ExprOps())
 
 
 def _tile(T, cfg, A, B, a_s, b_s, acc, bx, by):
@@ -198,7 +202,7 @@ def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
             c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks) if cfg["stage_c"] \
                 else None
             for t in T.serial(block, grid_m * grid_n, blocks_n):
-                bx, by = grouped(t, group, grid_n) if group else (t // grid_n, t % grid_n)
+                bx, by = grouped(t, group, grid_m, grid_n) if group else (t // grid_n, t % grid_n)
                 _tile(T, cfg, A, B, a_s, b_s, acc, bx, by)
                 _store_c(T, cfg, acc, c_s, C, bx, by)
 

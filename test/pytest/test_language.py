@@ -219,6 +219,16 @@ def _mix(A, H, n, S, F, bx, by):
         F[i, j] = A[i, j] * H[i, j]                      # MISUSE-mix
 
 
+def _twice_rastered(A, H, n, S, F, bx, by):
+    T.use_swizzle(2)
+    T.use_swizzle(2)                                     # MISUSE-raster-twice
+
+
+def _raster_in_loop(A, H, n, S, F, bx, by):
+    for i in T.Parallel(64):
+        T.use_swizzle(2)                                 # MISUSE-raster-loop
+
+
 def _leak(A, H, n, S, F, bx, by):
     for i, j in T.Parallel(64, 64):
         x = S[i, j]
@@ -262,6 +272,17 @@ MISUSE = [
                                        r"the kernel has 128"),
     (lambda A, H, n, S, F, bx, by: T.use_swizzle(F),               # MISUSE-swizzle
      "MISUSE-swizzle", T.TileLangError, r"F is a fragment buffer; swizzles apply to shared"),
+    (lambda A, H, n, S, F, bx, by: T.use_swizzle(0),               # MISUSE-panel
+     "MISUSE-panel", T.TileLangError, r"T.use_swizzle: panel_size must be >= 1, got 0"),
+    (lambda A, H, n, S, F, bx, by: T.use_swizzle(4, order="diag"), # MISUSE-order
+     "MISUSE-order", T.TileLangError, r"order must be 'row' or 'column', got 'diag'"),
+    (lambda A, H, n, S, F, bx, by: T.use_swizzle("4"),             # MISUSE-panel-type
+     "MISUSE-panel-type", T.TileLangTypeError, r"a panel size \(an int\) or a shared tile, "
+                                              r"got str"),
+    (_twice_rastered, "MISUSE-raster-twice", T.TileLangError,
+     r"block raster is already set \(one T.use_swizzle a kernel\)"),
+    (_raster_in_loop, "MISUSE-raster-loop", T.TileLangError,
+     r"block rasterisation belongs at the kernel's top level"),
     (lambda A, H, n, S, F, bx, by: T.alloc_shared((64, "x")),      # MISUSE-shape
      "MISUSE-shape", T.TileLangTypeError, r"T.alloc_shared: shape\[1\] must be an int"),
     (lambda A, H, n, S, F, bx, by: T.fill(S, n),                   # MISUSE-fill
@@ -485,6 +506,49 @@ def test_gemm_pipelined_and_symbolic_grid():
         matmul.ir(M=256, N=512)
     with pytest.raises(TypeError, match="no symbolic dimension or keyword-only parameter 'Q'"):
         matmul.ir(M=256, N=512, K=64, Q=1)
+
+
+@pytest.mark.parametrize("order", ["row", "column"])
+@pytest.mark.parametrize("g0, g1, panel", [(4, 6, 4), (5, 7, 3), (3, 3, 1), (8, 2, 5),
+                                           (1, 9, 2), (16, 24, 8)])
+def test_block_raster_is_a_permutation_in_panels(order, g0, g1, panel):
+    # T.use_swizzle(panel, order): every block gets a distinct tile, and
+    # consecutive launch blocks stay inside one panel of `panel` rows
+    # (columns) until it is used up.
+    from tilemega.language.kernel import raster_indices
+    launch = [raster_indices(b0, b1, g0, g1, panel, order)
+              for b1 in range(g1) for b0 in range(g0)]
+    assert sorted(launch) == sorted((x, y) for x in range(g0) for y in range(g1))
+    panel_of = [(y if order == "row" else x) // panel for x, y in launch]
+    assert panel_of == sorted(panel_of)
+
+
+def test_block_raster_ir_replaces_every_use():
+    # The remap sits at the kernel's start and every use of the block
+    # indices, before the call too, reads the remapped values; disabled, the
+    # kernel is unchanged; a 1-D grid is refused.
+    def build(enable=True, grid=(4, 6)):
+        @tilemega.jit(name="k", cache=False)
+        def k(A: T.Tensor((64, 96), "float32")):
+            with T.Kernel(*grid, threads=128) as ids:
+                bx, by = ids if len(grid) == 2 else (ids, ids)
+                early = bx * 16
+                T.use_swizzle(3, enable=enable)
+                for i, j in T.Parallel(16, 16):
+                    A[early + i, by * 16 + j] = 1.0
+        return k.ir()
+    text = build()
+    body = text[text.index("tile.kernel"):]
+    first_ops = body.splitlines()[1:4]
+    assert any("arith.muli %arg2" in line for line in first_ops), body
+    assert "arith.minui" in body and "arith.select" in body
+    # The stores index with the remapped values only.
+    assert re.search(r"memref.store .*%arg0\[%\d+, %\d+\]", body)
+    # Each launch index: the kernel header and the remap's linear index.
+    assert body.count("%arg1") == 2 and body.count("%arg2") == 2
+    assert "arith.minui" not in build(enable=False)
+    with pytest.raises(T.TileLangError, match=r"reorders a 2-D grid; this kernel's grid is \[8\]"):
+        build(grid=(8,))
 
 
 def test_layouts_and_swizzles():

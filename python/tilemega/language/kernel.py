@@ -35,6 +35,7 @@ class Kernel:
         self.grid = grid
         self.threads = threads
         self.scope: Optional[Scope] = None
+        self.raster = None
 
     def __enter__(self):
         from ..dialects import tile
@@ -69,14 +70,154 @@ class Kernel:
         state.threads = threads
         scope = Scope("kernel", block, state.func_scope, op, user_position())
         state.kernel_scope = scope
+        state.kernel_context = self
         state.push(scope)
         self.scope = scope
+        self.grid_sizes = grid
         ids = tuple(Expr(a, index, scope, True, nonneg=True) for a in block.arguments)
         return ids[0] if len(ids) == 1 else ids
 
     def __exit__(self, exc_type, exc, tb):
         current(None).pop(self.scope)
+        if exc_type is None and self.raster is not None:
+            _rasterize(self.scope.block, self.grid_sizes, *self.raster)
         return False
+
+
+def set_block_raster(panel_size, order="row", enable=True):
+    """`T.use_swizzle(panel_size, order="row", enable=True)`, as TileLang spells
+    it: the kernel's blocks take their (bx, by) from a panelled raster of the
+    2-D grid instead of the launch order, so that the blocks resident at
+    once share operand tiles in L2. With order "row" a panel is
+    `panel_size` consecutive values of the second index (TileLang's rows,
+    `by`): consecutive blocks walk down the panel's rows, then across the
+    first index, every other panel in reverse; order "column" swaps the two
+    indices' roles. The last panel may be narrower. The block indices
+    change everywhere in the kernel, before the call too (the remap is put
+    at the kernel's start when the kernel closes)."""
+    api = "T.use_swizzle"
+    state = in_kernel(api)
+    kernel = state.kernel_context
+    if state.scope is not state.kernel_scope:
+        user_error(api, "block rasterisation belongs at the kernel's top level "
+                        "(not inside a loop or T.Parallel)")
+    if kernel.raster is not None:
+        user_error(api, "the kernel's block raster is already set (one T.use_swizzle "
+                        "a kernel)")
+    panel = static_int(panel_size, "panel_size", api, minimum=1)
+    if order not in ("row", "column", "col"):
+        user_error(api, f"order must be 'row' or 'column', got {order!r}")
+    if not isinstance(enable, bool):
+        user_error(api, f"enable must be a bool, got {enable!r}", TileLangTypeError)
+    if len(kernel.grid_sizes) < 2:
+        user_error(api, f"block rasterisation reorders a 2-D grid; this kernel's grid "
+                        f"is {list(kernel.grid_sizes)}")
+    if enable:
+        kernel.raster = (panel, "column" if order == "col" else order,
+                         user_position())
+
+
+def raster_indices(b0, b1, g0, g1, panel, order, ops=None):
+    """The panelled raster of T.use_swizzle: the block indices that launch
+    block (b0, b1) of a (g0, g1) grid takes. One rule for the kernel (ops:
+    arith ops on index values) and for Python (ops None: ints)."""
+    ops = ops or _IntOps()
+    c = ops.const
+    # The launch order: the first index fastest.
+    linear = ops.add(b0, ops.mul(b1, c(g0)))
+    # "row" panels the second index; "column" the first (swap the sizes,
+    # then the results back).
+    if order == "column":
+        g0, g1 = g1, g0
+    band = c(panel * g0)
+    index = ops.div(linear, band)
+    within = ops.rem(linear, band)
+    first_row = ops.mul(index, c(panel))
+    # The last panel holds the rows that are left.
+    rows = ops.min(c(panel), ops.sub(c(g1), first_row))
+    row = ops.add(first_row, ops.rem(within, rows))
+    col = ops.div(within, rows)
+    # Every other panel walks the first index backwards, so that the blocks
+    # either side of a panel boundary share tiles.
+    col = ops.select(ops.rem(index, c(2)), ops.sub(c(g0 - 1), col), col)
+    return (row, col) if order == "column" else (col, row)
+
+
+class _IntOps:
+    const = staticmethod(lambda v: v)
+    add = staticmethod(lambda x, y: x + y)
+    sub = staticmethod(lambda x, y: x - y)
+    mul = staticmethod(lambda x, y: x * y)
+    div = staticmethod(lambda x, y: x // y)
+    rem = staticmethod(lambda x, y: x % y)
+    min = staticmethod(min)
+    select = staticmethod(lambda nonzero, x, y: x if nonzero else y)
+
+
+class ExprOps(_IntOps):
+    """Traced index values (T.* expressions): a kernel that walks its own
+    tiles (a persistent one) takes the same raster from a tile number."""
+    min = staticmethod(lambda x, y: _t_min(x, y))
+    select = staticmethod(lambda nonzero, x, y: _if_then_else(nonzero != 0, x, y))
+
+
+def _t_min(x, y):
+    from .mathops import min as t_min
+    return t_min(x, y)
+
+
+def _if_then_else(cond, x, y):
+    from .values import if_then_else
+    return if_then_else(cond, x, y)
+
+
+class _ArithOps:
+    """Unsigned index arithmetic (block indices are never negative)."""
+
+    def __init__(self):
+        from ..dialects import arith
+        from ..ir import IndexType, IntegerAttr
+        self.arith, self.ty, self.attr = arith, IndexType.get(), IntegerAttr
+
+    def const(self, v):
+        return self.arith.constant(self.ty, self.attr.get(self.ty, v))
+
+    def add(self, x, y):
+        return self.arith.addi(x, y)
+
+    def sub(self, x, y):
+        return self.arith.subi(x, y)
+
+    def mul(self, x, y):
+        return self.arith.muli(x, y)
+
+    def div(self, x, y):
+        return self.arith.divui(x, y)
+
+    def rem(self, x, y):
+        return self.arith.remui(x, y)
+
+    def min(self, x, y):
+        return self.arith.minui(x, y)
+
+    def select(self, nonzero, x, y):
+        a = self.arith
+        return a.select(a.cmpi(a.CmpIPredicate.ne, nonzero, self.const(0)), x, y)
+
+
+def _rasterize(block, grid, panel, order, position):
+    """Replaces the block indices of the first two grid dimensions by the
+    panelled raster (raster_indices), computed at the kernel's start."""
+    from ..ir import InsertionPoint, Location
+
+    before = {op.operation for op in block.operations}
+    with Location.file(*position), InsertionPoint.at_block_begin(block):
+        new0, new1 = raster_indices(block.arguments[0], block.arguments[1],
+                                    grid[0], grid[1], panel, order, _ArithOps())
+    new_ops = [op.operation for op in block.operations if op.operation not in before]
+    # Uses in the remap itself keep the launch's indices.
+    block.arguments[0].replace_all_uses_except(new0, new_ops)
+    block.arguments[1].replace_all_uses_except(new1, new_ops)
 
 
 def _extents(api, extents):

@@ -257,16 +257,26 @@ def annotate_layout(layouts: dict):
                             "tiles take layouts")
 
 
-def use_swizzle(buf, bits=3, base=3, shift=3):
-    """Sets the `swizzle` of a shared tile: `T.use_swizzle(A_s, bits=3, base=3,
-    shift=3)`. (Unlike TileLang's `T.use_swizzle(panel_size)`, which reorders
-    thread blocks, this is the shared-memory XOR swizzle.)"""
+def use_swizzle(target, *args, **kwargs):
+    """Two forms. `T.use_swizzle(panel_size, order="row", enable=True)`, as
+    TileLang spells it, reorders the kernel's thread blocks into a panelled
+    raster for L2 reuse (kernel.set_block_raster). `T.use_swizzle(A_s,
+    bits=3, base=3, shift=3)` sets a shared tile's XOR swizzle."""
+    if isinstance(target, Buffer):
+        return _use_tile_swizzle(target, *args, **kwargs)
+    if isinstance(target, (int, Expr)) and not isinstance(target, bool):
+        from .kernel import set_block_raster
+        return set_block_raster(target, *args, **kwargs)
+    in_kernel("T.use_swizzle")
+    user_error("T.use_swizzle", f"the first argument must be a panel size (an int) or a "
+                                f"shared tile, got {type(target).__name__} {target!r}",
+               TileLangTypeError)
+
+
+def _use_tile_swizzle(buf, bits=3, base=3, shift=3):
+    """Sets the `swizzle` of a shared tile."""
     api = "T.use_swizzle"
     in_kernel(api)
-    if not isinstance(buf, Buffer):
-        user_error(api, f"the first argument must be a shared tile, got "
-                        f"{type(buf).__name__} {buf!r} (TileLang's T.use_swizzle(panel_size) "
-                        "block rasterisation is not supported)", TileLangTypeError)
     if buf.scope != "shared":
         user_error(api, f"{buf.name} is a {buf.scope} buffer; swizzles apply to shared tiles")
     buf.op.attributes["swizzle"] = swizzle_attr(Swizzle(bits, base, shift), api, "swizzle")

@@ -193,6 +193,7 @@ class TraceState:
         self.scopes: List[Scope] = [self.func_scope]
         self.kernel = None                # the tile.kernel op once opened
         self.kernel_scope: Optional[Scope] = None
+        self.kernel_context = None        # the T.Kernel object once opened
         self.threads: Optional[int] = None
         self.buffers: List[object] = []   # Buffer proxies, for annotate_layout
 

@@ -808,8 +808,8 @@ struct TilePipelinePass
 
   /// Makes the producer's region use nothing the kernel computes after it:
   /// each such value is recomputed in the block that uses it, before that
-  /// block's own ops (pure ops with no regions, as the copies' addresses
-  /// are; `seeded` maps the enclosing loop's induction variable to the
+  /// block's own ops (effect-free ops with no regions, as the copies'
+  /// addresses are; `seeded` maps the enclosing loop's induction variable to the
   /// producer's copy of that loop); anything else is an error.
   LogicalResult recomputeInside(ProducerOp producer, Block &top,
                                 const IRMapping &seeded) {
@@ -831,7 +831,10 @@ struct TilePipelinePass
         return value;
       if (Value known = made.lookup({value, block}))
         return known;
-      if (!isPure(def) || def->getNumRegions() != 0)
+      // Effect-free is enough (not speculatable: a division by a computed
+      // divisor): the producer recomputes a value for the same tile the
+      // kernel computed it for, never on inputs the kernel did not see.
+      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
         return producer.emitOpError()
                << "copies from an address computed by '"
                << def->getName() << "' at " << def->getLoc()
