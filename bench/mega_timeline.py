@@ -13,6 +13,15 @@ and per task in graph order its first start, last end and mean instance
 duration, so that bubbles between stages show), mega_timeline.png (the span
 beside the bytes / copy-rate floor), mega_timeline-tasks.png (CTA x time)
 and mega_timeline.txt (a text summary).
+
+With ARTIFACTS/ops_decode.launches.json (the same bodies as tile kernels,
+one launch per operator), it also writes the per-body table: each body's
+stage in the persistent kernel (mean over the layers of its span, first
+start to last end, and of its period, first start to the next stage's
+first start) beside the same kernel standalone (a CUDA graph of its 16
+launches, one a layer, each on its own layer's weights: the time per
+launch, the gap between graph nodes included, as the period includes the
+boundary).
 """
 
 import argparse
@@ -48,6 +57,48 @@ def stage_table(rows, meta):
         mean = sum(e - s for s, e in spans) / len(spans)
         table.append((tasks[t]["name"], len(spans), min(starts) / 1e3, max(ends) / 1e3, mean / 1e3))
     return table
+
+
+def stage_periods(table, per_layer):
+    """{position in the layer: (mean span us, mean period us, layers)} over
+    the layers: task k of a layer is position k % per_layer (graph order);
+    the period runs to the next task's first start (the last task has
+    none)."""
+    acc = {}
+    for i, (_, _, start, end, _) in enumerate(table):
+        period = table[i + 1][2] - start if i + 1 < len(table) else None
+        spans, periods = acc.setdefault(i % per_layer, ([], []))
+        spans.append(end - start)
+        if period is not None:
+            periods.append(period)
+    return {k: (sum(sp) / len(sp), sum(pe) / len(pe) if pe else float("nan"), len(sp))
+            for k, (sp, pe) in acc.items()}
+
+
+def standalone_bodies(artifacts, tensors, torch, common):
+    """[(kernel, launches, us per launch)] in first-launch order: each kernel
+    of ops_decode.launches.json timed as a CUDA graph of all its launches."""
+    import json
+
+    import decode
+    spec_path = os.path.join(artifacts, "ops_decode.launches.json")
+    if not os.path.isfile(spec_path):
+        return []
+    with open(spec_path) as f:
+        names = [launch["kernel"] for launch in json.load(f)["launches"]]
+    run, _ = decode.load_per_operator(artifacts, tensors, "ops_decode.launches.json")
+    groups = {}
+    for name, call in zip(names, run.calls):
+        groups.setdefault(name, []).append(call)
+    out = []
+    for name, calls in groups.items():
+        def launch_all(calls=calls):
+            for kernel, kargs in calls:
+                kernel(*kargs)
+        replay = common.graphed(launch_all)
+        out.append((name, len(calls), common.bench_ms(replay) * 1e3 / len(calls)))
+    torch.cuda.synchronize()
+    return out
 
 
 def main(argv=None):
@@ -120,6 +171,19 @@ def main(argv=None):
             mega_timeline.render(rows, meta, os.path.join(args.out, "mega_timeline-tasks.png"))
         except ImportError as exc:
             print(f"no task PNG: {exc}")
+        # The per-body table (after the timeline: the kernels write the caches).
+        bodies = standalone_bodies(args.artifacts, weights, torch, common)
+        if bodies:
+            periods = stage_periods(table, len(bodies))
+            report.data["extra"]["bodies"] = [
+                {"body": table[k][0].split("_", 2)[-1], "kernel": name, "launches": n,
+                 "standalone_us": us, "mega_span_us": periods[k][0],
+                 "mega_period_us": periods[k][1], "period_vs_standalone": periods[k][1] / us}
+                for k, (name, n, us) in enumerate(bodies)]
+            print(f"{'body':<14}{'kernel':<36}{'alone us':>9}{'span us':>9}{'period us':>10}")
+            for b in report.data["extra"]["bodies"]:
+                print(f"{b['body']:<14}{b['kernel']:<36}{b['standalone_us']:>9.2f}"
+                      f"{b['mega_span_us']:>9.2f}{b['mega_period_us']:>10.2f}")
     return report.finish()
 
 

@@ -100,6 +100,16 @@ def render_bench(rel, data):
                         [[r["implementation"], _num(r.get("ms_per_token")),
                           _num(r.get("ttft_ms")), _num(r.get("tokens_per_s"))]
                          for r in generation])
+    if extra.get("bodies"):
+        lines += ["", "Per body: its stage in the persistent kernel (mean over the layers) "
+                      "beside the same kernel standalone (a CUDA graph of its launches, one "
+                      "a layer; us per launch):", ""]
+        lines += _table(["body", "kernel", "standalone us", "mega span us", "mega period us",
+                         "period / standalone"],
+                        [[b["body"], f"`{b['kernel']}`", f"{b['standalone_us']:.2f}",
+                          f"{b['mega_span_us']:.2f}", _num(b["mega_period_us"]),
+                          _num(b["period_vs_standalone"])]
+                         for b in extra["bodies"]])
     if extra.get("stages"):
         lines += ["", "Per task of the last step (graph order):", ""]
         lines += _table(["task", "instances", "first start us", "last end us", "mean us"],

@@ -102,6 +102,11 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(before);
     Value p = before->getArgument(0), k = before->getArgument(1);
+    // The abort flag is read first: a relaxed load issued ahead of the
+    // acquire loads below is in flight with them, where one issued after
+    // them would wait for them and add a round trip to every pick (an
+    // acquire load holds back the loads after it, not those before).
+    Value abortRaised = aborted();
     Value hasAot = cmp(arith::CmpIPredicate::slt, p, aotEnd);
     Value numJit = i32(t.numJit);
     Value none = i32(-1);
@@ -165,7 +170,7 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
                         : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1).getResult();
     Value finished = andI(notI(got), andI(notI(hasAot), jitOver));
     Value stuck = andI(notI(got), notI(finished));
-    Value abort = andI(stuck, aborted());
+    Value abort = andI(stuck, abortRaised);
     Value late = andI(andI(stuck, notI(abort)), timedOut(start));
     auto report = scf::IfOp::create(b, loc, late, /*withElse=*/false);
     {
@@ -498,6 +503,8 @@ void PersistentKernelBuilder::buildScheduler() {
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   b.setInsertionPointToStart(before);
   Value j = before->getArgument(0), since = before->getArgument(1);
+  // Ahead of the acquire loads, as in pickEntry.
+  Value abortRaised = aborted();
   Value mine = add(j, lane);
   Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
   auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
@@ -525,7 +532,7 @@ void PersistentKernelBuilder::buildScheduler() {
   }
   // No progress: stop on an abort or past the watchdog (recording why).
   Value stalled = notI(progress);
-  Value abort = andI(stalled, aborted());
+  Value abort = andI(stalled, abortRaised);
   Value late = andI(andI(stalled, notI(abort)), timedOut(since));
   auto report = scf::IfOp::create(b, loc, andI(late, isLane0), false);
   {
@@ -593,10 +600,12 @@ Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
       Value start = now();
       auto spin = scf::WhileOp::create(b, loc, TypeRange{}, ValueRange{});
       Block *before = b.createBlock(&spin.getBefore());
+      // Ahead of the acquire load, as in pickEntry.
+      Value abortRaised = aborted();
       Value seen = pollState(kEpoch);
       Value reached = cmp(arith::CmpIPredicate::sge,
                           arith::SubIOp::create(b, loc, seen, epochTarget), i32(0));
-      Value abort = andI(notI(reached), aborted());
+      Value abort = andI(notI(reached), abortRaised);
       Value late = andI(andI(notI(reached), notI(abort)), timedOut(start));
       auto report = scf::IfOp::create(b, loc, late, false);
       {
