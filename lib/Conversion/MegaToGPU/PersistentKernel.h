@@ -209,6 +209,9 @@ private:
   void emitCase(int64_t caseIndex, Value task, Value instance);
   void buildScheduler();
   void emitPrefetch(Value entry);
+  /// Whether task `taskIndex`'s read-only inputs are worth prefetching: only
+  /// when every stage it waits on is estimated cheaper than its own.
+  bool waitsOnLighterStage(unsigned taskIndex);
   void buildExit();
   /// One step of the whole graph (the worker or the scheduler role).
   void buildStep(Value blockId);
