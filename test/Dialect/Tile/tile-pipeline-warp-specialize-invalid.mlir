@@ -129,3 +129,26 @@ func.func @two_loops(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
   }
   return
 }
+
+// -----
+
+// An address the producer would have to load again (an op with effects)
+// cannot be recomputed inside it.
+func.func @loaded_address(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>, %I: memref<4xindex>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %base = memref.load %I[%c0] : memref<4xindex>
+    // expected-error @+1 {{copies from an address computed by 'memref.load'}}
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      %at = arith.addi %col, %base : index
+      tile.copy %A[%c0, %at] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
+    }
+  }
+  return
+}

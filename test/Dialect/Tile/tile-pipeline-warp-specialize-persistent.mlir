@@ -55,3 +55,46 @@ func.func @persistent(%A: memref<512x512xbf16>, %B: memref<128x512xbf16>, %C: me
   }
   return
 }
+
+// A raster's division by a computed divisor (T.use_swizzle's last, narrower
+// panel) is not speculatable but has no effects: the producer recomputes it
+// for the same tile the kernel computed it for.
+// CHECK-LABEL: func.func @computed_divisor
+// CHECK:         tile.producer {
+// CHECK:           scf.for %[[T:.*]] = %arg3 to
+// CHECK:             %[[ROWS:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK:             %[[Q:.*]] = arith.divui %[[T]], %[[ROWS]] : index
+// CHECK:             arith.muli %[[Q]], %{{.*}} : index
+// CHECK:             tile.bulk_copy %arg0
+func.func @computed_divisor(%A: memref<512x512xbf16>, %B: memref<128x512xbf16>, %C: memref<512x128xf32>) {
+  tile.kernel blocks(%b) in [4] threads 256 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    tile.pipelined %t = %b to %c4 step %c4 num_stages 1 {
+      %left = arith.subi %c4, %b : index
+      %rows = arith.minui %c3, %left : index
+      %q = arith.divui %t, %rows : index
+      %row = arith.muli %q, %c128 : index
+      tile.clear %c : memref<128x128xf32, #tile.fragment>
+      tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 attributes {warp_specialize} {
+        %col = arith.muli %k, %c64 : index
+        tile.copy %A[%row, %col] to %a[0, 0] sizes [128, 64] : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %B[%c0, %col] to %bb[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+        tile.gemm %a, %bb, %c {transpose_b}
+            : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+              memref<128x64xbf16, #gpu.address_space<workgroup>>,
+              memref<128x128xf32, #tile.fragment>
+      }
+      tile.copy %c[0, 0] to %C[%row, 0] sizes [128, 128] : memref<128x128xf32, #tile.fragment> to memref<512x128xf32>
+    }
+  }
+  return
+}
