@@ -807,3 +807,82 @@ def sample_filtered(logits, scores, cand, units, threads, inv_t, top_k, top_p, p
                                                          "int32"))
     for i in T.Parallel(1):
         pick_s[0] = T.if_then_else(done_s[0] == 1, pick_s[0], top0_s[0])
+
+
+def merge_linear(Hq, Hkv, D, splits, N, rows_per_unit, *, threads=256, emit=True) -> Body:
+    """y = r + W @ merge(o_part, lse): attention_merge of every kv group
+    into shared memory, rounded to bf16 as attention_merge stores o, then
+    the output projection's rows_per_unit rows with their residual (the
+    numbers of attention_merge then bodies.gemv). The merge task and its
+    stage boundary go away; every unit redoes the merge, reading all the
+    partials (Hkv * splits * Gp * (D + 1) floats, from L2).
+
+    args (W[N, Hq*D], o_part, lse (attention_at's padded rows), r[N], y[N])."""
+    from .bodies import _combine_layout, gemv_config
+
+    G, K, R = Hq // Hkv, Hq * D, rows_per_unit
+    Gp = padded_group(G, D, threads)[0]
+    rows = Hkv * splits * Gp
+    layout = _combine_layout(splits, Gp, D, threads)
+    _check(N % R == 0, f"merge_linear: N={N} is not a multiple of rows_per_unit={R}")
+    BK, STAGES = gemv_config(R, K, threads)
+    _check(K % BK == 0 and BK % 8 == 0,
+           f"merge_linear: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
+
+    def merge_linear(W: T.Tensor((N, K), "bfloat16"), o_part: T.Tensor((rows * D,), "float32"),
+                     lse: T.Tensor((rows,), "float32"), r: T.Tensor((N,), "bfloat16"),
+                     y: T.Tensor((N,), "bfloat16")):
+        with T.Kernel(N // R, threads=threads) as u:
+            x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
+            w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
+            mx = T.alloc_fragment((Gp, D), "float32")
+            den = T.alloc_fragment((Gp, D), "float32")
+            num = T.alloc_fragment((Gp, D), "float32")
+            # The merged heads, padded rows included, then the real ones in
+            # head order: the GEMV's x.
+            padded = T.alloc_shared((Hkv * Gp, D), "bfloat16")
+            o_s = T.alloc_shared((K,), "bfloat16")
+            for g in range(Hkv):
+                T.copy(o_part.view(Hkv * splits, Gp, D)[g * splits, 0, 0], x)
+                for sp, i, d in T.Parallel(splits, Gp, D):
+                    w[sp, i, d] = lse[(g * splits + sp) * Gp + i]
+                T.reduce_max(w, mx, dim=0)
+                for sp, i, d in T.Parallel(splits, Gp, D):
+                    w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
+                    x[sp, i, d] = x[sp, i, d] * w[sp, i, d]
+                T.reduce_sum(w, den, dim=0)
+                T.reduce_sum(x, num, dim=0)
+                for i, d in T.Parallel(Gp, D):
+                    num[i, d] = num[i, d] / den[i, d]
+                T.copy(num, padded[g * Gp, 0])
+            for j in T.Parallel(K):
+                head = j // D
+                o_s[j] = padded[head // G * Gp + head % G, j % D]
+            # bodies.gemv: W streams through shared memory STAGES chunks
+            # ahead; products accumulate elementwise, reduced once at the end.
+            w_s = T.alloc_shared((R, BK), "bfloat16")
+            wf = T.alloc_fragment((R, BK), "float32")
+            xf = T.alloc_fragment((BK,), "float32")
+            acc = T.alloc_fragment((R, BK), "float32")
+            out = T.alloc_fragment((R,), "float32")
+            res = T.alloc_fragment((R,), "float32")
+            T.clear(acc)
+            T.copy(r[u * R], res)
+            for k in T.Pipelined(K // BK, num_stages=STAGES):
+                T.copy(W[u * R, k * BK], w_s)
+                T.copy(o_s[k * BK], xf)
+                T.copy(w_s, wf)
+                for i, j in T.Parallel(R, BK):
+                    acc[i, j] = acc[i, j] + wf[i, j] * xf[j]
+            T.reduce_sum(acc, out, dim=1)
+            for i in T.Parallel(R):
+                out[i] = out[i] + res[i]
+            T.copy(out, y[u * R])
+
+    foot = (Access("read", 0, R * K, 0, R * K),
+            Access("read", 1, 0, 0, rows * D),
+            Access("read", 2, 0, 0, rows),
+            Access("read", 3, R, 0, R),
+            Access("write", 4, R, 0, R))
+    return t_body(f"merge_linear_{Hq}x{Hkv}x{D}_k{splits}_{N}_r{R}", merge_linear, N // R,
+                  foot, threads, emit)
