@@ -54,25 +54,11 @@ def _graph(**fields):
     (8, 2, 128), (28, 4, 128), (32, 2, 128)])
 def test_the_graph_builds_for_every_gqa_group_and_head_dim(heads, kv_heads, head_dim):
     g = _graph(heads=heads, kv_heads=kv_heads, head_dim=head_dim, hidden=heads * 64)
-    # embed, 6 tasks a layer (the attention's merge inside the output
-    # projection), the LM head and the two tasks of the pick
-    assert len(g.tasks) == 1 + 6 * 2 + 1 + 2
+    # embed, 7 tasks a layer, the LM head and the two tasks of the pick
+    assert len(g.tasks) == 1 + 7 * 2 + 1 + 2
     assert not any(t.variable for t in g.tasks)      # balanced: all on the AOT queues
     names = [t.body.name for t in g.tasks]
     assert names[0].startswith("embed_") and names[-1].startswith("pick_advance_")
-    wo = next(t for t in g.tasks if t.name.endswith("attn_wo") and "l1" in t.name)
-    assert wo.body.name.startswith(f"merge_linear_{heads}x{kv_heads}x{head_dim}_k8_")
-    assert [a.name for a in wo.args] == ["l1.wo", "l1.x1.o_part", "l1.x1.lse", "l0.x2", "l1.x1"]
-    assert "l1.attn" not in {t.name for t in g.tensors}
-
-
-def test_the_merge_can_stay_a_task_of_its_own():
-    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
-    from tilemega import mega
-    g = mega.generation_graph(ModelConfig(**SMALL), workers=8, fuse_merge=False)
-    assert len(g.tasks) == 1 + 7 * 2 + 1 + 2
-    assert any(t.body.name.startswith("attn_merge_") for t in g.tasks)
-    assert "l1.attn" in {t.name for t in g.tensors}
 
 
 def test_qwen2_shape_gets_biases_an_untied_head_and_128_threads():

@@ -377,40 +377,6 @@ class Graph:
         return self._task("attention_at", f"{base}_merge", merge,
                           [("o_part", o_part), ("lse", lse), ("o", o)])
 
-    def attention_linear_at(self, q, k_cache, v_cache, gen, W, residual, y, splits=8,
-                            jit=False, rows_per_unit=None, name=None):
-        """y = residual + W @ attention(q, k_cache, v_cache) over the keys
-        0..gen[POS]: attention_at's partials, then their merge and the
-        output projection as one task (generation_bodies.merge_linear:
-        each unit redoes the merge from L2; the merge task and its stage
-        boundary go away). W [N, Hq*D], residual and y [N]."""
-        self._need("attention_linear_at", "k_cache", k_cache, rank=3)
-        self._need("attention_linear_at", "q", q, rank=1)
-        self._need("attention_linear_at", "W", W, rank=2)
-        Hkv, S, D = k_cache.shape
-        if q.size % D:
-            raise ValueError(f"attention_linear_at: q ({q.size}) is not whole heads of {D}")
-        Hq = q.size // D
-        N, K = W.shape
-        if K != Hq * D:
-            raise ValueError(f"attention_linear_at: W ({W.name}) has {K} columns, the "
-                             f"attention output {Hq * D}")
-        rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
-        split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads, emit=False)
-        fused = gbodies.merge_linear(Hq, Hkv, D, splits, N, rows, threads=self.threads,
-                                     emit=False)
-        self._check_args("attention_linear_at", split, [("q", q), ("k_cache", k_cache),
-                                                        ("v_cache", v_cache), ("gen", gen)])
-        o_part = self.scratch(f"{y.name}.o_part", split.args[4][1], "float32")
-        lse = self.scratch(f"{y.name}.lse", split.args[5][1], "float32")
-        base = name or "attn"
-        self._task("attention_linear_at", f"{base}_split", split,
-                   [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen),
-                    ("o_part", o_part), ("lse", lse)], variable=jit)
-        return self._task("attention_linear_at", f"{base}_wo", fused,
-                          [("W", W), ("o_part", o_part), ("lse", lse), ("r", residual),
-                           ("y", y)])
-
     def pick_next(self, logits, tokens, gen, sampling, name=None):
         """The next token: the first index of the largest logit (greedy), or
         a sample when sampling[0] = 1/T > 0 (generation_state.py), appended

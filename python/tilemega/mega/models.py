@@ -212,10 +212,10 @@ def generation_threads(cfg: ModelConfig) -> int:
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
-                     jit_attention=False, fuse_merge=True) -> Graph:
+                     jit_attention=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
-    tasks of decode_graph, the cache row at pos, attention over pos + 1
+    7 tasks of decode_graph, the cache row at pos, attention over pos + 1
     keys), the final RMSNorm, the LM head into `logits` [vocab] and the
     greedy pick, which appends the next token and advances the state.
     Launched repeatedly (or replayed from a CUDA graph) it generates.
@@ -229,10 +229,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     [1] f32 (the inverse temperature, 0 for greedy); the output logits.
     A launch runs one step, or up to max_seq_len steps when the runtime
     sets a step limit (MegaKernel.set_step_limit), stopping at DONE.
-    jit_attention: the attention partials on the JIT queue (Graph.attention_at).
-    fuse_merge: the partials' merge inside the output projection's task
-    (Graph.attention_linear_at: 6 tasks a layer); False keeps the merge a
-    task of its own writing l{i}.attn."""
+    jit_attention: the attention partials on the JIT queue (Graph.attention_at)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
 
@@ -268,16 +265,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
                  name=p + "qkv")
         q = g.scratch(p + "q", [Hq * D], dt)
         g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
+        attn = g.scratch(p + "attn", [Hq * D], dt)
+        g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
+                       jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
-        if fuse_merge:
-            g.attention_linear_at(q, w["k_cache"], w["v_cache"], gen, w["wo"], x, x1,
-                                  splits=attention_splits, jit=jit_attention,
-                                  name=p + "attn")
-        else:
-            attn = g.scratch(p + "attn", [Hq * D], dt)
-            g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                           jit=jit_attention, name=p + "attn")
-            g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
+        g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
         gu = g.scratch(p + "gu", [2 * I], dt)
         g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
         x2 = g.scratch(p + "x2", [H], dt)
