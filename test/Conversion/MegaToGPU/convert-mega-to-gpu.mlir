@@ -227,7 +227,8 @@ func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
 // TABLES-NEXT: aot w0: p#0 q#0
 // TABLES-NEXT: aot w1: p#1 q#1
 // TABLES-NEXT: jit: (none)
-// TABLES-NEXT: tables ok
+// TABLES-NEXT: graph policy: 6 entries, 2 events, 1 workers
+// (The policy graph's tables, below.)
 // CHECK-SAME:    tables = array<i32: {{[-0-9, ]+}}>,
 // CHECK-SAME:    tasks = [{body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "p", queue = "aot", units = 3 : i64, units_per_task = 2 : i64},
 // CHECK-SAME:             {body = "scale3", cost_ns = 0.000000e+00 : f64, count = 2 : i64, name = "q", queue = "aot", units = 3 : i64, units_per_task = 2 : i64}]
@@ -350,4 +351,82 @@ mega.graph @unscheduled(%x: memref<64xf32>) workers 1 {
 
 // expected-error @+1 {{has no tasks to run}}
 mega.graph @empty() workers 1 {
+}
+
+// -----
+
+// The prefetch policy: a task's read-only inputs are prefetched only when
+// every stage it waits on is estimated cheaper than its own. @p waits on
+// nothing (its x is prefetched); @q's w1 sits behind @p, 200 ns of stage
+// against @q's 2000 (prefetched); @r's w2 sits behind @q, heavier than @r's
+// 1000 (not prefetched: the prefetch would compete with @q for DRAM).
+// PREFETCH-LABEL:   func.func @policy(
+// PREFETCH-DAG:     mega.prefetch_l2 %{{.*}}, %{{.*}}, %{{.*}} : memref<512xf32>
+// PREFETCH-DAG:     mega.prefetch_l2 %{{.*}}, %{{.*}}, %{{.*}} : memref<128xf32>
+// PREFETCH-NOT:     mega.prefetch_l2 %{{.*}}, %{{.*}}, %{{.*}} : memref<256xf32>
+// NOPREFETCH-LABEL: func.func @policy(
+// TABLES:           task p (aot): p#0 p#1
+// TABLES-NEXT:      task q (aot): q#0 q#1
+// TABLES-NEXT:      task r (aot): r#0 r#1
+// TABLES-NEXT:      event e0: trigger 2 by p#0 p#1 for q#0 q#1
+// TABLES-NEXT:      event e1: trigger 2 by q#0 q#1 for r#0 r#1
+// TABLES-NEXT:      aot w0: p#0 p#1 q#0 q#1 r#0 r#1
+// TABLES-NEXT:      jit: (none)
+// TABLES-NEXT:      tables ok
+func.func @spread(%x: memref<512xf32>, %h: memref<128xf32>) {
+  tile.kernel blocks(%i) in [2] threads 64 {
+    %c64 = arith.constant 64 : index
+    %off = arith.muli %i, %c64 : index
+    %f = tile.alloc_fragment : memref<64xf32, #tile.fragment>
+    tile.copy %x[%off] to %f[0] sizes [64] : memref<512xf32> to memref<64xf32, #tile.fragment>
+    tile.copy %f[0] to %h[%off] sizes [64] : memref<64xf32, #tile.fragment> to memref<128xf32>
+  }
+  return
+}
+
+func.func @mix_a(%w: memref<128xf32>, %h: memref<128xf32>, %o: memref<128xf32>) {
+  tile.kernel blocks(%i) in [2] threads 64 {
+    %c64 = arith.constant 64 : index
+    %off = arith.muli %i, %c64 : index
+    %f = tile.alloc_fragment : memref<64xf32, #tile.fragment>
+    tile.copy %w[%off] to %f[0] sizes [64] : memref<128xf32> to memref<64xf32, #tile.fragment>
+    tile.copy %f[0] to %o[%off] sizes [64] : memref<64xf32, #tile.fragment> to memref<128xf32>
+  }
+  return
+}
+
+func.func @mix_b(%w: memref<256xf32>, %h: memref<128xf32>, %o: memref<128xf32>) {
+  tile.kernel blocks(%i) in [2] threads 64 {
+    %c64 = arith.constant 64 : index
+    %off = arith.muli %i, %c64 : index
+    %f = tile.alloc_fragment : memref<64xf32, #tile.fragment>
+    tile.copy %w[%off] to %f[0] sizes [64] : memref<256xf32> to memref<64xf32, #tile.fragment>
+    tile.copy %f[0] to %o[%off] sizes [64] : memref<64xf32, #tile.fragment> to memref<128xf32>
+  }
+  return
+}
+
+mega.graph @policy(%x: memref<512xf32>, %w1: memref<128xf32>, %w2: memref<256xf32>,
+                   %h: memref<128xf32>, %o: memref<128xf32>, %z: memref<128xf32>) workers 1 {
+  mega.event @e0 trigger 2
+  mega.event @e1 trigger 2
+  mega.queue @w0 aot worker 0 {tasks = [@p, @p, @q, @q, @r, @r],
+                               instances = array<i64: 0, 1, 0, 1, 0, 1>}
+  mega.task @p body @spread(%x, %h : memref<512xf32>, memref<128xf32>) count 2
+      signals [@e0]
+      footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
+                 #mega.access<write operand 1 offset 64 * u + 0 size 64>]
+      {cost_ns = 100.0}
+  mega.task @q body @mix_a(%w1, %h, %o : memref<128xf32>, memref<128xf32>, memref<128xf32>)
+      count 2 waits [@e0] signals [@e1]
+      footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
+                 #mega.access<read operand 1 offset 64 * u + 0 size 64>,
+                 #mega.access<write operand 2 offset 64 * u + 0 size 64>]
+      {cost_ns = 1000.0}
+  mega.task @r body @mix_b(%w2, %o, %z : memref<256xf32>, memref<128xf32>, memref<128xf32>)
+      count 2 waits [@e1]
+      footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
+                 #mega.access<read operand 1 offset 64 * u + 0 size 64>,
+                 #mega.access<write operand 2 offset 64 * u + 0 size 64>]
+      {cost_ns = 500.0}
 }
