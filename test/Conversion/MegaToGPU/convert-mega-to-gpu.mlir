@@ -416,17 +416,17 @@ mega.graph @policy(%x: memref<512xf32>, %w1: memref<128xf32>, %w2: memref<256xf3
       signals [@e0]
       footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
                  #mega.access<write operand 1 offset 64 * u + 0 size 64>]
-      {cost_ns = 100.0}
+      {units_per_task = 1, cost_ns = 100.0}
   mega.task @q body @mix_a(%w1, %h, %o : memref<128xf32>, memref<128xf32>, memref<128xf32>)
       count 2 waits [@e0] signals [@e1]
       footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
                  #mega.access<read operand 1 offset 64 * u + 0 size 64>,
                  #mega.access<write operand 2 offset 64 * u + 0 size 64>]
-      {cost_ns = 1000.0}
+      {units_per_task = 1, cost_ns = 1000.0}
   mega.task @r body @mix_b(%w2, %o, %z : memref<256xf32>, memref<128xf32>, memref<128xf32>)
       count 2 waits [@e1]
       footprint [#mega.access<read operand 0 offset 64 * u + 0 size 64>,
                  #mega.access<read operand 1 offset 64 * u + 0 size 64>,
                  #mega.access<write operand 2 offset 64 * u + 0 size 64>]
-      {cost_ns = 500.0}
+      {units_per_task = 1, cost_ns = 500.0}
 }
