@@ -475,10 +475,8 @@ LogicalResult GraphArgOp::verify() {
 // The runtime protocol
 //===----------------------------------------------------------------------===//
 
-/// A protocol op's word: one element of a global memref (the CTAs of the
-/// persistent kernel share nothing else), named by one index per dimension.
-static LogicalResult verifyProtocolWord(Operation *op, MemRefType memory,
-                                        size_t indices) {
+LogicalResult mega::verifyProtocolWord(Operation *op, MemRefType memory,
+                                       size_t indices) {
   if (!tile::isGlobal(memory))
     return op->emitOpError()
            << "accesses " << memory
@@ -490,33 +488,12 @@ static LogicalResult verifyProtocolWord(Operation *op, MemRefType memory,
   return success();
 }
 
-LogicalResult PollOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult PeekOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult SignalOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult ClaimOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult ArriveOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult PublishOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
-LogicalResult RaiseFlagOp::verify() {
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
-}
 LogicalResult PostOp::verify() {
   Type element = getMemory().getType().getElementType();
   if (getValue().getType() != element)
     return emitOpError() << "stores a " << getValue().getType()
                          << " into a memref of " << element;
-  return verifyProtocolWord(*this, getMemory().getType(), getIndices().size());
+  return success();
 }
 
 LogicalResult PrefetchL2Op::verify() {

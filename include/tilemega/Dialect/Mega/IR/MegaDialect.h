@@ -19,6 +19,27 @@
 #define GET_ATTRDEF_CLASSES
 #include "tilemega/Dialect/Mega/IR/MegaAttrs.h.inc"
 
+namespace mlir::tilemega::mega {
+
+/// The rule every runtime-protocol op's word obeys: one element of a global
+/// memref (the CTAs of a persistent kernel share nothing else), named by
+/// one index per dimension.
+LogicalResult verifyProtocolWord(Operation *op, MemRefType memory, size_t indices);
+
+/// Trait of the runtime-protocol ops (ODS `Mega_ProtocolWord`): checks the
+/// word an op with `getMemory()` and `getIndices()` accesses.
+template <typename ConcreteType>
+class ProtocolWord : public OpTrait::TraitBase<ConcreteType, ProtocolWord> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    auto concrete = cast<ConcreteType>(op);
+    return verifyProtocolWord(op, concrete.getMemory().getType(),
+                              concrete.getIndices().size());
+  }
+};
+
+} // namespace mlir::tilemega::mega
+
 #define GET_OP_CLASSES
 #include "tilemega/Dialect/Mega/IR/MegaOps.h.inc"
 

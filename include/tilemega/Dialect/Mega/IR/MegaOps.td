@@ -395,12 +395,15 @@ def Mega_GraphArgOp : Mega_Op<"graph_arg", [
 // write effects: none may be hoisted out of a spin loop, merged with
 // another or moved across one.
 
-class Mega_ProtocolOp<string mnemonic, list<Trait> traits = []>
-    : Mega_Op<mnemonic, !listconcat(traits, [MemoryEffects<[MemRead, MemWrite]>])> {
-  // Every op checks its word's memref and indices in one C++ function
-  // (verifyProtocolWord).
-  let hasVerifier = 1;
+// Every protocol op checks its word's memref and indices with one C++ rule
+// (verifyProtocolWord, through this trait).
+def Mega_ProtocolWord : NativeOpTrait<"ProtocolWord"> {
+  let cppNamespace = "::mlir::tilemega::mega";
 }
+
+class Mega_ProtocolOp<string mnemonic, list<Trait> traits = []>
+    : Mega_Op<mnemonic, !listconcat(traits, [MemoryEffects<[MemRead, MemWrite]>,
+                                             Mega_ProtocolWord])>;
 
 def Mega_PollOp : Mega_ProtocolOp<"poll"> {
   let summary = "An acquire read of a word other CTAs advance (a wait's read)";
@@ -528,6 +531,7 @@ def Mega_PostOp : Mega_ProtocolOp<"post"> {
   let assemblyFormat = [{
     $memory `[` $indices `]` `,` $value attr-dict `:` type($memory) `,` type($value)
   }];
+  let hasVerifier = 1;
 }
 
 def Mega_RaiseFlagOp : Mega_ProtocolOp<"raise_flag"> {
