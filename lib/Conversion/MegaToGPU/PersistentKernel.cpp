@@ -279,10 +279,12 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   cloneBody(unit);
 }
 
-/// A task's stage: its instances' estimated cost, summed.
-static double stageCost(TaskOp task) {
-  double cost = task.getCostNs() ? task.getCostNs()->convertToDouble() : 0.0;
-  return cost * static_cast<double>(task.getNumInstances());
+/// A task's stage: its instances' estimated cost (mega-decompose's
+/// cost_ns), summed; nullopt for a task without an estimate.
+static std::optional<double> stageCost(TaskOp task) {
+  if (!task.getCostNs())
+    return std::nullopt;
+  return task.getCostNs()->convertToDouble() * static_cast<double>(task.getNumInstances());
 }
 
 bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
@@ -291,7 +293,7 @@ bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
   // next entry prefetched); behind a lighter stage (attention before the
   // output projection) DRAM is idle and the prefetch is free.
   TaskOp task = t.tasks[taskIndex];
-  double own = stageCost(task);
+  std::optional<double> own = stageCost(task);
   DenseSet<StringAttr> waited;
   for (int64_t i = 0; i < task.getNumInstances(); ++i)
     for (FlatSymbolRefAttr ref : task.getInstanceWaitRefs(i))
@@ -299,8 +301,12 @@ bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
   for (TaskOp producer : t.tasks) {
     for (int64_t i = 0; i < producer.getNumInstances(); ++i)
       for (FlatSymbolRefAttr ref : producer.getInstanceSignalRefs(i))
-        if (waited.contains(ref.getAttr()) && stageCost(producer) >= own)
-          return false;
+        if (waited.contains(ref.getAttr())) {
+          // Stages without estimates cannot be compared: no prefetch.
+          std::optional<double> theirs = stageCost(producer);
+          if (!own || !theirs || *theirs >= *own)
+            return false;
+        }
   }
   return true;
 }

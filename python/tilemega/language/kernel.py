@@ -178,27 +178,11 @@ class _ArithOps:
         from ..dialects import arith
         from ..ir import IndexType, IntegerAttr
         self.arith, self.ty, self.attr = arith, IndexType.get(), IntegerAttr
+        (self.add, self.sub, self.mul, self.div, self.rem, self.min) = (
+            arith.addi, arith.subi, arith.muli, arith.divui, arith.remui, arith.minui)
 
     def const(self, v):
         return self.arith.constant(self.ty, self.attr.get(self.ty, v))
-
-    def add(self, x, y):
-        return self.arith.addi(x, y)
-
-    def sub(self, x, y):
-        return self.arith.subi(x, y)
-
-    def mul(self, x, y):
-        return self.arith.muli(x, y)
-
-    def div(self, x, y):
-        return self.arith.divui(x, y)
-
-    def rem(self, x, y):
-        return self.arith.remui(x, y)
-
-    def min(self, x, y):
-        return self.arith.minui(x, y)
 
     def select(self, nonzero, x, y):
         a = self.arith
