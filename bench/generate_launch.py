@@ -50,14 +50,14 @@ def launch_times(e, control, n=15):
     host, ctrl = [], []
     launch = e._launch_generation
 
-    def with_control():
+    def with_control(chunks=0):
         # The state the launch finds (after_sync's synchronisation included).
         stream = torch.cuda.current_stream()
         e._set_limit(e.cfg.max_seq_len, stream)
         began = time.perf_counter()
         control.launch(int(stream.cuda_stream))
         ctrl.append(round((time.perf_counter() - began) * 1e6, 1))
-        launch()
+        launch(chunks)
 
     e._launch_generation = with_control
     try:

@@ -304,6 +304,32 @@ def test_one_launch_generates_and_streams_the_same_tokens(case):
     assert streamed == ours and len(ours) == new
 
 
+def test_the_prefill_and_the_decode_kernel_share_one_graph_launch(case):
+    """generate() replays the prefill's chunks and the persistent kernel
+    from one captured graph; the same prompt prefilled by start() (its own
+    graph) and the kernel launched alone gives the same cache rows and
+    tokens."""
+    import torch
+
+    kind, model, engine, seq = case
+    prompt, new = seq[:300].tolist(), 12          # rows 0 .. 298: two chunks
+    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
+    assert 2 in engine._with_prefill, "the two-chunk graph was not captured"
+    assert engine.kernel.steps_done() == new
+    rows = {n: engine.tensors[n][:, :len(prompt) - 1].clone()
+            for n in ("l0.k_cache", f"l{engine.cfg.layers - 1}.v_cache")}
+    for n in rows:
+        engine.tensors[n].zero_()
+    engine.start(prompt, max_new_tokens=new, eos_token_id=[])
+    engine._launch_generation()
+    torch.cuda.synchronize()
+    engine._check_kernel(len(prompt))
+    alone = engine._read_tokens(len(prompt), len(prompt) + new)
+    assert alone == ours
+    for n, r in rows.items():
+        assert torch.equal(engine.tensors[n][:, :len(prompt) - 1], r), n
+
+
 def test_generation_stops_at_any_of_several_eos_ids(case):
     kind, model, engine, seq = case
     prompt = seq[:16].tolist()

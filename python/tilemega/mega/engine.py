@@ -23,7 +23,10 @@ The prompt: with a prefill artifact (prefill.py; compiled here when the
 compiler is installed, or passed as prefill=PATH) its cache rows but the
 last come from our tile kernels, a chunk of 256 positions at a time
 (tensor-core GEMMs, causal GQA flash attention), and the decode steps start
-at its last token. Without one (prefill=False, or teacher-forced) the
+at its last token. generate() and stream() replay the prefill's launches
+and the persistent kernel's from one CUDA graph (one per number of chunks,
+captured at the first prompt that needs it): a generation is one
+cuGraphLaunch; start() runs the prefill alone (for step()). Without one (prefill=False, or teacher-forced) the
 decode steps walk the prompt one position a step.
 
 Compilation: on a machine with the compiler, from_pretrained compiles the
@@ -150,6 +153,7 @@ class Engine:
         self.kernel.prepare()
         self.launch_capture_error = None  # why the launch runs uncaptured, if it does
         self._graph = self._capture_launch()
+        self._with_prefill = {}          # prefill chunks -> graph of them + the launch
         self._limit = None
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
         self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
@@ -237,12 +241,26 @@ class Engine:
 
     def start(self, prompt_ids, max_new_tokens, eos_token_id=None, teacher_forced=False,
               temperature=None, top_k=None, top_p=None, seed=0):
-        """Writes the prompt, the sampling settings and a fresh state: the
-        next step processes position 0. Teacher-forced, every position of
-        prompt_ids (up to max_seq_len of them) keeps its token and the steps
-        only walk them (the logits of each step are the prediction of the
-        next); else the steps after the prompt generate. Returns the state
-        words."""
+        """Writes the prompt, the sampling settings and a fresh state, and
+        runs the prefill kernels over the prompt's rows but its last: the
+        next step processes the prompt's last position (position 0 without
+        prefill kernels, or teacher-forced). Teacher-forced, every position
+        of prompt_ids (up to max_seq_len of them) keeps its token and the
+        steps only walk them (the logits of each step are the prediction of
+        the next); else the steps after the prompt generate. Returns the
+        state words."""
+        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id,
+                                      teacher_forced, temperature, top_k, top_p, seed)
+        self.last_prefill_s = None
+        if chunks:
+            self.prefill.run(words[gs.POS])
+            self.last_prefill_s = self.prefill.last_s
+        return words
+
+    def _prepare(self, prompt_ids, max_new_tokens, eos_token_id, teacher_forced,
+                 temperature, top_k, top_p, seed):
+        """start() but the prefill: the state words, and the number of
+        prefill chunks the prompt needs (their spans written)."""
         torch = self._torch
         ids = self._check_prompt(prompt_ids, max_new_tokens, room=0 if teacher_forced else 1)
         if self._failed:               # a watchdog stop left events and state half-way
@@ -265,11 +283,7 @@ class Engine:
         self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
         self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
         self.tensors["sampling"].copy_(torch.tensor(sampling, dtype=torch.float32))
-        self.last_prefill_s = None
-        if first > 0:
-            self.prefill.run(first)
-            self.last_prefill_s = self.prefill.last_s
-        return words
+        return words, (self.prefill.set_spans(first) if first > 0 else 0)
 
     def _check_kernel(self, given):
         """kernel.check(), the watchdog's error extended with what the stopped
@@ -322,21 +336,56 @@ class Engine:
         finally:
             self._torch.cuda.synchronize()
 
-    def _launch_generation(self):
+    def _prefill_and_launch(self, chunks):
+        """The graph of `chunks` prefill chunks followed by the persistent
+        kernel's launch (captured the first time a prompt needs that many
+        chunks, on the engine's stream), or None where the capture fails."""
+        if self._graph is None:                 # the launch itself is not captured
+            return None
+        graph = self._with_prefill.get(chunks)
+        if graph is None:
+            from ..runtime import LaunchError
+
+            torch = self._torch
+            self.prefill.warm()
+
+            def prefill():
+                with torch.cuda.stream(self._run):
+                    self.prefill.enqueue(chunks)
+
+            torch.cuda.synchronize()
+            try:
+                graph = self._with_prefill[chunks] = self.kernel.capture(self._run_handle,
+                                                                         before=prefill)
+            except LaunchError as exc:
+                self.launch_capture_error = str(exc)
+            finally:
+                torch.cuda.synchronize()
+        return graph
+
+    def _launch_generation(self, chunks=0):
         """The generation's one launch, on the caller's current stream after
-        its work there (start()'s prompt and state writes, the prefill): a
-        replay of the captured launch, or the launch itself. Not handed over
-        to a stream of the engine's own: on the H200 the driver charged the
-        first submission after such a hand-over (an event wait) 14-36 us of
-        host time, whatever it launched (bench/generate_launch.py's control,
-        docs/mega.md)."""
+        its work there (start()'s prompt and state writes): a replay of the
+        captured launch, or the launch itself; with `chunks` > 0, the prefill
+        kernels of that many chunks (spans written by _prepare) run first,
+        in the same graph: one cuGraphLaunch a generation. Measured on the
+        H200 before they shared it (bench/generate.py, docs/benchmarks.md):
+        the decode kernel's launch right after the prefill's graph cost
+        17-28 us of host time, 6.6-11 us after a trivial launch or into an
+        idle device. Not handed over to a stream of the engine's own: the
+        driver charged the first submission after such a hand-over (an event
+        wait) 14-36 us of host time, whatever it launched
+        (bench/generate_launch.py's control, docs/mega.md)."""
         stream = self._torch.cuda.current_stream()
         self._launched_on = stream
         handle = int(stream.cuda_stream)
         self._set_limit(self.cfg.max_seq_len, stream)
+        graph = self._prefill_and_launch(chunks) if chunks else self._graph
+        if chunks and graph is None:           # no capture: launch by launch
+            self.prefill.enqueue(chunks)
         began = time.perf_counter()
-        if self._graph is not None:
-            self._graph.launch(handle)
+        if graph is not None:
+            graph.launch(handle)
         else:
             self.kernel.launch(stream=handle)
         self.last_launch_host_s = time.perf_counter() - began
@@ -370,12 +419,12 @@ class Engine:
         is counted (the newest one's store may not be visible yet) or the
         kernel finished. A watchdog stop raises MegaKernelError; at the end
         the streamed ids are checked against the final tokens."""
-        words = self.start(prompt_ids, max_new_tokens, eos_token_id, temperature=temperature,
-                           top_k=top_k, top_p=top_p, seed=seed)
+        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
+                                      temperature, top_k, top_p, seed)
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return
-        self._launch_generation()
+        self._launch_generation(chunks)
         self._finished.record(self._launched_on)
         streamed = []
         while True:
@@ -398,12 +447,12 @@ class Engine:
     def generate(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
                  top_k=None, top_p=None, seed=0) -> List[int]:
         """The generated ids (without the prompt): one launch, then one read."""
-        words = self.start(prompt_ids, max_new_tokens, eos_token_id, temperature=temperature,
-                           top_k=top_k, top_p=top_p, seed=seed)
+        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
+                                      temperature, top_k, top_p, seed)
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return []
-        self._launch_generation()
+        self._launch_generation(chunks)
         self._launched_on.synchronize()
         self._check_kernel(given)
         produced = self._read_state()[gs.GENERATED]

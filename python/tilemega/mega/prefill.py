@@ -9,8 +9,11 @@ generation kernel takes over at the prompt's last position.
 The engine then starts its decode steps at position P - 1 (the last prompt
 token), whose step writes that row and picks the first new token. A chunk
 is C positions (CHUNK): its launches take `span` = (start, count) from a
-device tensor, so the artifact serves every prompt length and a chunk's
-launches can be captured once into a CUDA graph and replayed per chunk.
+device tensor, one row per chunk (`spans`, written once per prompt), so the
+artifact serves every prompt length and the launches of n chunks can be
+captured once into a CUDA graph and replayed for every prompt of n chunks
+(the engine captures them with its decode kernel's launch: a generation is
+one graph launch, engine.py).
 """
 
 import time
@@ -86,22 +89,26 @@ class Prefill:
         def buf(*shape):
             return torch.zeros(shape, dtype=torch.bfloat16, device="cuda")
 
-        self.span = torch.zeros(2, dtype=torch.int32, device="cuda")
+        self.max_chunks = -(-(cfg.max_seq_len - 1) // C)
+        # One row a chunk, and a last one that stays (0, 0) for warm().
+        self.spans = torch.zeros(self.max_chunks + 1, 2, dtype=torch.int32, device="cuda")
         self.x, self.h, self.x1 = buf(C, H), buf(C, H), buf(C, H)
         self.qkv, self.q, self.o = buf(C, n), buf(C, cfg.heads * D), buf(C, cfg.heads * D)
         self.gu, self.a = buf(C, 2 * I), buf(C, I)
         self._torch = torch
-        self._graph = None
+        self._graphs = {}              # chunks -> torch.cuda.CUDAGraph
+        self._warm = False
         self.last_s = None
 
     def _kernel(self, role):
         return self.art[self.bodies[role].name]
 
-    def chunk(self):
-        """The launches of one chunk at the position `span` holds."""
+    def chunk(self, c=0):
+        """The launches of chunk c, at the position spans[c] holds."""
         t, cfg = self.t, self.cfg
         k = self._kernel
-        k("embed")(t["embed"], t["tokens"], self.span, self.x)
+        span = self.spans[c]
+        k("embed")(t["embed"], t["tokens"], span, self.x)
         for layer in range(cfg.layers):
             p = f"l{layer}."
             k("norm")(self.x, t[p + "attn_norm"], self.h)
@@ -109,46 +116,71 @@ class Prefill:
                 k("qkv")(self.h, t[p + "wqkv"], t[p + "bqkv"], self.qkv)
             else:
                 k("qkv")(self.h, t[p + "wqkv"], self.qkv)
-            k("rope")(self.qkv, t["rope_cos"], t["rope_sin"], self.span, self.q,
+            k("rope")(self.qkv, t["rope_cos"], t["rope_sin"], span, self.q,
                       t[p + "k_cache"], t[p + "v_cache"])
-            k("attention")(self.q, t[p + "k_cache"], t[p + "v_cache"], self.span, self.o)
+            k("attention")(self.q, t[p + "k_cache"], t[p + "v_cache"], span, self.o)
             k("o")(self.o, t[p + "wo"], self.x, self.x1)
             k("norm")(self.x1, t[p + "mlp_norm"], self.h)
             k("gu")(self.h, t[p + "wgu"], self.gu)
             k("silu_mul")(self.gu, self.a)
             k("down")(self.a, t[p + "wd"], self.x1, self.x)
 
-    def run(self, positions, graph=True):
-        """Writes the cache rows 0 .. positions - 1 from tokens[0 ..
-        positions - 1], on torch's current stream; graph: replay one
-        chunk's launches from a CUDA graph (captured the first time)."""
+    def set_spans(self, positions):
+        """Writes the span of each chunk of rows 0 .. positions - 1 (on
+        torch's current stream, ordered before what follows there) and
+        returns the number of chunks."""
         torch = self._torch
-        began = time.perf_counter()
+        if not 0 <= positions <= self.cfg.max_seq_len - 1:
+            raise ValueError(f"prefill of {positions} rows: the cache has "
+                             f"{self.cfg.max_seq_len} (max_seq_len), the last one is the "
+                             "decode step's")
         chunks = -(-positions // self.C)
-        if graph and self._graph is None and chunks:
-            self._capture()
-        for c in range(chunks):
-            start = c * self.C
-            self.span.copy_(torch.tensor([start, min(self.C, positions - start)],
-                                         dtype=torch.int32), non_blocking=False)
-            if graph:
-                self._graph.replay()
-            else:
-                self.chunk()
-        self.last_s = time.perf_counter() - began
+        rows = [[c * self.C, min(self.C, positions - c * self.C)] for c in range(chunks)]
+        rows += [[0, 0]] * (self.max_chunks + 1 - chunks)   # unused rows write nothing
+        self.spans.copy_(torch.tensor(rows, dtype=torch.int32))
         return chunks
 
-    def _capture(self):
-        """One chunk's launches into a CUDA graph; the warm-up launch runs on
-        span (0, 0), which writes no cache row."""
+    def enqueue(self, chunks):
+        """The launches of chunks 0 .. chunks - 1 on torch's current stream."""
+        for c in range(chunks):
+            self.chunk(c)
+
+    def warm(self):
+        """Every kernel launched once, before any capture (modules loaded,
+        launches packed): on a side stream, at the span (0, 0) of the last
+        row (never a chunk's), which writes no cache row."""
+        if self._warm:
+            return
         torch = self._torch
-        self.span.zero_()
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            self.chunk()
+            self.chunk(self.max_chunks)
         torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        self._warm = True
+
+    def run(self, positions, graph=True):
+        """Writes the cache rows 0 .. positions - 1 from tokens[0 ..
+        positions - 1], on torch's current stream; graph: replay the
+        launches of all chunks from one CUDA graph (captured the first time
+        for that number of chunks)."""
+        began = time.perf_counter()
+        chunks = self.set_spans(positions)
+        if chunks and graph:
+            g = self._graphs.get(chunks)
+            if g is None:
+                g = self._graphs[chunks] = self._capture(chunks)
+            g.replay()
+        else:
+            self.enqueue(chunks)
+        self.last_s = time.perf_counter() - began
+        return chunks
+
+    def _capture(self, chunks):
+        torch = self._torch
+        self.warm()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            self.chunk()
-        self._graph = graph
+            self.enqueue(chunks)
+        return graph

@@ -377,15 +377,23 @@ class MegaKernel:
             if self._packed is None or not self._packed.launch(handle):
                 self.kernel(*self._args, stream=handle)
 
-    def capture(self, stream) -> "driver.LaunchGraph":
+    def capture(self, stream, before=None) -> "driver.LaunchGraph":
         """One launch on `stream`, captured into a CUDA graph: its
-        `launch(stream)` repeats it with one driver call. Replays bypass
-        launch()'s ordering, so the caller replays on `stream` (or behind
-        it) and never at once with another launch of this kernel."""
+        `launch(stream)` repeats it with one driver call. `before()`, if
+        given, enqueues work on `stream` that the graph runs ahead of the
+        launch (the engine's prefill kernels). Replays bypass launch()'s
+        ordering, so the caller replays on `stream` (or behind it) and never
+        at once with another launch of this kernel."""
         self.prepare()
         handle = self._stream_handle(stream)
+
+        def enqueue():
+            if before is not None:
+                before()
+            self.launch(handle)
+
         with driver.device_context(self._device):
-            return driver.LaunchGraph(handle, lambda: self.launch(handle))
+            return driver.LaunchGraph(handle, enqueue)
 
     def _stream_handle(self, stream) -> int:
         """The stream the launch goes to, resolved as Kernel.__call__ would."""
