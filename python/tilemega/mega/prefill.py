@@ -90,8 +90,10 @@ class Prefill:
             return torch.zeros(shape, dtype=torch.bfloat16, device="cuda")
 
         self.max_chunks = -(-(cfg.max_seq_len - 1) // C)
-        # One row a chunk, and a last one that stays (0, 0) for warm().
-        self.spans = torch.zeros(self.max_chunks + 1, 2, dtype=torch.int32, device="cuda")
+        # One row a chunk, and a last one that stays (0, 0) for warm(); rows
+        # of 4 words, so that each chunk's span is 16-byte aligned as the
+        # kernels' vector loads of it need.
+        self.spans = torch.zeros(self.max_chunks + 1, 4, dtype=torch.int32, device="cuda")
         self.x, self.h, self.x1 = buf(C, H), buf(C, H), buf(C, H)
         self.qkv, self.q, self.o = buf(C, n), buf(C, cfg.heads * D), buf(C, cfg.heads * D)
         self.gu, self.a = buf(C, 2 * I), buf(C, I)
@@ -107,7 +109,7 @@ class Prefill:
         """The launches of chunk c, at the position spans[c] holds."""
         t, cfg = self.t, self.cfg
         k = self._kernel
-        span = self.spans[c]
+        span = self.spans[c, :2]
         k("embed")(t["embed"], t["tokens"], span, self.x)
         for layer in range(cfg.layers):
             p = f"l{layer}."
@@ -135,8 +137,8 @@ class Prefill:
                              f"{self.cfg.max_seq_len} (max_seq_len), the last one is the "
                              "decode step's")
         chunks = -(-positions // self.C)
-        rows = [[c * self.C, min(self.C, positions - c * self.C)] for c in range(chunks)]
-        rows += [[0, 0]] * (self.max_chunks + 1 - chunks)   # unused rows write nothing
+        rows = [[c * self.C, min(self.C, positions - c * self.C), 0, 0] for c in range(chunks)]
+        rows += [[0, 0, 0, 0]] * (self.max_chunks + 1 - chunks)  # unused rows write nothing
         self.spans.copy_(torch.tensor(rows, dtype=torch.int32))
         return chunks
 
