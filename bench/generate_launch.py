@@ -15,6 +15,8 @@ state (same stream, same dependencies, same queue behind the prefill): if
 its host time swings as ours does, the swing is the driver's and the
 machine's, not the mega-kernel's launch (what the H200 run showed: the
 control, launched first, pays 14-36 us, our launch after it 7-13 us).
+With --prefill-variants GEN PREFILL (artifact paths): only
+prefill_variants() for the Llama engine, to $OUT/generate_launch_prefill.json.
 Writes $OUT/generate_launch.json (docs/results/generate_launch_probe_h200.json
 holds the H200 run with the control, generate_launch_probe.json an earlier
 H100 run without it, generate_launch.json the first run, c3a44b5)."""
@@ -120,7 +122,53 @@ def compile_something():
     return time.perf_counter() - began
 
 
+def prefill_variants(e, n=21):
+    """Host time (us, sorted) of the launch in n generations of 4 tokens
+    after the 511-row prefill, per variant: `shared`, the prefill's chunks
+    and the kernel in one graph (what generate() does); `separate`, start()'s
+    prefill graph, then the kernel's graph alone (generate() before
+    11f085a); each also `_after_query`, with a cuStreamQuery (untimed) just
+    before the launch: whether the cost is the launch's or that of the
+    first driver call after the host's copies. `prepare_and_launch`: from
+    generate()'s prompt checks to the shared launch's return. The tokens of
+    all variants must agree."""
+    stream = torch.cuda.current_stream()
+    res = {k: [] for k in ("shared", "shared_after_query", "separate",
+                           "separate_after_query", "prepare_and_launch")}
+    tokens = set()
+    for _ in range(n):
+        for variant in ("shared", "shared_after_query", "separate", "separate_after_query"):
+            began = time.perf_counter()
+            if variant.startswith("shared"):
+                words, chunks = e._prepare(PROMPT, 4, [], False, None, None, None, 0)
+            else:
+                words, chunks = e.start(PROMPT, 4, []), 0
+            if variant.endswith("_after_query"):
+                stream.query()
+            e._launch_generation(chunks)
+            if variant == "shared":
+                res["prepare_and_launch"].append(round((time.perf_counter() - began) * 1e6, 1))
+            res[variant].append(round(e.last_launch_host_s * 1e6, 1))
+            torch.cuda.synchronize()
+            e._check_kernel(len(PROMPT))
+            tokens.add(tuple(e._read_tokens(len(PROMPT), len(PROMPT) + 4)))
+    out = {k: {"host_us": sorted(v), "median": sorted(v)[len(v) // 2]} for k, v in res.items()}
+    out["tokens_agree"] = len(tokens) == 1
+    return out
+
+
 def main():
+    if "--prefill-variants" in sys.argv:
+        model = tg.hf_model("llama")
+        e = Engine.from_model(model, max_seq_len=4096, artifact=sys.argv[-2],
+                              prefill=sys.argv[-1])
+        e.generate(PROMPT, max_new_tokens=4, eos_token_id=[])
+        r = prefill_variants(e)
+        print(json.dumps({k: v.get("median", v) if isinstance(v, dict) else v
+                          for k, v in r.items()}), flush=True)
+        json.dump(r, open(os.path.join(os.environ.get("OUT", "."),
+                                       "generate_launch_prefill.json"), "w"), indent=1)
+        return
     out = {}
     engines = {}
     for kind, name, S in (("llama", "gen_llama1b", 4096), ("qwen2", "gen_qwen2", 2048)):
