@@ -1,5 +1,7 @@
 """FlashAttention forward benchmark: TileMega artifacts vs PyTorch's
-scaled_dot_product_attention (flash and cuDNN backends), one run.
+scaled_dot_product_attention (flash and cuDNN backends) and a Triton
+FlashAttention-2 kernel autotuned per shape (bench/triton_attention.py), one
+run.
 
     PYTHONPATH=python python3 bench/attention.py --artifacts out --out docs/results
 
@@ -75,6 +77,7 @@ def main(argv=None):
               f"bench/build_artifacts.py", file=sys.stderr)
         return 2
     import flash_attention
+    import triton_attention
 
     report = common.Report("attention", args.out,
                            timing="CUDA-graph replay (GPU time only), median of do_bench")
@@ -102,6 +105,11 @@ def main(argv=None):
                                ("SDPA cuDNN", SDPBackend.CUDNN_ATTENTION)):
             run = sdpa(torch, backend, q, k, v, causal)
             impls.append((label, "peer", run, run))
+        # Autotuned by the check's call, outside the timed graphs.
+        o_triton = torch.empty_like(q)
+        impls.append(("Triton (autotuned)", "peer",
+                      lambda: triton_attention.attention(q, k, v, causal, out=o_triton),
+                      lambda: triton_attention.attention(q, k, v, causal, out=o_triton)))
         for name, role, checked, launch in impls:
             def check(checked=checked):
                 out = checked()
