@@ -43,10 +43,11 @@ def test_a_config_the_graph_cannot_serve_names_the_field(field, value, message):
         ModelConfig(**{field: value}).check()
 
 
-def _graph(**fields):
+def _graph(rope_in_attention=True, **fields):
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     from tilemega import mega
-    return mega.generation_graph(ModelConfig(**{**SMALL, **fields}), workers=8)
+    return mega.generation_graph(ModelConfig(**{**SMALL, **fields}), workers=8,
+                                 rope_in_attention=rope_in_attention)
 
 
 @pytest.mark.parametrize("heads, kv_heads, head_dim", [
@@ -54,8 +55,13 @@ def _graph(**fields):
     (8, 2, 128), (28, 4, 128), (32, 2, 128)])
 def test_the_graph_builds_for_every_gqa_group_and_head_dim(heads, kv_heads, head_dim):
     g = _graph(heads=heads, kv_heads=kv_heads, head_dim=head_dim, hidden=heads * 64)
-    # embed, 7 tasks a layer, the LM head and the two tasks of the pick
-    assert len(g.tasks) == 1 + 7 * 2 + 1 + 2
+    # embed, 6 tasks a layer (RoPE inside the attention's partials), the LM
+    # head and the two tasks of the pick
+    assert len(g.tasks) == 1 + 6 * 2 + 1 + 2
+    split = [t for t in g.tasks if t.name.endswith("l0_attn_split")][0]
+    assert split.body.name.startswith("rope_attn_at_")
+    assert len(_graph(heads=heads, kv_heads=kv_heads, head_dim=head_dim, hidden=heads * 64,
+                      rope_in_attention=False).tasks) == 1 + 7 * 2 + 1 + 2
     assert not any(t.variable for t in g.tasks)      # balanced: all on the AOT queues
     names = [t.body.name for t in g.tasks]
     assert names[0].startswith("embed_") and names[-1].startswith("pick_advance_")
@@ -125,7 +131,7 @@ def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_jit_queue(
     meta = art.kernels[0]["mega"]
     mm.validate_tables(meta, "gen_test")
     jit_tasks = {meta["tasks"][meta["entries"]["task"][e]]["body"] for e in meta["jit"]}
-    assert jit_tasks and all(b.startswith("attn_at_") for b in jit_tasks), jit_tasks
+    assert jit_tasks and all("attn_at_" in b for b in jit_tasks), jit_tasks
     report = ms.check_deadlock_free(meta, runs=20)
     assert report.proven and report.nominal.deadlock is None
     assert ms.simulate(meta, workers=11, seed=3).deadlock is None

@@ -9,6 +9,8 @@ cache length S:
                     k and v go to cache row pos
   attention_at      flash-decoding partials over keys 0..pos (the last chunk
                     masked), any GQA group (padded to the warps)
+  rope_attention_at both in one task: each unit rotates its group's q heads
+                    itself; the group's units write its cache row pos
   attention_merge   the partials of the splits, as attention_combine
   argmax_partial    per chunk of the scores (the logits, or logit / T +
                     Gumbel noise when sampling): the largest, its first index
@@ -78,11 +80,7 @@ def rope_kv_at(Hq, Hkv, D, S, *, threads=256, emit=True) -> Body:
             T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
             T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
             T.copy(heads[Hq + Hkv + g, 0], v_s)
-            for h, j in T.Parallel(G + 1, D):
-                i = j % half
-                a = T.cast(x_s[h, j], "float32")
-                b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
-                o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
+            rotate_half(x_s, o_s, cos, sin, p)
             row = g * S + p                                  # cache row [g, p]
             T.copy(o_s[0:G, 0:D], q_out.view(Hq, D)[g * G, 0])
             T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
@@ -99,6 +97,20 @@ def rope_kv_at(Hq, Hkv, D, S, *, threads=256, emit=True) -> Body:
             Access("write", 5, S * D, 0, S * D),
             Access("write", 6, S * D, 0, S * D))
     return t_body(f"rope_kv_at_{Hq}x{Hkv}x{D}_s{S}", rope_kv, Hkv, foot, threads, emit)
+
+
+def rotate_half(x_s, o_s, cos, sin, p):
+    """o_s = RoPE of the heads (rows) of x_s [rows, D] at position p,
+    Llama's rotate-half with the tables' row p: o[j] = x[j] cos[p, i] -+
+    x[j +- D/2] sin[p, i], i = j mod D/2, in f32 rounded once to bf16 (the
+    numbers of bodies.rope_kv_append)."""
+    rows, D = x_s.shape
+    half = D // 2
+    for h, j in T.Parallel(rows, D):
+        i = j % half
+        a = T.cast(x_s[h, j], "float32")
+        b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
+        o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
 
 
 def online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c):
@@ -160,6 +172,50 @@ def attention_at_config(Hq, Hkv, D, S, splits, threads):
     return Gp, block_n, 2, layout
 
 
+def _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S, splits,
+                    threads):
+    """Unit u's flash-decoding partial (attention_at) from the group's
+    query rows in q_s [Gp, D]."""
+    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads)
+    c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
+    k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
+    rows = Hkv * splits * Gp
+    g, s = u // splits, u % splits
+    keys = gen[gs.POS] + 1
+    chunks = (keys + (BN - 1)) // BN
+    per = (chunks + (splits - 1)) // splits
+    first = T.min(s * per, chunks)
+    last = T.min(first + per, chunks)
+    K2, V2 = k_cache.view(Hkv * S, D), v_cache.view(Hkv * S, D)
+    k_s = T.alloc_shared((BN, D), "bfloat16", swizzle=k_swizzle)
+    v_s = T.alloc_shared((BN, D), "bfloat16")
+    p_s = T.alloc_shared((Gp, BN), "bfloat16")
+    sc = T.alloc_fragment((Gp, BN), "float32", layout=layout)
+    acc = T.alloc_fragment((Gp, D), "float32", layout=layout)
+    m = T.alloc_fragment((Gp,), "float32")
+    l = T.alloc_fragment((Gp,), "float32")
+    m_cur = T.alloc_fragment((Gp,), "float32")
+    alpha = T.alloc_fragment((Gp,), "float32")
+    T.fill(m, -T.infinity("float32"))
+    T.clear(l)
+    T.clear(acc)
+    for t in T.Pipelined(first, last, num_stages=STAGES):
+        T.copy(K2[g * S + t * BN, 0], k_s)
+        T.copy(V2[g * S + t * BN, 0], v_s)
+        T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
+        for i, j in T.Parallel(Gp, BN):
+            sc[i, j] = T.if_then_else(t * BN + j < keys, sc[i, j], -T.infinity("float32"))
+        online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
+    # A split with no keys has l = 0: o = 0 and lse = -inf.
+    for i, j in T.Parallel(Gp, D):
+        acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)
+    T.copy(acc, o_part.view(rows, D)[u * Gp, 0])
+    # Every thread holding row i has m[i] and l[i]; they store the same.
+    for i in T.Parallel(Gp):
+        lse[u * Gp + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
+                                         -T.infinity("float32"))
+
+
 def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
     """Flash-decoding partials over the keys 0..p (p = gen[POS]) of one
     (kv head g, split s) per unit u = g*splits + s: args (q [Hq*D],
@@ -175,10 +231,8 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
     lse[u*Gp + i] (rows i >= G pad the group; attention_merge skips them).
     The same online softmax as bodies.attention_split."""
     G = Hq // Hkv
-    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads)
+    Gp = attention_at_config(Hq, Hkv, D, S, splits, threads)[0]
     W = gs.GEN_WORDS
-    c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
-    k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
     rows = Hkv * splits * Gp
 
     def attention(q: T.Tensor((Hq * D,), "bfloat16"),
@@ -186,45 +240,12 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
                   v_cache: T.Tensor((Hkv, S, D), "bfloat16"), gen: T.Tensor((W,), "int32"),
                   o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
         with T.Kernel(Hkv * splits, threads=threads) as u:
-            g, s = u // splits, u % splits
-            keys = gen[gs.POS] + 1
-            chunks = (keys + (BN - 1)) // BN
-            per = (chunks + (splits - 1)) // splits
-            first = T.min(s * per, chunks)
-            last = T.min(first + per, chunks)
-            K2, V2 = k_cache.view(Hkv * S, D), v_cache.view(Hkv * S, D)
             q_s = T.alloc_shared((Gp, D), "bfloat16")
-            k_s = T.alloc_shared((BN, D), "bfloat16", swizzle=k_swizzle)
-            v_s = T.alloc_shared((BN, D), "bfloat16")
-            p_s = T.alloc_shared((Gp, BN), "bfloat16")
-            sc = T.alloc_fragment((Gp, BN), "float32", layout=layout)
-            acc = T.alloc_fragment((Gp, D), "float32", layout=layout)
-            m = T.alloc_fragment((Gp,), "float32")
-            l = T.alloc_fragment((Gp,), "float32")
-            m_cur = T.alloc_fragment((Gp,), "float32")
-            alpha = T.alloc_fragment((Gp,), "float32")
             # Gp rows from the group's first head: padding rows read the next
             # group's heads (or, past the last head, the copy's zeros).
-            T.copy(q.view(Hq, D)[g * G, 0], q_s)
-            T.fill(m, -T.infinity("float32"))
-            T.clear(l)
-            T.clear(acc)
-            for t in T.Pipelined(first, last, num_stages=STAGES):
-                T.copy(K2[g * S + t * BN, 0], k_s)
-                T.copy(V2[g * S + t * BN, 0], v_s)
-                T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
-                for i, j in T.Parallel(Gp, BN):
-                    sc[i, j] = T.if_then_else(t * BN + j < keys, sc[i, j],
-                                              -T.infinity("float32"))
-                online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
-            # A split with no keys has l = 0: o = 0 and lse = -inf.
-            for i, j in T.Parallel(Gp, D):
-                acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)
-            T.copy(acc, o_part.view(rows, D)[u * Gp, 0])
-            # Every thread holding row i has m[i] and l[i]; they store the same.
-            for i in T.Parallel(Gp):
-                lse[u * Gp + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
-                                                 -T.infinity("float32"))
+            T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
+            _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
+                            splits, threads)
 
     foot = (Access("read", 0, 0, 0, Hq * D),
             Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
@@ -232,6 +253,68 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
     return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits, foot,
                   threads, emit)
+
+
+def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
+    """rope_kv_at and attention_at in one task (one stage boundary fewer a
+    layer): args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin, k_cache
+    [Hkv, S, D], v_cache, gen, o_part, lse), the partials of attention_at.
+
+    Every unit of group g rotates the group's G query heads into shared
+    memory (G heads of D: a few hundred products) instead of reading them
+    from a q tensor, and writes the rotated k head and the v head of group
+    g to the caches' row p: the G = splits units of a group store the same
+    values there, and only the split whose keys reach p reads that row,
+    after its own store (the block barrier ahead of q_s's fill orders the
+    row's global stores before the split's loads, convert-tile-to-gpu's
+    rule for a shared-memory write)."""
+    _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
+           "of 8")
+    G = Hq // Hkv
+    Gp = attention_at_config(Hq, Hkv, D, S, splits, threads)[0]
+    half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
+    rows = Hkv * splits * Gp
+
+    def attention(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((S, half), "float32"),
+                  sin: T.Tensor((S, half), "float32"),
+                  k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                  v_cache: T.Tensor((Hkv, S, D), "bfloat16"), gen: T.Tensor((W,), "int32"),
+                  o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            g = u // splits
+            p = gen[gs.POS]
+            heads = qkv.view(Hq + 2 * Hkv, D)
+            # Rows 0..G-1: the group's q heads, row G: its k head.
+            x_s = T.alloc_shared((G + 1, D), "bfloat16")
+            o_s = T.alloc_shared((G + 1, D), "bfloat16")
+            v_s = T.alloc_shared((1, D), "bfloat16")
+            q_s = T.alloc_shared((Gp, D), "bfloat16")
+            T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
+            T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
+            T.copy(heads[Hq + Hkv + g, 0], v_s)
+            rotate_half(x_s, o_s, cos, sin, p)
+            row = g * S + p                                  # cache row [g, p]
+            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
+            T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
+            # The padding rows (i >= G) are zeros: computed, never stored.
+            for i, j in T.Parallel(Gp, D):
+                q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
+                                           T.cast(0.0, "bfloat16"))
+            _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
+                            splits, threads)
+
+    # Units g*splits .. (g+1)*splits - 1 write group g's cache rows (the row
+    # depends on p: the group's whole cache); every unit reads the tables,
+    # the state, the caches and (for brevity) all of qkv.
+    foot = (Access("read", 0, 0, 0, total),
+            Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
+            Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D),
+            Access("read", 5, 0, 0, W),
+            Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
+    foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
+                  for op in (3, 4) for g in range(Hkv))
+    return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits,
+                  foot, threads, emit)
 
 
 def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:

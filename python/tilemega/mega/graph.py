@@ -367,14 +367,40 @@ class Graph:
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         self._check_args("attention_at", split, [("q", q), ("k_cache", k_cache),
                                                  ("v_cache", v_cache), ("gen", gen)])
-        self._check_args("attention_at", merge, [("o", o)], start=2)
-        o_part = self.scratch(f"{o.name}.o_part", split.args[4][1], "float32")
-        lse = self.scratch(f"{o.name}.lse", split.args[5][1], "float32")
+        return self._split_and_merge("attention_at", split, merge,
+                                     [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
+                                      ("gen", gen)], o, jit, name)
+
+    def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
+                          name=None):
+        """rope_kv_at then attention_at with the rotation inside the
+        attention's partials (generation_bodies.rope_attention_at): every
+        split rotates its group's q heads itself and the group's splits
+        write the cache row gen[POS]; no q tensor, one task fewer."""
+        self._need("rope_attention_at", "k_cache", k_cache, rank=3)
+        self._need("rope_attention_at", "o", o, rank=1)
+        Hkv, S, D = k_cache.shape
+        if o.size % D:
+            raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
+        Hq = o.size // D
+        split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
+                                          emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
+        inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
+                  ("v_cache", v_cache), ("gen", gen)]
+        self._check_args("rope_attention_at", split, inputs)
+        return self._split_and_merge("rope_attention_at", split, merge, inputs, o, jit, name)
+
+    def _split_and_merge(self, what, split, merge, inputs, o, jit, name):
+        """The split task on `inputs` (its last two arguments the partials,
+        scratch tensors named after o) and the merge task into o."""
+        self._check_args(what, merge, [("o", o)], start=2)
+        o_part = self.scratch(f"{o.name}.o_part", split.args[-2][1], "float32")
+        lse = self.scratch(f"{o.name}.lse", split.args[-1][1], "float32")
         base = name or "attn"
-        self._task("attention_at", f"{base}_split", split,
-                   [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen),
-                    ("o_part", o_part), ("lse", lse)], variable=jit)
-        return self._task("attention_at", f"{base}_merge", merge,
+        self._task(what, f"{base}_split", split,
+                   list(inputs) + [("o_part", o_part), ("lse", lse)], variable=jit)
+        return self._task(what, f"{base}_merge", merge,
                           [("o_part", o_part), ("lse", lse), ("o", o)])
 
     def pick_next(self, logits, tokens, gen, sampling, name=None):

@@ -212,7 +212,7 @@ def generation_threads(cfg: ModelConfig) -> int:
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
-                     jit_attention=False) -> Graph:
+                     jit_attention=False, rope_in_attention=True) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -229,7 +229,10 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     [1] f32 (the inverse temperature, 0 for greedy); the output logits.
     A launch runs one step, or up to max_seq_len steps when the runtime
     sets a step limit (MegaKernel.set_step_limit), stopping at DONE.
-    jit_attention: the attention partials on the JIT queue (Graph.attention_at)."""
+    jit_attention: the attention partials on the JIT queue (Graph.attention_at).
+    rope_in_attention: RoPE and the cache row inside the attention's
+    partials (Graph.rope_attention_at, 6 tasks a layer); False keeps them a
+    task of their own (Graph.rope_kv_at, 7 tasks a layer)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
 
@@ -263,11 +266,15 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         qkv = g.scratch(p + "qkv", [qkv_n], dt)
         g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, bias=w["bqkv"],
                  name=p + "qkv")
-        q = g.scratch(p + "q", [Hq * D], dt)
-        g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
         attn = g.scratch(p + "attn", [Hq * D], dt)
-        g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                       jit=jit_attention, name=p + "attn")
+        if rope_in_attention:
+            g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
+                                splits=attention_splits, jit=jit_attention, name=p + "attn")
+        else:
+            q = g.scratch(p + "q", [Hq * D], dt)
+            g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
+            g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
+                           jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
         g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
         gu = g.scratch(p + "gu", [2 * I], dt)
