@@ -123,10 +123,13 @@ struct ConvertMegaToGPUPass
     auto buffer = [&](int64_t n, Type type) {
       return MemRefType::get({std::max<int64_t>(1, n)}, type);
     };
+    // A graph of several ranks: the argument table ends with this rank and
+    // every rank's events buffer address (docs/mega.md).
+    int64_t peerWords = graph.getNumRanks() > 1 ? graph.getNumRanks() + 1 : 0;
     SmallVector<Type> argTypes = {
-        buffer(globalTypes.size(), b.getI64Type()),
+        buffer(globalTypes.size() + peerWords, b.getI64Type()),
         buffer(tables->data.size(), b.getI32Type()),
-        buffer(tables->events.size(), b.getI32Type()),
+        buffer(tables->numEventWords, b.getI32Type()),
         buffer(kStateWords, b.getI32Type()),
         buffer(4 * tables->numEntries, b.getI64Type())};
     auto func = func::FuncOp::create(b, loc, graph.getSymName(),

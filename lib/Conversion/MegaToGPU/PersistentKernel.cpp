@@ -63,6 +63,36 @@ PersistentKernelBuilder::checkReady(const Record &r) {
           fast.getResult(3)};
 }
 
+void PersistentKernelBuilder::signalEvent(Value entry) {
+  if (t.ranks == 1) {
+    mega::SignalOp::create(b, loc, eventsBuf, ValueRange{toIndex(entry)});
+    return;
+  }
+  Value bit = i32(kPeerSignalBit);
+  Value word = arith::AndIOp::create(b, loc, entry, i32(~kPeerSignalBit));
+  Value peer = cmp(arith::CmpIPredicate::ne, arith::AndIOp::create(b, loc, entry, bit),
+                   i32(0));
+  auto branch = scf::IfOp::create(b, loc, peer, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(branch.thenBlock());
+  // The argument table's last ranks + 1 words: this rank, then every
+  // rank's events buffer address (the runtime writes them at bind).
+  int64_t peerWords = globalTypes.size();
+  Value rank = arith::TruncIOp::create(
+      b, loc, b.getI32Type(), memref::LoadOp::create(b, loc, sharedArgs, idx(peerWords)));
+  Value mine = toIndex(add(word, rank));
+  auto ranks = scf::ForOp::create(b, loc, idx(0), idx(t.ranks), idx(1));
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(ranks.getBody());
+    Value slot = arith::AddIOp::create(b, loc, ranks.getInductionVar(), idx(peerWords + 1));
+    Value base = memref::LoadOp::create(b, loc, sharedArgs, slot);
+    mega::SignalPeerOp::create(b, loc, base, mine);
+  }
+  b.setInsertionPointToStart(branch.elseBlock());
+  mega::SignalOp::create(b, loc, eventsBuf, ValueRange{toIndex(word)});
+}
+
 void PersistentKernelBuilder::recordError(int64_t code, Value entry,
                                           const Readiness &r) {
   Value raised = mega::RaiseFlagOp::create(b, loc, b.getI1Type(), stateBuf, ValueRange{idx(kAbort)});

@@ -109,12 +109,19 @@ private:
   }
   // The runtime protocol (docs/mega.md): each step is a mega op named for
   // it, on a word of the events or state buffer.
+  // A graph of several ranks polls at system scope: peers advance its
+  // peer events' words over NVLink.
   Value pollEvent(Value event) {
-    return mega::PollOp::create(b, loc, b.getI32Type(), eventsBuf, ValueRange{toIndex(event)});
+    auto poll = mega::PollOp::create(b, loc, b.getI32Type(), eventsBuf,
+                                     ValueRange{toIndex(event)});
+    if (t.ranks > 1)
+      poll.setSystem(true);
+    return poll;
   }
-  void signalEvent(Value event) {
-    mega::SignalOp::create(b, loc, eventsBuf, ValueRange{toIndex(event)});
-  }
+  /// Signals a `signals` table entry: a local event's word, or (entries
+  /// with kPeerSignalBit) the word of this rank of a peer event, on every
+  /// rank.
+  void signalEvent(Value entry);
   Value pollState(int64_t word) {
     return mega::PollOp::create(b, loc, b.getI32Type(), stateBuf, ValueRange{idx(word)});
   }

@@ -19,11 +19,14 @@ int64_t TaskTables::section(StringRef name) const {
 FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
   TaskTables t;
   t.workers = graph.getNumWorkers();
+  t.ranks = graph.getNumRanks();
   DenseMap<StringAttr, unsigned> eventIndex, taskIndex;
   for (Operation &op : graph.getBodyBlock()) {
     if (auto event = dyn_cast<EventOp>(op)) {
       eventIndex[event.getSymNameAttr()] = t.events.size();
       t.events.push_back(event);
+      t.eventWord.push_back(t.numEventWords);
+      t.numEventWords += event.getPeers() ? t.ranks : 1;
     } else if (auto task = dyn_cast<TaskOp>(op)) {
       taskIndex[task.getSymNameAttr()] = t.tasks.size();
       t.tasks.push_back(task);
@@ -91,14 +94,28 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
       entryCase.push_back(t.caseOfTask[ti]);
       entryTask.push_back(ti);
       entryInstance.push_back(i);
-      for (FlatSymbolRefAttr ref : task.getInstanceWaitRefs(i))
-        waits.push_back(eventIndex.at(ref.getAttr()));
+      // A peer event is waited on as its senders' words, each fired by
+      // one rank's signalling instances.
+      for (FlatSymbolRefAttr ref : task.getInstanceWaitRefs(i)) {
+        unsigned e = eventIndex.at(ref.getAttr());
+        int64_t words = t.events[e].getPeers() ? t.ranks : 1;
+        for (int64_t s = 0; s < words; ++s)
+          waits.push_back(t.eventWord[e] + s);
+      }
       waitOffsets.push_back(waits.size());
-      for (FlatSymbolRefAttr ref : task.getInstanceSignalRefs(i))
-        signals.push_back(eventIndex.at(ref.getAttr()));
+      for (FlatSymbolRefAttr ref : task.getInstanceSignalRefs(i)) {
+        unsigned e = eventIndex.at(ref.getAttr());
+        signals.push_back(t.eventWord[e] |
+                          (t.events[e].getPeers() ? kPeerSignalBit : 0));
+      }
       signalOffsets.push_back(signals.size());
     }
   }
+  // One trigger a counter word.
+  SmallVector<int32_t> triggers;
+  for (EventOp event : t.events)
+    triggers.append(event.getPeers() ? t.ranks : 1,
+                    static_cast<int32_t>(event.getTriggerCount()));
   // One 32-byte record per entry, what a worker needs in one vector load:
   // case | task << 16, instance, #waits, first wait event and its trigger,
   // #signals, first signalled event, the entry itself.
@@ -110,8 +127,7 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
     int32_t w0 = waitOffsets[e], w1 = waitOffsets[e + 1];
     int32_t s0 = signalOffsets[e], s1 = signalOffsets[e + 1];
     int32_t wait = w1 > w0 ? waits[w0] : -1;
-    int32_t trigger =
-        wait >= 0 ? static_cast<int32_t>(t.events[wait].getTriggerCount()) : 0;
+    int32_t trigger = wait >= 0 ? triggers[wait] : 0;
     llvm::append_values(out, entryCase[e] | (entryTask[e] << 16),
                         entryInstance[e], w1 - w0, wait, trigger, s1 - s0,
                         s1 > s0 ? signals[s0] : -1, static_cast<int32_t>(e));
@@ -126,9 +142,7 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
       record(e, aotRecords);
     t.maxAotEntries = std::max<int64_t>(t.maxAotEntries, list.size());
   }
-  SmallVector<int32_t> triggers, aotOffsets = {0}, aotList;
-  for (EventOp event : t.events)
-    triggers.push_back(event.getTriggerCount());
+  SmallVector<int32_t> aotOffsets = {0}, aotList;
   for (const SmallVector<int32_t> &list : aot) {
     llvm::append_range(aotList, list);
     aotOffsets.push_back(aotList.size());
@@ -184,11 +198,17 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
         b.getNamedAttr("cost_ns", b.getF64FloatAttr(cost)),
     }));
   }
-  for (EventOp event : SmallVector<EventOp>(t.events))
-    events.push_back(b.getDictionaryAttr({
-        b.getNamedAttr("name", b.getStringAttr(event.getSymName())),
-        b.getNamedAttr("trigger", b.getI64IntegerAttr(event.getTriggerCount())),
-    }));
+  // One entry a counter word; a peer event's words name their sender.
+  for (EventOp event : SmallVector<EventOp>(t.events)) {
+    for (int64_t s = 0, n = event.getPeers() ? t.ranks : 1; s < n; ++s) {
+      SmallVector<NamedAttribute> fields = {
+          b.getNamedAttr("name", b.getStringAttr(event.getSymName())),
+          b.getNamedAttr("trigger", b.getI64IntegerAttr(event.getTriggerCount()))};
+      if (event.getPeers())
+        fields.push_back(b.getNamedAttr("sender", b.getI64IntegerAttr(s)));
+      events.push_back(b.getDictionaryAttr(fields));
+    }
+  }
   SmallVector<NamedAttribute> sections;
   for (const auto &[name, offset] : t.sections)
     sections.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(offset)));
@@ -200,13 +220,17 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
       b.getNamedAttr("timeline", b.getBoolAttr(timeline)),
       b.getNamedAttr("watchdog_ns", b.getI64IntegerAttr(watchdogNs)),
       b.getNamedAttr("num_entries", b.getI64IntegerAttr(t.numEntries)),
-      b.getNamedAttr("num_events", b.getI64IntegerAttr(t.events.size())),
+      b.getNamedAttr("num_events", b.getI64IntegerAttr(t.numEventWords)),
       b.getNamedAttr("num_jit", b.getI64IntegerAttr(t.numJit)),
       b.getNamedAttr("tasks", b.getArrayAttr(tasks)),
       b.getNamedAttr("events", b.getArrayAttr(events)),
       b.getNamedAttr("tables", b.getDenseI32ArrayAttr(t.data)),
       b.getNamedAttr("table_sections", b.getDictionaryAttr(sections)),
   };
+  // A graph of several ranks: the runtime binds the peers' events buffers
+  // into the argument table's last words.
+  if (t.ranks > 1)
+    fields.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(t.ranks)));
   // A repeating graph: the runtime sets the step limit and reads the steps.
   if (std::optional<ArrayRef<int64_t>> stop = graph.getStopWord())
     fields.push_back(b.getNamedAttr(

@@ -19,6 +19,10 @@ namespace mlir::tilemega::mega_to_gpu {
 /// that records stay 32-byte aligned).
 inline constexpr int64_t kRecordWords = 8;
 
+/// Marks a `signals` entry that names a peer event (its first counter
+/// word): the instance signals the word of its own rank on every rank.
+inline constexpr int32_t kPeerSignalBit = 1 << 30;
+
 
 /// One case of the persistent kernel's task switch: a body function run with
 /// one units-per-task, shared by every task that calls it that way (the
@@ -33,6 +37,10 @@ struct TaskCase {
 struct TaskTables {
   SmallVector<mega::TaskOp> tasks;
   SmallVector<mega::EventOp> events;
+  /// The first counter word of each event in `mega_events`: one word a
+  /// local event, one per sender rank a peer event.
+  SmallVector<int32_t> eventWord;
+  int64_t numEventWords = 0, ranks = 1;
   SmallVector<TaskCase> cases;
   SmallVector<unsigned> caseOfTask, firstEntry;
   int64_t numEntries = 0, numJit = 0, threads = 0, workers = 0, schedulers = 1;

@@ -27,6 +27,14 @@ namespace {
 
 /// PTX `.gpu`: every CTA of the kernel.
 constexpr StringLiteral kDeviceScope = "device";
+/// PTX `.sys`: every thread of every GPU (and the host).
+constexpr StringLiteral kSystemScope = "";
+
+/// The scope of a protocol op: system for ops marked `system` (words other
+/// GPUs advance), else device.
+static StringRef scopeOf(Operation *op) {
+  return op->hasAttr("system") ? kSystemScope : kDeviceScope;
+}
 constexpr unsigned kGlobalAddressSpace = 1;
 
 /// The address of a protocol op's word as a global pointer. Tile's global
@@ -67,7 +75,7 @@ struct ProtocolLoadLowering : public ConvertOpToLLVMPattern<Op> {
     rewriter.replaceOpWithNewOp<LLVM::LoadOp>(
         op, type, ptr, wordBytes(type), /*isVolatile=*/false,
         /*isNonTemporal=*/false, /*isInvariant=*/false,
-        /*isInvariantGroup=*/false, ordering, kDeviceScope);
+        /*isInvariantGroup=*/false, ordering, scopeOf(op));
     return success();
   }
   LLVM::AtomicOrdering ordering;
@@ -106,6 +114,35 @@ struct SignalLowering : public ConvertOpToLLVMPattern<SignalOp> {
     Value one = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), 1);
     LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add, ptr, one,
                               LLVM::AtomicOrdering::monotonic, kDeviceScope, 4);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A release increment of a word at a raw address, at system scope: PTX
+/// `red.release.sys.global.add.u32`. The one inline PTX of the protocol:
+/// LLVM 22.1.8's NVPTX drops an atomicrmw's scope as it drops its ordering
+/// (docs/mega.md), so the LLVM form would be a `.gpu` add, which a peer
+/// GPU's acquire at system scope is not ordered with.
+struct SignalPeerLowering : public ConvertOpToLLVMPattern<SignalPeerOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(SignalPeerOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto global = LLVM::LLVMPointerType::get(ctx, kGlobalAddressSpace);
+    Value base = LLVM::IntToPtrOp::create(rewriter, loc, global, adaptor.getBase());
+    Value index = adaptor.getIndex();
+    if (index.getType() != rewriter.getI64Type())
+      index = LLVM::ZExtOp::create(rewriter, loc, rewriter.getI64Type(), index);
+    Value ptr = LLVM::GEPOp::create(rewriter, loc, global, rewriter.getI32Type(), base,
+                                    ArrayRef<LLVM::GEPArg>{index});
+    LLVM::InlineAsmOp::create(rewriter, loc, /*res=*/Type(), ValueRange{ptr},
+                              "red.release.sys.global.add.u32 [$0], 1;", "l,~{memory}",
+                              /*has_side_effects=*/true, /*is_align_stack=*/false,
+                              LLVM::tailcallkind::TailCallKind::None,
+                              LLVM::AsmDialectAttr(), ArrayAttr());
     rewriter.eraseOp(op);
     return success();
   }
@@ -213,6 +250,6 @@ void mega::populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
   patterns.add<ProtocolStoreLowering<PostOp>>(converter, LLVM::AtomicOrdering::monotonic);
   patterns.add<FetchAddLowering<ClaimOp>>(converter, /*acquireRelease=*/false);
   patterns.add<FetchAddLowering<ArriveOp>>(converter, /*acquireRelease=*/true);
-  patterns.add<SignalLowering, RaiseFlagLowering, FenceLowering,
+  patterns.add<SignalLowering, SignalPeerLowering, RaiseFlagLowering, FenceLowering,
                WatchdogExpiredLowering, PrefetchL2Lowering>(converter);
 }

@@ -16,7 +16,7 @@ tensors in creation order; their names and roles go on the graph op as
 import math
 import re
 from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import bodies
 from . import generation_bodies as gbodies
@@ -59,13 +59,19 @@ class Task:
     body: Body
     args: Tuple[Tensor, ...]
     variable: bool = False
+    waits: Tuple[str, ...] = ()     # explicit events (peer events) it waits on
+    signals: Tuple[str, ...] = ()   # and signals
 
     def mlir(self) -> str:
         ops = ", ".join(f"%arg{t.index}" for t in self.args)
         types = ", ".join(t.type for t in self.args)
         foot = ", ".join(a.mlir() for a in self.body.footprint)
+        events = ""
+        for key, names in (("waits", self.waits), ("signals", self.signals)):
+            if names:
+                events += f" {key} [" + ", ".join(f"@{e}" for e in names) + "]"
         text = (f"mega.task @{self.name} body @{self.body.name}({ops} : {types}) "
-                f"count {self.body.units} footprint [{foot}]")
+                f"count {self.body.units}{events} footprint [{foot}]")
         return text + (" {variable}" if self.variable else "")
 
 
@@ -110,9 +116,12 @@ def default_workers(scheduler_ctas=0):
 
 
 class Graph:
-    def __init__(self, name, workers=None, threads=256, schedulers=1):
+    def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1):
         """workers: worker CTAs, one per SM; None: every SM of the default
-        chip (default_workers())."""
+        chip (default_workers()). ranks: GPUs that run the graph together
+        (one kernel each, synchronised by peer events: all_reduce)."""
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= 8:
+            raise ValueError(f"ranks must be 1 to 8 (the GPUs of one node), got {ranks!r}")
         if not _NAME.match(name) or "." in name:
             raise ValueError(f"graph name {name!r} must be an identifier")
         if workers is None:
@@ -129,6 +138,8 @@ class Graph:
         self.tasks: List[Task] = []
         self._written = set()   # names of tensors some task wrote
         self.stop = None        # (tensor, element, max_steps) of repeat_until
+        self.ranks = ranks
+        self.peer_events: Dict[str, int] = {}   # name -> trigger
 
     # --- tensors -------------------------------------------------------------
 
@@ -175,7 +186,40 @@ class Graph:
                 raise ValueError(f"{op}: {pname} ({t.name}) is {list(t.shape)} {t.dtype}, "
                                  f"expected {list(shape)} {dtype}")
 
-    def _task(self, op, label, body: Body, params, variable=False):
+    def all_reduce(self, x, out, name=None):
+        """out = the sum of x over the graph's ranks (every rank gets the same
+        bits), one-shot through peer memory (peer_bodies): a push task writes
+        this rank's x into row `rank` of every rank's inbox, a peer event
+        fires once every rank's push is done, a sum task adds the inbox's
+        rows in rank order. Adds the tensors each rank binds: `<name>.rank`
+        (int32 [1], the rank), `<name>.inbox` ([ranks, n], this rank's) and
+        `<name>.to<q>` (rank q's inbox, peer memory). One step: a graph that
+        repeats would need the inbox double-buffered by step parity."""
+        from . import peer_bodies
+
+        R = self.ranks
+        if R < 2:
+            raise ValueError("all_reduce: the graph has one rank (Graph(..., ranks=R))")
+        self._need("all_reduce", "x", x, rank=1)
+        self._need("all_reduce", "out", out, rank=1)
+        n = x.size
+        base = name or "all_reduce"
+        push = peer_bodies.push_to_ranks(n, R, threads=self.threads, emit=False)
+        total = peer_bodies.sum_inbox(n, R, threads=self.threads, emit=False)
+        rank = self.tensor(f"{base}.rank", [1], "int32", role="input")
+        inbox = self.tensor(f"{base}.inbox", [R, n], x.dtype, role="cache")
+        peers = [self.tensor(f"{base}.to{q}", [R, n], x.dtype, role="cache") for q in range(R)]
+        event = f"{base.replace('.', '_')}_pushed"
+        if event in self.peer_events:
+            raise ValueError(f"all_reduce: {base!r} is used already")
+        self.peer_events[event] = push.units
+        self._task("all_reduce", f"{base}_push", push,
+                   [("x", x), ("rank", rank)] + [(f"to_{q}", t) for q, t in enumerate(peers)],
+                   signals=(event,))
+        return self._task("all_reduce", f"{base}_sum", total, [("inbox", inbox), ("out", out)],
+                          waits=(event,))
+
+    def _task(self, op, label, body: Body, params, variable=False, waits=(), signals=()):
         """Appends a task running `body` on params [(argument name, Tensor)]."""
         self._check_args(op, body, params)
         args = tuple(t for _, t in params)
@@ -194,7 +238,8 @@ class Graph:
             raise ValueError(f"{op}: task name {label!r}: letters, digits, '_' and '.'")
         self._written.update(args[i].name for i in writes)
         label = label.replace(".", "_")  # l0.qkv -> t5_l0_qkv
-        task = Task(f"t{len(self.tasks)}_{label}", body, args, variable)
+        task = Task(f"t{len(self.tasks)}_{label}", body, args, variable, tuple(waits),
+                    tuple(signals))
         self.tasks.append(task)
         return task
 
@@ -483,8 +528,11 @@ class Graph:
         if self.stop is not None:
             flag, element, steps = self.stop
             attrs += f", stop_word = array<i64: {flag.index}, {element}>, max_steps = {steps}"
+        ranks = f" ranks {self.ranks}" if self.ranks > 1 else ""
         lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
-                 f"schedulers {self.schedulers} attributes {{{attrs}}} {{"]
+                 f"schedulers {self.schedulers}{ranks} attributes {{{attrs}}} {{"]
+        lines += [f"  mega.event @{name} trigger {trigger} peers"
+                  for name, trigger in self.peer_events.items()]
         lines += ["  " + task.mlir() for task in self.tasks]
         lines.append("}")
         return "\n".join(lines)

@@ -148,6 +148,10 @@ class MegaKernel:
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
         self._packed = None                      # its BoundLaunch (packed once), if any
         self._resident_on: Optional[int] = None # the device whose residency was checked
+        self.ranks = mm.ranks(meta)
+        # A graph of several ranks: this rank and every rank's events buffer
+        # address (bind_peers), the argument table's last words.
+        self._peers: Optional[List[int]] = None
         # Launches share the events and state buffers, so they must not overlap:
         # one lock orders launches from several threads, and a launch on another
         # stream than the previous one first waits for that stream (_follow).
@@ -167,7 +171,8 @@ class MegaKernel:
         if tuple(p.name for p in tail) != mm.RUNTIME_PARAMS:
             raise ValueError(f"{where}: the params must be {list(mm.RUNTIME_PARAMS)} (the graph's "
                              f"arguments are in 'mega.args'), got {[p.name for p in tail]}")
-        sizes = {"mega_args": ("int64", max(1, len(spec.graph_args))),
+        peer_words = mm.ranks(meta) + 1 if mm.ranks(meta) > 1 else 0
+        sizes = {"mega_args": ("int64", max(1, len(spec.graph_args) + peer_words)),
                  "mega_tables": ("int32", len(meta["tables"])),
                  "mega_events": ("int32", max(1, len(meta["events"]))),
                  "mega_state": ("int32", mm.STATE_WORDS),
@@ -243,6 +248,39 @@ class MegaKernel:
         self._packed = None
         return self
 
+    def bind_peers(self, rank: int, events: Sequence[int]) -> "MegaKernel":
+        """For a graph of several ranks: this kernel is rank `rank`, and
+        `events[q]` is the address of rank q's `mega_events` buffer
+        (`events_address` of each rank's MegaKernel; this rank's own among
+        them), where this rank's peer signals go. The buffers must be
+        reachable from this GPU (peer access over NVLink, or one GPU's own
+        memory). Checked here; written with the argument table."""
+        if self.ranks == 1:
+            raise ArgumentError(f"{self.name}: a graph of one rank has no peers to bind")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < self.ranks:
+            raise ArgumentError(f"{self.name}: rank {rank!r} is not in [0, {self.ranks})")
+        words = list(events)
+        if len(words) != self.ranks or any(isinstance(a, bool) or not isinstance(a, int) or
+                                           a <= 0 or a % 4 for a in words):
+            raise ArgumentError(f"{self.name}: events must be {self.ranks} addresses of int32 "
+                                f"buffers (one per rank), got {words!r}")
+        self.allocate()
+        own = self._buffers["mega_events"].data_ptr()
+        if words[rank] != own:
+            raise ArgumentError(f"{self.name}: events[{rank}] = {words[rank]:#x} is not this "
+                                f"rank's own events buffer ({own:#x})")
+        self._peers = [rank] + words
+        self._args = None
+        self._packed = None
+        return self
+
+    @property
+    def events_address(self) -> int:
+        """The address of this kernel's `mega_events` buffer (allocated now
+        if it was not): what the other ranks' bind_peers take."""
+        self.allocate()
+        return self._buffers["mega_events"].data_ptr()
+
     def _unknown(self, name: str) -> str:
         if name in mm.RUNTIME_PARAMS or any(p.name == name for p in self.graph_params):
             return f"{self.name}: '{name}' is allocated by the runtime; do not pass it"
@@ -270,8 +308,14 @@ class MegaKernel:
     def _arg_table_words(self) -> List[int]:
         """The graph arguments' words (addresses, scalar bits), in `mega.args`
         order."""
-        return [self._bound_ptrs[p.name] if p.name in self._bound_ptrs
-                else self._buffers[p.name].data_ptr() for p in self.graph_params]
+        words = [self._bound_ptrs[p.name] if p.name in self._bound_ptrs
+                 else self._buffers[p.name].data_ptr() for p in self.graph_params]
+        if self.ranks > 1:
+            if self._peers is None:
+                raise ArgumentError(f"{self.name}: a graph of {self.ranks} ranks; call "
+                                    "bind_peers(rank, events) before the launch")
+            words += self._peers
+        return words
 
     def _write_arg_table(self, stream: Optional[int]):
         """Upload the argument table, ordered on `stream` after the launches

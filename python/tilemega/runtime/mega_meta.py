@@ -17,6 +17,24 @@ from typing import Any, Dict, List
 # The persistent kernel's params, in this order (the graph's tensors are
 # reached through mega_args).
 RUNTIME_PARAMS = ("mega_args", "mega_tables", "mega_events", "mega_state", "mega_timeline")
+# A `signals` word with this bit names a peer event's first counter word: the
+# entry signals its own rank's word of that event on every rank.
+PEER_SIGNAL_BIT = 1 << 30
+MAX_RANKS = 8
+
+
+def signal_word(value: int) -> int:
+    """The counter word a `signals` value names (its peer bit cleared)."""
+    return value & ~PEER_SIGNAL_BIT
+
+
+def is_peer_signal(value: int) -> bool:
+    return bool(value & PEER_SIGNAL_BIT)
+
+
+def ranks(mega) -> int:
+    """The GPUs the graph runs on together (1 without `ranks`)."""
+    return int(mega.get("ranks", 1))
 # Number of mega_state words (docs/mega.md).
 STATE_WORDS = 16
 # Words of a repeating graph (PersistentKernel.h): the host's step limit for
@@ -77,6 +95,9 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         cost = t.get("cost_ns", 0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
             _fail(where, f"{f}.cost_ns", f"expected a number >= 0, got {cost!r}")
+    R = _int(mega.get("ranks", 1), where, f"{field}.ranks", 1)
+    if R > MAX_RANKS:
+        _fail(where, f"{field}.ranks", f"{R} is over {MAX_RANKS} (the GPUs of one node)")
     events = _list(mega["events"], where, f"{field}.events")
     for i, ev in enumerate(events):
         f = f"{field}.events[{i}]"
@@ -84,6 +105,14 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
             _fail(where, f, f"expected an object with a string 'name', got {ev!r}")
         if _int(ev.get("trigger"), where, f"{f}.trigger") > INT32_MAX:
             _fail(where, f"{f}.trigger", f"{ev['trigger']} does not fit the kernel's int32")
+        # A peer event is R consecutive words, senders 0 .. R-1.
+        if "sender" in ev:
+            sender = _int(ev["sender"], where, f"{f}.sender", 0)
+            first = i - sender
+            if R < 2 or sender >= R or first < 0 or events[first].get("sender") != 0 or \
+                    events[first]["name"] != ev["name"]:
+                _fail(where, f"{f}.sender", f"{sender}: a peer event's words are senders 0 to "
+                      f"{R - 1} of one event, in order, in a graph of {R} ranks")
     entries = mega["entries"]
     if not isinstance(entries, dict):
         _fail(where, f"{field}.entries", f"expected an object, got {type(entries).__name__}")
@@ -93,9 +122,21 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
     n = len(_list(entries["task"], where, f"{field}.entries.task"))
     _indices(entries["task"], where, f"{field}.entries.task", len(tasks), "task")
     _list(entries["instance"], where, f"{field}.entries.instance", n)
-    for key in ("waits", "signals"):
-        for e, evs in enumerate(_list(mega[key], where, f"{field}.{key}", n)):
-            _indices(evs, where, f"{field}.{key}[{e}]", len(events), "event")
+    for e, evs in enumerate(_list(mega["waits"], where, f"{field}.waits", n)):
+        _indices(evs, where, f"{field}.waits[{e}]", len(events), "event")
+    for e, evs in enumerate(_list(mega["signals"], where, f"{field}.signals", n)):
+        f = f"{field}.signals[{e}]"
+        _list(evs, where, f)
+        for i, v in enumerate(evs):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                _fail(where, f"{f}[{i}]", f"expected an event word, got {v!r}")
+            word = signal_word(v)
+            if word >= len(events):
+                _fail(where, f"{f}[{i}]", f"event {word} out of range [0, {len(events)})")
+            if is_peer_signal(v) != (events[word].get("sender") is not None) or \
+                    (is_peer_signal(v) and events[word]["sender"] != 0):
+                _fail(where, f"{f}[{i}]", f"{v}: a peer event is signalled through its first "
+                      "word with the peer bit, a local event by its word without it")
     for w, lst in enumerate(_list(mega["aot"], where, f"{field}.aot", workers)):
         _indices(lst, where, f"{field}.aot[{w}]", n, "entry")
     _indices(mega["jit"], where, f"{field}.jit", n, "entry")
@@ -241,9 +282,12 @@ def short_label(mega, entry: int) -> str:
 
 
 def event_name(mega, event: int) -> str:
+    """The event of a counter word: its name, and the sender rank of a peer
+    event's word (e.g. "pushed (from rank 1)")."""
     if not 0 <= event < len(mega["events"]):
         return f"#{event}"
-    return mega["events"][event]["name"]
+    ev = mega["events"][event]
+    return ev["name"] + (f" (from rank {ev['sender']})" if "sender" in ev else "")
 
 
 def task_kind(mega, entry: int) -> str:
@@ -257,7 +301,10 @@ def signallers(mega) -> List[List[int]]:
     out: List[List[int]] = [[] for _ in mega["events"]]
     for e, evs in enumerate(mega["signals"]):
         for v in evs:
-            out[v].append(e)
+            word = signal_word(v)
+            # A peer signal advances its own rank's word: on rank s, word + s.
+            for s in range(ranks(mega) if is_peer_signal(v) else 1):
+                out[word + s].append(e)
     return out
 
 

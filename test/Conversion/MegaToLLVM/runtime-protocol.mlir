@@ -97,6 +97,20 @@ gpu.module @kernels {
     // PTX: cp.async.bulk.prefetch.L2.global
     mega.prefetch_l2 %w, %off, %bytes : memref<64x64xbf16>
 
+    // mega.poll system: an acquire load at system scope (a peer event's word).
+    // CHECK: llvm.load %{{.*}} atomic acquire {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+    // PTX: ld.acquire.sys.global.b32
+    %peer_seen = mega.poll %events[%c3] system : memref<8xi32>
+
+    // mega.signal_peer: a release add at system scope on a raw address
+    // (another GPU's events buffer): PTX red.release.sys, the one inline PTX
+    // of the protocol (LLVM's NVPTX would drop the scope of an atomicrmw).
+    // CHECK: %[[PEERS:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<1>
+    // CHECK: %[[WORD:.*]] = llvm.getelementptr %[[PEERS]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
+    // CHECK: llvm.inline_asm has_side_effects "red.release.sys.global.add.u32 [$0], 1;", "l,~{memory}" %[[WORD]] : (!llvm.ptr<1>) -> ()
+    // PTX: red.release.sys.global.add.u32
+    mega.signal_peer %now[%c2]
+
     // CHECK-NOT: mega.
     %late32 = arith.extui %late : i1 to i32
     %raised32 = arith.extui %raised : i1 to i32
@@ -104,7 +118,8 @@ gpu.module @kernels {
     %s1 = arith.addi %s0, %done : i32
     %s2 = arith.addi %s1, %late32 : i32
     %s3 = arith.addi %s2, %raised32 : i32
-    memref.store %s3, %out[%c1] : memref<8xi32>
+    %s4 = arith.addi %s3, %peer_seen : i32
+    memref.store %s4, %out[%c1] : memref<8xi32>
     gpu.return
   }
 }

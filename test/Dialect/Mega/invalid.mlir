@@ -1158,3 +1158,16 @@ func.func @watchdog(%start: i64) -> i1 {
   %late = mega.watchdog_expired %start {limit_ns = 0} : i64
   return %late : i1
 }
+
+// -----
+
+// expected-error @+1 {{ranks must be in [1, 8] (the GPUs of one node), got 9}}
+mega.graph @g() workers 1 ranks 9 {
+}
+
+// -----
+
+mega.graph @g() workers 1 {
+  // expected-error @+1 {{is a peer event in a graph of 1 rank: peer events need `ranks` >= 2}}
+  mega.event @e trigger 1 peers
+}

@@ -99,6 +99,12 @@ ParseResult GraphOp::parse(OpAsmParser &parser, OperationState &result) {
     result.addAttribute(getSchedulersAttrName(result.name),
                         b.getI64IntegerAttr(schedulers));
   }
+  if (succeeded(parser.parseOptionalKeyword("ranks"))) {
+    int64_t ranks;
+    if (parser.parseInteger(ranks))
+      return failure();
+    result.addAttribute(getRanksAttrName(result.name), b.getI64IntegerAttr(ranks));
+  }
 
   if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
     return failure();
@@ -120,9 +126,11 @@ void GraphOp::print(OpAsmPrinter &p) {
   p << ") workers " << getNumWorkers();
   if (getNumSchedulers() != 1)
     p << " schedulers " << getNumSchedulers();
+  if (getNumRanks() != 1)
+    p << " ranks " << getNumRanks();
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getSymNameAttrName(), getWorkersAttrName(), getSchedulersAttrName()});
+      (*this)->getAttrs(), {getSymNameAttrName(), getWorkersAttrName(),
+                            getSchedulersAttrName(), getRanksAttrName()});
   p << ' ';
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
                 /*printBlockTerminators=*/false);
@@ -134,6 +142,9 @@ LogicalResult GraphOp::verify() {
   if (getNumSchedulers() < 0)
     return emitOpError() << "schedulers must be >= 0, got "
                          << getNumSchedulers();
+  if (getNumRanks() < 1 || getNumRanks() > kMaxRanks)
+    return emitOpError() << "ranks must be in [1, " << kMaxRanks
+                         << "] (the GPUs of one node), got " << getNumRanks();
   // Every CTA of a persistent kernel must be resident at once; beyond what
   // any chip keeps, the graph can never run (and the passes would size
   // per-worker tables by it).
@@ -189,6 +200,11 @@ LogicalResult EventOp::verify() {
   if (getTriggerCount() < 1)
     return emitOpError() << "trigger count must be >= 1, got "
                          << getTriggerCount();
+  auto graph = cast<GraphOp>((*this)->getParentOp());
+  if (getPeers() && graph.getNumRanks() < 2)
+    return emitOpError() << "is a peer event in a graph of "
+                         << graph.getNumRanks()
+                         << " rank: peer events need `ranks` >= 2";
   return success();
 }
 

@@ -24,6 +24,7 @@ times a random factor.
 
     simulate(meta, seed=None, jitter=0.0, workers=None) -> SimResult
     check_deadlock_free(meta, runs=200, seed=0) -> ScheduleReport  (or ScheduleError)
+    unroll_ranks(meta)   a graph of several ranks as one schedule (ranks.py)
     format_report(report) -> str
     python -m tilemega.runtime.mega_sim ART.json [--runs N] [--workers W]
 """
@@ -31,8 +32,9 @@ times a random factor.
 from .check import (JITTER, ScheduleError, ScheduleReport, check_deadlock_free, format_path,
                     format_report, static_problems)
 from .cli import load_meta, main
+from .ranks import unroll_ranks
 from .simulate import Blocked, Deadlock, SimResult, format_ns, simulate
 
 __all__ = ["simulate", "SimResult", "Deadlock", "Blocked", "check_deadlock_free",
            "static_problems", "ScheduleError", "ScheduleReport", "format_report", "format_path",
-           "format_ns", "load_meta", "main", "JITTER"]
+           "format_ns", "load_meta", "main", "JITTER", "unroll_ranks"]

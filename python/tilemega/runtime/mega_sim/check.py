@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .. import mega_meta as mm
+from .ranks import unroll_ranks
 from .simulate import SimResult, _worker_lists, format_ns, simulate
 
 # Duration spread of check_deadlock_free's randomised runs: factors in [e^-1.5, e^1.5].
@@ -37,8 +38,9 @@ class ScheduleError(ValueError):
 
 
 def static_problems(meta) -> List[str]:
-    """Every reason the tables cannot run deadlock-free (empty list: proven sound)."""
-    mm.validate(meta)
+    """Every reason the tables cannot run deadlock-free (empty list: proven sound).
+    A graph of several ranks is proven as its ranks side by side (ranks.py)."""
+    meta = unroll_ranks(meta)
     n = len(meta["entries"]["task"])
     label = lambda e: mm.entry_label(meta, e)
     problems = []
@@ -176,6 +178,10 @@ def check_deadlock_free(meta, runs: int = 200, seed: int = 0, workers: Optional[
     Raises ScheduleError naming the tasks/events involved. static=False skips
     the proof (to exercise the simulated runs on their own).
     """
+    R = mm.ranks(meta)
+    if R > 1 and workers is not None:
+        raise ValueError("workers: a graph of several ranks is checked with its own workers")
+    meta = unroll_ranks(meta)
     if static:
         problems = static_problems(meta)
         if problems:
@@ -190,6 +196,12 @@ def check_deadlock_free(meta, runs: int = 200, seed: int = 0, workers: Optional[
     slow = sorted({0, W - 1} | set(pick.sample(range(W), min(W, 2))))
     cases += [(f"worker {w} 1000x slower", dict(worker_speed={w: 1000.0}, seed=seed + w))
               for w in slow]
+    # Several ranks: each rank in turn 1000x slower than the others (a GPU
+    # that lags behind its peers).
+    per_rank = W // R
+    cases += [(f"rank {r} 1000x slower",
+               dict(worker_speed={w: 1000.0 for w in range(r * per_rank, (r + 1) * per_rank)},
+                    seed=seed + r)) for r in range(R) if R > 1]
     cases += [(f"random run {i} (seed {seed + i})", dict(seed=seed + i, jitter=JITTER))
               for i in range(runs)]
     nominal, makespans = None, []

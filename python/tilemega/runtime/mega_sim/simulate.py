@@ -133,7 +133,9 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
     durations instead of the tasks' cost_ns. worker_speed: {worker: factor}
     slows (>1) or speeds up entries run by that worker.
     """
-    mm.validate(meta)
+    from .ranks import unroll_ranks
+
+    meta = unroll_ranks(meta)          # several ranks: side by side (ranks.py)
     aot = _worker_lists(meta, workers)
     W = len(aot)
     jit = list(meta["jit"])

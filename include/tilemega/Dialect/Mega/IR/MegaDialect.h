@@ -64,6 +64,9 @@ inline constexpr llvm::StringLiteral kGraphArgRule =
     "f16, bf16, f32, f64 or i8-i64 (their addresses) and scalars of those "
     "types or index (their bits)";
 
+/// The most ranks (GPUs of one node, through NVLink) a graph may span.
+inline constexpr int64_t kMaxRanks = 8;
+
 /// The number of blocks of a tile.kernel (the product of its grid), or
 /// std::nullopt if its grid is missing, empty or has a size below 1.
 std::optional<int64_t> getNumBlocks(tile::KernelOp kernel);

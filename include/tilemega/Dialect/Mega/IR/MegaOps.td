@@ -156,9 +156,32 @@ def Mega_GraphOp : Mega_Op<"graph", [
     step is one epoch of the events, so a step waits exactly as a launch
     did; the bodies of step n + 1 see everything step n wrote. This is how
     a decode step becomes a whole generation in one launch.
+
+    With `ranks R` (default 1), the graph is one of R identical kernels, one
+    per GPU (rank) of a node, that synchronise through **peer events**
+    (`mega.event ... peers`): a task instance that signals a peer event
+    signals it on every rank, its own included, and an instance that waits
+    on one waits until every rank's signalling instances are done. Each
+    rank's counters of a peer event are kept per sender (R words), so that a
+    rank running a step ahead never stands in for another. The tasks'
+    bodies reach the other ranks' memory through graph arguments the
+    runtime binds per rank (peer buffers).
+
+    ```mlir
+    mega.graph @tp(%part: memref<2048xbf16>, %to_peer: memref<2048xbf16>,
+                   %inbox: memref<2048xbf16>, %x: memref<2048xbf16>)
+        workers 66 ranks 2 {
+      mega.event @pushed trigger 2 peers
+      mega.task @push body @push_fn(%part, %to_peer : ...) count 2
+          signals [@pushed]
+      mega.task @reduce body @reduce_fn(%part, %inbox, %x : ...) count 2
+          waits [@pushed]
+    }
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$workers,
                        DefaultValuedAttr<I64Attr, "1">:$schedulers,
+                       DefaultValuedAttr<I64Attr, "1">:$ranks,
                        OptionalAttr<DenseI64ArrayAttr>:$stop_word,
                        OptionalAttr<I64Attr>:$max_steps);
   let regions = (region SizedRegion<1>:$body);
@@ -181,6 +204,8 @@ def Mega_GraphOp : Mega_Op<"graph", [
     /// of I64Attr return uint64_t).
     int64_t getNumWorkers() { return static_cast<int64_t>(getWorkers()); }
     int64_t getNumSchedulers() { return static_cast<int64_t>(getSchedulers()); }
+    /// `ranks` as a signed value: the GPUs that run the graph together.
+    int64_t getNumRanks() { return static_cast<int64_t>(getRanks()); }
     /// Whether one launch repeats the graph (stop_word and max_steps).
     bool isLooping() { return getStopWord().has_value(); }
     /// The stop_word / max_steps checks of the verifier.
@@ -206,9 +231,15 @@ def Mega_EventOp : Mega_Op<"event", [Symbol, HasParent<"GraphOp">]> {
     // Fired once all 32 instances of @norm are done.
     mega.event @normed trigger 32
     ```
+
+    A `peers` event (in a graph of several `ranks`) fires once the
+    signalling instances of every rank are done: `trigger` still counts one
+    rank's signalling instances, and each rank keeps one counter per sender
+    (the graph's description says why).
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$trigger);
-  let assemblyFormat = "$sym_name `trigger` $trigger attr-dict";
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$trigger,
+                       UnitAttr:$peers);
+  let assemblyFormat = "$sym_name `trigger` $trigger (`peers` $peers^)? attr-dict";
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// `trigger` as a signed value.
@@ -416,10 +447,15 @@ def Mega_PollOp : Mega_ProtocolOp<"poll"> {
     ```mlir
     %seen = mega.poll %events[%e] : memref<64xi32>
     ```
+
+    `system`: at system scope (PTX `.sys`) instead: the word is advanced by
+    other GPUs too (peer events, `mega.signal_peer`).
   }];
-  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices,
+                       UnitAttr:$system);
   let results = (outs I32:$result);
-  let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+  let assemblyFormat =
+      "$memory `[` $indices `]` (`system` $system^)? attr-dict `:` type($memory)";
 }
 
 def Mega_PeekOp : Mega_ProtocolOp<"peek"> {
@@ -452,6 +488,24 @@ def Mega_SignalOp : Mega_ProtocolOp<"signal"> {
   }];
   let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices);
   let assemblyFormat = "$memory `[` $indices `]` attr-dict `:` type($memory)";
+}
+
+def Mega_SignalPeerOp : Mega_Op<"signal_peer", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "A release increment of a counter in another GPU's memory";
+  let description = [{
+    Adds one to the i32 word `index` of the buffer at address `base` (a
+    peer rank's events buffer, reached over NVLink, or this rank's own),
+    with release ordering at system scope (PTX `.sys`): a thread of any GPU
+    that acquires the new count at system scope (`mega.poll ... system`)
+    sees everything this thread wrote, and everything its CTA wrote before
+    a block barrier, before the signal, to its own or a peer's memory.
+
+    ```mlir
+    mega.signal_peer %base[%word]
+    ```
+  }];
+  let arguments = (ins I64:$base, Index:$index);
+  let assemblyFormat = "$base `[` $index `]` attr-dict";
 }
 
 def Mega_ClaimOp : Mega_ProtocolOp<"claim"> {
