@@ -190,9 +190,14 @@ def _check_generation(name, path, torch):
     return generation.check_artifact(path, torch)
 
 
+def _check_peers(name, path, torch):
+    import mega_peers
+    return mega_peers.check_artifact(path, torch)
+
+
 CHECKS = {shipped.EXAMPLE: _check_example, shipped.BENCH: _check_bench,
           shipped.MEGA: _check_mega, shipped.OPS: _check_ops, shipped.EMPTY: _check_empty,
-          shipped.GENERATION: _check_generation}
+          shipped.GENERATION: _check_generation, shipped.PEERS: _check_peers}
 
 
 def check_one(name, path, torch):

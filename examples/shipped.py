@@ -1,7 +1,8 @@
 """The catalogue of every artifact we ship: the example kernels
 (run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.names()),
 the mega graphs (mega_decode.build_all) and the generation graphs
-(generation.CONFIGS). One list, read by the main job
+(generation.CONFIGS) and the graphs of several ranks (mega_peers.GRAPHS).
+One list, read by the main job
 that builds them, by `gpu_check.py` that judges them on the GPU and by the
 CI test that binds those verdicts to the PTX they judged
 (test/pytest/test_gpu_results.py).
@@ -22,8 +23,8 @@ for _path in (HERE, os.path.join(ROOT, "bench")):
         sys.path.insert(0, _path)
 
 # Kinds of artifact, each with its own GPU check in gpu_check.py.
-EXAMPLE, BENCH, MEGA, OPS, EMPTY, GENERATION = ("example", "bench", "mega", "ops", "empty",
-                                               "generation")
+EXAMPLE, BENCH, MEGA, OPS, EMPTY, GENERATION, PEERS = (
+    "example", "bench", "mega", "ops", "empty", "generation", "peers")
 
 
 def example_names():
@@ -76,8 +77,21 @@ def compile_generation(out):
     return {os.path.basename(p)[:-len(".json")]: p for p in generation.build_all(out)}
 
 
+def peers_names():
+    import mega_peers
+    return list(mega_peers.GRAPHS)
+
+
+def compile_peers(out):
+    """{artifact name: json path} of the graphs of several ranks (mega_peers.py)."""
+    import mega_peers
+    return {os.path.basename(p)[:-len(".json")]: p for p in mega_peers.build_all(out)}
+
+
 def kind_of(name, meta):
     """The kind of artifact `name` from its metadata (a parsed JSON dict)."""
+    if name in peers_names():
+        return PEERS
     if name in generation_names():
         return GENERATION
     if name in example_names():
@@ -96,7 +110,8 @@ def kind_of(name, meta):
 def compile_all(out):
     """Compile every shipped artifact into `out`; {name: json path}."""
     paths = {}
-    for part in (compile_examples, compile_bench, compile_mega, compile_generation):
+    for part in (compile_examples, compile_bench, compile_mega, compile_generation,
+                 compile_peers):
         start = time.time()
         got = part(out)
         clash = set(got) & set(paths)
