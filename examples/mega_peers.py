@@ -57,6 +57,13 @@ def _kernels(path, ranks, torch, n):
     kernels = []
     for r in range(ranks):
         mk = load_mega(path)
+        # One GPU runs cooperative launches one after the other (measured on
+        # the H200: the second rank's kernel started only once the first
+        # one's watchdog had stopped it), so the loopback launches each
+        # rank's kernel as an ordinary launch: the ranks' few CTAs are
+        # resident together on a GPU of 132 SMs. On their own GPUs, ranks
+        # launch cooperatively.
+        mk.kernel.cooperative = False
         named = {"x": xs[r], "ar.rank": torch.tensor([r], dtype=torch.int32, device="cuda"),
                  "ar.inbox": inboxes[r], "out": outs[r]}
         named.update({f"ar.to{q}": inboxes[q] for q in range(ranks)})
