@@ -57,13 +57,6 @@ def _kernels(path, ranks, torch, n):
     kernels = []
     for r in range(ranks):
         mk = load_mega(path)
-        # One GPU runs cooperative launches one after the other (measured on
-        # the H200: the second rank's kernel started only once the first
-        # one's watchdog had stopped it), so the loopback launches each
-        # rank's kernel as an ordinary launch: the ranks' few CTAs are
-        # resident together on a GPU of 132 SMs. On their own GPUs, ranks
-        # launch cooperatively.
-        mk.kernel.cooperative = False
         named = {"x": xs[r], "ar.rank": torch.tensor([r], dtype=torch.int32, device="cuda"),
                  "ar.inbox": inboxes[r], "out": outs[r]}
         named.update({f"ar.to{q}": inboxes[q] for q in range(ranks)})
@@ -72,6 +65,12 @@ def _kernels(path, ranks, torch, n):
     events = [mk.events_address for mk in kernels]
     for r, mk in enumerate(kernels):
         mk.bind_peers(r, events)
+        # Tables uploaded and residency checked now: a first launch does it
+        # synchronously, which would wait for the rank launched before it
+        # (measured on the H200: rank 1's kernel started only after rank
+        # 0's watchdog had stopped it).
+        mk.prepare()
+    torch.cuda.synchronize()
     return kernels, xs, outs
 
 
