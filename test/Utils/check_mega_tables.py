@@ -12,7 +12,8 @@ the int32 tables and fails (exit 1, naming the broken invariant) unless:
   - every entry sits in exactly one list (a worker's AOT list or the JIT
     list); `aot_records` are the records in AOT order;
   - every event is signalled, its trigger count (metadata and
-    `triggers` section) equals its number of signalling entries;
+    `triggers` section) equals its number of signalling entries (a peer
+    event's word of sender s: the entries that signal the event, on rank s);
   - within each list, an entry comes after every entry of that list whose
     signal it waits for (lists are in one topological order);
   - the kernel's `mega_tables` parameter holds exactly the tables.
@@ -29,6 +30,7 @@ SECTION_ORDER = ["records", "aot_records", "entry_case", "entry_task",
                  "entry_instance", "wait_offsets", "waits", "signal_offsets",
                  "signals", "triggers", "aot_offsets", "aot", "jit"]
 RECORD_WORDS = 8
+PEER_SIGNAL_BIT = 1 << 30
 
 
 def fail(message):
@@ -116,6 +118,10 @@ def check(mega):
     def label(e):
         return f"{tasks[entry_task[e]]['name']}#{entry_instance[e]}"
 
+    def event_label(v):
+        event = events[v]
+        return event["name"] + (f" from rank {event['sender']}" if "sender" in event else "")
+
     # Entries: each (task, instance) once.
     seen = set()
     for e in range(n):
@@ -150,12 +156,28 @@ def check(mega):
     if placed != list(range(n)):
         fail(f"the AOT and JIT lists hold {placed}, not each of the {n} entries once")
 
-    # Events: signalled as often as they trigger, and waited on.
-    signallers = [[e for e in range(n) if v in signals[e]] for v in range(len(events))]
+    # Events: signalled as often as they trigger, and waited on. In a graph
+    # of several ranks a peer signal (bit 30 on a peer event's first word)
+    # counts, on rank q, for word first + q: each rank's instances are the
+    # signallers of their own sender's word.
+    ranks = re.search(r"\branks = (\d+) : i64", mega)
+    ranks = int(ranks.group(1)) if ranks else 1
+
+    def words(value):
+        if value & PEER_SIGNAL_BIT:
+            first = value & ~PEER_SIGNAL_BIT
+            return list(range(first, first + ranks))
+        return [value]
+
+    signalled = [[w for s in signals[e] for w in words(s)] for e in range(n)]
+    signallers = [[e for e in range(n) if v in signalled[e]] for v in range(len(events))]
     waiters = [[e for e in range(n) if v in waits[e]] for v in range(len(events))]
     for v, event in enumerate(events):
+        if "sender" in event and events[v - int(event["sender"])].get("sender") != "0":
+            fail(f"event {event['name']}: word {v} of sender {event['sender']} does not "
+                 "follow its event's first word")
         for e in range(n):
-            if not all(0 <= x < len(events) for x in waits[e] + signals[e]):
+            if not all(0 <= x < len(events) for x in waits[e] + signalled[e]):
                 fail(f"{label(e)} names an event outside [0, {len(events)})")
         if not signallers[v]:
             fail(f"event {event['name']} is never signalled")
@@ -170,16 +192,17 @@ def check(mega):
             for v in waits[e]:
                 for s in signallers[v]:
                     if s in position and position[s] > position[e]:
-                        fail(f"{name}: {label(e)} waits for {events[v]['name']} of "
+                        fail(f"{name}: {label(e)} waits for {event_label(v)} of "
                              f"{label(s)}, which comes later in the same list")
 
     print(f"graph {field(mega, 'graph', '[^,]*').strip(chr(34))}: {n} entries, "
-          f"{len(events)} events, {workers} workers")
+          f"{len(events)} events, {workers} workers"
+          + (f", {ranks} ranks" if ranks > 1 else ""))
     for t, task in enumerate(tasks):
         print(f"task {task['name']} ({task['queue']}): "
               + " ".join(label(e) for e in range(n) if entry_task[e] == t))
     for v, event in enumerate(events):
-        print(f"event {event['name']}: trigger {triggers[v]} by "
+        print(f"event {event_label(v)}: trigger {triggers[v]} by "
               + " ".join(map(label, signallers[v])) + " for "
               + (" ".join(map(label, waiters[v])) or "(none)"))
     for w, lst in enumerate(aot):

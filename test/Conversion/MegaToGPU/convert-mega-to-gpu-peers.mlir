@@ -1,4 +1,5 @@
 // RUN: tilemega-opt %s -convert-mega-to-gpu | FileCheck %s
+// RUN: tilemega-opt %s -convert-mega-to-gpu | %check-mega-tables - | FileCheck %s --check-prefix=TABLES
 
 // A graph of two ranks (one persistent kernel a GPU): @push signals the
 // peer event @pushed on both ranks, @sum waits for both ranks' pushes.
@@ -25,6 +26,17 @@ func.func @sum(%inbox: memref<256xf32>, %out: memref<256xf32>) {
   }
   return
 }
+
+// The tables, decoded: each rank's push instances signal their own
+// sender's word of @pushed, the sums wait on both words.
+// TABLES:      graph tp: 4 entries, 3 events, 2 workers, 2 ranks
+// TABLES-NEXT: task push (aot): push#0 push#1
+// TABLES-NEXT: task sum (aot): sum#0 sum#1
+// TABLES-NEXT: event local: trigger 2 by push#0 push#1 for sum#0 sum#1
+// TABLES-NEXT: event pushed from rank 0: trigger 2 by push#0 push#1 for sum#0 sum#1
+// TABLES-NEXT: event pushed from rank 1: trigger 2 by push#0 push#1 for sum#0 sum#1
+// TABLES-NEXT: aot w0: push#0 sum#0
+// TABLES-NEXT: aot w1: push#1 sum#1
 
 // The argument table: 4 graph tensors, this rank, 2 events buffers; the
 // events buffer: one word for @local, two for @pushed.
