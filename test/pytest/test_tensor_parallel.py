@@ -2,8 +2,6 @@
 the sharded step of 1, 2, 4 and 8 ranks equals the unsharded float64 step,
 and a world size the model cannot take is an error naming the config
 field. CPU only (numpy)."""
-import math
-
 import numpy as np
 import pytest
 
@@ -22,7 +20,6 @@ def tensors(cfg, seed=0):
     cos, sin = ref.rope_tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     out = {}
     for name, (shape, dtype) in ref.tensor_specs(cfg).items():
-        kind = name.split(".")[-1]
         if name in ("rope_cos", "rope_sin"):
             out[name] = cos if name == "rope_cos" else sin
         elif name == "tokens":
@@ -30,14 +27,7 @@ def tensors(cfg, seed=0):
         elif name in ("gen", "sampling", "logits"):
             out[name] = np.zeros(shape, dtype=np.float32 if name != "gen" else np.int32)
         else:
-            t = rng.standard_normal(shape)
-            if kind.endswith("norm"):
-                t = 1.0 + 0.05 * t
-            elif kind.startswith("b"):
-                t = 0.1 * t
-            elif kind.startswith("w") or name == "lm_head":
-                t = t / math.sqrt(shape[1])
-            out[name] = t
+            out[name] = ref.scaled_normal(name, shape, rng.standard_normal(shape))
     return out
 
 

@@ -72,6 +72,20 @@ def head_name(cfg):
     return "embed" if cfg.tie_embeddings else "lm_head"
 
 
+def scaled_normal(name, shape, t):
+    """A standard-normal tensor `t` (torch or numpy) of spec `name`, scaled
+    as make_tensors scales it: norms 1 + 0.05 t, biases 0.1 t, projections
+    and the LM head t / sqrt(fan_in), anything else t."""
+    kind = name.split(".")[-1]
+    if kind.endswith("norm"):
+        return 1.0 + 0.05 * t
+    if kind.startswith("b"):
+        return 0.1 * t
+    if kind.startswith("w") or name == "lm_head":
+        return t / math.sqrt(shape[1])
+    return t
+
+
 def make_tensors(cfg, seed=0, device="cuda"):
     """Random tensors of every spec (torch): projections normal / sqrt(fan_in),
     norms 1 + 0.05 normal, biases 0.1 normal, the embedding normal, caches
@@ -85,7 +99,6 @@ def make_tensors(cfg, seed=0, device="cuda"):
     out = {}
     cos, sin = rope_tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     for name, (shape, dtype) in tensor_specs(cfg).items():
-        kind = name.split(".")[-1]
         if name in ("rope_cos", "rope_sin"):
             t = torch.from_numpy(cos if name == "rope_cos" else sin)
         elif name == "tokens":
@@ -97,13 +110,7 @@ def make_tensors(cfg, seed=0, device="cuda"):
         elif name == "logits":
             t = torch.full(shape, float("nan"))
         else:
-            t = torch.randn(shape, generator=gen)
-            if kind.endswith("norm"):
-                t = 1.0 + 0.05 * t
-            elif kind.startswith("b"):
-                t = 0.1 * t
-            elif kind.startswith("w") or name == "lm_head":
-                t = t / math.sqrt(shape[1])
+            t = scaled_normal(name, shape, torch.randn(shape, generator=gen))
         dt = {"bfloat16": torch.bfloat16, "float32": torch.float32,
               "int32": torch.int32}[dtype]
         out[name] = t.to(dt).to(device)
