@@ -62,6 +62,18 @@ struct VerifyNVPTXAddressSpacesPass
       std::optional<unsigned> bad = badPointerSpace(op->getOperandTypes());
       if (!bad)
         bad = badPointerSpace(op->getResultTypes());
+      // Block arguments and types held by attributes (an llvm.func's
+      // signature) reach the translation too: found by scripts/fuzz, an
+      // argument of !llvm.ptr<2147483648> aborted LLVM's type translation.
+      for (Region &region : op->getRegions())
+        for (Block &block : region)
+          if (!bad)
+            bad = badPointerSpace(block.getArgumentTypes());
+      if (!bad)
+        op->getAttrDictionary().walk([&](Type type) {
+          if (!bad)
+            bad = badPointerSpace(type);
+        });
       if (bad) {
         op->emitOpError("uses a pointer in address space ")
             << *bad << ", which NVPTX has no PTX state space for";

@@ -36,3 +36,16 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// A pointer argument of a function (its signature, not an operand) in an
+// address space NVPTX lacks; found by scripts/fuzz (LLVM aborted on it).
+module attributes {gpu.container_module} {
+  gpu.module @bad_argument {
+    // expected-error @+1 {{uses a pointer in address space 2147483648, which NVPTX has no PTX state space for}}
+    llvm.func @k(%p: !llvm.ptr<2147483648>) {
+      llvm.return
+    }
+  }
+}
