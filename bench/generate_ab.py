@@ -8,22 +8,15 @@ on record.
     PYTHONPATH=python python3 bench/generate_ab.py A.json B.json PREFILL.json
 
 Writes $OUT/generate_ab.json."""
-import json, os, sys, time
+import json, os, sys
 sys.path.insert(0, "test/pytest")
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_generation_gpu as tg
+from generate import timed
 from tilemega.mega.engine import Engine
 
 PROMPT = list(range(1, 513))
 NEW = 128
-
-
-def timed(fn):
-    torch.cuda.synchronize()
-    began = time.perf_counter()
-    out = fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - began) * 1e3, out
 
 
 def main():

@@ -449,26 +449,6 @@ def test_a_stopped_generation_says_what_it_left():
 # ---------------------------------------------------------------- prefill
 
 
-def _numpy_tensors(cfg, seed=0):
-    """Random numpy tensors of cfg's specs (the caches random, as on the
-    GPU: a row nobody wrote differs from the one a step writes)."""
-    from tilemega.mega import generation_reference as ref
-
-    rng = np.random.default_rng(seed)
-    cos, sin = rope.tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
-    out = {}
-    for name, (shape, dtype) in ref.tensor_specs(cfg).items():
-        if name in ("rope_cos", "rope_sin"):
-            out[name] = cos if name == "rope_cos" else sin
-        elif dtype == "int32":
-            out[name] = rng.integers(0, cfg.vocab, shape).astype(np.int32)
-        else:
-            t = rng.standard_normal(shape)
-            out[name] = 1 + 0.05 * t if name.endswith("norm") else \
-                t / math.sqrt(shape[-1]) if len(shape) == 2 else t
-    return out
-
-
 def test_prefill_reference_is_the_decode_steps_one_after_another():
     """prefill_float64 (all rows at once, causal) equals step_float64 run
     position by position on caches the earlier steps filled."""
@@ -477,7 +457,7 @@ def test_prefill_reference_is_the_decode_steps_one_after_another():
     cfg = ModelConfig(layers=2, hidden=128, intermediate=256, heads=4, kv_heads=2,
                       head_dim=64, vocab=50, max_seq_len=64, qkv_bias=True,
                       tie_embeddings=False)
-    t = _numpy_tensors(cfg)
+    t = ref.make_numpy_tensors(cfg)
     rows = ref.prefill_float64(cfg, t, 6)
     for pos in range(6):
         got = ref.step_float64(cfg, t, pos=pos)

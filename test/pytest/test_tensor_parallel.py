@@ -14,23 +14,6 @@ SMALL = dict(layers=2, hidden=128, intermediate=512, heads=8, kv_heads=8, head_d
              vocab=256, max_seq_len=32, eps=1e-5, rope_theta=10000.0)
 
 
-def tensors(cfg, seed=0):
-    """numpy tensors of every spec, scaled as generation_reference.make_tensors."""
-    rng = np.random.default_rng(seed)
-    cos, sin = ref.rope_tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
-    out = {}
-    for name, (shape, dtype) in ref.tensor_specs(cfg).items():
-        if name in ("rope_cos", "rope_sin"):
-            out[name] = cos if name == "rope_cos" else sin
-        elif name == "tokens":
-            out[name] = rng.integers(0, cfg.vocab, shape).astype(np.int32)
-        elif name in ("gen", "sampling", "logits"):
-            out[name] = np.zeros(shape, dtype=np.float32 if name != "gen" else np.int32)
-        else:
-            out[name] = ref.scaled_normal(name, shape, rng.standard_normal(shape))
-    return out
-
-
 @pytest.mark.parametrize("world", [1, 2, 4, 8])
 @pytest.mark.parametrize("fields", [
     {},                                                   # GQA group 1, tied embeddings
@@ -38,7 +21,7 @@ def tensors(cfg, seed=0):
 ])
 def test_the_sharded_step_equals_the_whole_one(world, fields):
     cfg = ModelConfig(**{**SMALL, **fields})
-    full = tensors(cfg)
+    full = ref.make_numpy_tensors(cfg)
     pos = 13
     full["gen"][gs.POS] = pos
     shards = [tp.shard(full, cfg, world, r) for r in range(world)]
@@ -53,7 +36,7 @@ def test_the_sharded_step_equals_the_whole_one(world, fields):
 
 def test_each_rank_holds_its_heads_columns_and_vocabulary_rows():
     cfg = ModelConfig(**{**SMALL, "heads": 16, "kv_heads": 4})
-    full = tensors(cfg)
+    full = ref.make_numpy_tensors(cfg)
     world, D = 2, cfg.head_dim
     s1 = tp.shard(full, cfg, world, 1)
     local = tp.shard_config(cfg, world)

@@ -86,6 +86,27 @@ def scaled_normal(name, shape, t):
     return t
 
 
+def make_numpy_tensors(cfg, seed=0):
+    """make_tensors' specs and scaling as float64 / int32 numpy arrays, for
+    CPU tests of the float64 models: caches random at every position,
+    tokens uniform in [0, vocab), gen and sampling zeros, logits NaN."""
+    rng = np.random.default_rng(seed)
+    cos, sin = rope_tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
+    out = {}
+    for name, (shape, dtype) in tensor_specs(cfg).items():
+        if name in ("rope_cos", "rope_sin"):
+            out[name] = cos if name == "rope_cos" else sin
+        elif name == "tokens":
+            out[name] = rng.integers(0, cfg.vocab, shape).astype(np.int32)
+        elif name in ("gen", "sampling"):
+            out[name] = np.zeros(shape, dtype=np.int32 if dtype == "int32" else np.float32)
+        elif name == "logits":
+            out[name] = np.full(shape, np.nan)
+        else:
+            out[name] = scaled_normal(name, shape, rng.standard_normal(shape))
+    return out
+
+
 def make_tensors(cfg, seed=0, device="cuda"):
     """Random tensors of every spec (torch): projections normal / sqrt(fan_in),
     norms 1 + 0.05 normal, biases 0.1 normal, the embedding normal, caches
