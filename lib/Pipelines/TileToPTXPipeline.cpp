@@ -39,6 +39,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   persistent.maxCtas = options.megaMaxCtas;
   persistent.prefetchBytes = options.megaPrefetchBytes;
   persistent.prefetchDepth = options.megaPrefetchDepth;
+  persistent.earlyLoads = options.megaEarlyLoads;
   pm.addPass(createConvertMegaToGPU(persistent));
 
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,

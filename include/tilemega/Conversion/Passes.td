@@ -128,6 +128,16 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       only for tasks whose awaited stages are all estimated cheaper than
       their own (behind a heavier stage the prefetch competes with it for
       DRAM). Off by default: on the H200 decode step it still cost 1.4 %.
+    * **Early loads.** With `early-loads` (the default) and no JIT queue,
+      thread 0 picks its next AOT entry without waiting for it; the CTA
+      enters the entry's case, where a `tile.prefetch_point` comes before
+      thread 0's wait (same watchdog) and the body runs once the events
+      fired. Every `tile.copy` of the body whose source (through views) is a
+      graph argument no task writes (footprints; a task without one writes
+      all its arguments) is marked `tile.early`, so `tile-pipeline` issues
+      the prologue of its pipelined loop at the prefetch point: a task's
+      first weight tiles are in flight while its inputs are still being
+      computed elsewhere. Only the activation reads wait.
     * **Scheduler CTA.** Its first warp walks the JIT list in order, 32
       entries at a time: each lane checks one entry's events, a ballot finds
       the run of ready entries at the head, and lane 0 publishes the run by
@@ -166,6 +176,10 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "it waits (0: none)">,
     Option<"prefetchDepth", "prefetch-depth", "int64_t", "1",
            "How many of a worker's next AOT entries are prefetched">,
+    Option<"earlyLoads", "early-loads", "bool", "true",
+           "In graphs without a JIT queue, wait for an entry's events inside "
+           "its case, after a tile.prefetch_point, and mark its copies of "
+           "tensors no task writes tile.early">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

@@ -67,6 +67,11 @@ struct TileToPTXPipelineOptions
       *this, "mega-prefetch-depth",
       llvm::cl::desc("Next AOT entries of a worker that are prefetched"),
       llvm::cl::init(1)};
+  PassOptions::Option<bool> megaEarlyLoads{
+      *this, "mega-early-loads",
+      llvm::cl::desc("Start a task's loads of tensors no task writes "
+                     "before its events fire (graphs without a JIT queue)"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
       llvm::cl::desc("CTAs resident at once on the target (0: the SM count "

@@ -163,7 +163,8 @@ struct ConvertMegaToGPUPass
       stepLoop.maxSteps = static_cast<int64_t>(*graph.getMaxSteps());
     }
     PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
-                                    prefetchBytes, prefetchDepth, stepLoop);
+                                    prefetchBytes, prefetchDepth, earlyLoads,
+                                    stepLoop);
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args[0], globalTypes, args[1], args[2],
                   args[3], args[4]);

@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -109,6 +110,21 @@ void PersistentKernelBuilder::recordError(int64_t code, Value entry,
   postState(kErrorExpected, r.expected);
   mega::FenceOp::create(b, loc);
   postState(kErrorCode, i32(code));
+}
+
+PersistentKernelBuilder::Pick
+PersistentKernelBuilder::pickNextAot(Value pos, Value aotBegin, Value aotEnd) {
+  Value go = andI(cmp(arith::CmpIPredicate::slt, pos, aotEnd), notI(aborted()));
+  Value slot = arith::SubIOp::create(b, loc, pos, aotBegin);
+  auto pick = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, go, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    scf::YieldOp::create(b, loc, sharedRecord(slot).entry);
+    b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(b, loc, i32(-1));
+  }
+  return {pick.getResult(0), add(pos, i32(1)), i32(-1), select(go, slot, i32(-1))};
 }
 
 PersistentKernelBuilder::Pick
@@ -254,16 +270,34 @@ Value PersistentKernelBuilder::caseArgumentSlot(int64_t caseIndex, unsigned a,
 }
 
 void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
-                                       Value instance) {
+                                       Value instance, const Record *waitFor,
+                                       Value entry,
+                                       function_ref<void()> stampStart) {
   const TaskCase &c = t.cases[caseIndex];
   func::FuncOp body = c.body;
   tile::KernelOp kernel = getTileKernel(body);
   IRMapping mapping;
-  // Operands: the graph tensors the task passes, from the argument table.
-  for (unsigned a = 0; a < body.getNumArguments(); ++a)
-    mapping.map(body.getArgument(a),
-                graphArg(caseArgumentSlot(caseIndex, a, task),
-                            body.getArgument(a).getType()));
+  // Operands: the graph tensors the task passes, from the argument table;
+  // those no task of the graph writes (weights) can be read early.
+  DenseSet<Value> readOnly;
+  for (unsigned a = 0; a < body.getNumArguments(); ++a) {
+    Value tensor = graphArg(caseArgumentSlot(caseIndex, a, task),
+                            body.getArgument(a).getType());
+    mapping.map(body.getArgument(a), tensor);
+    if (llvm::none_of(c.tasks, [&](unsigned ti) {
+          return written.contains(
+              cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber());
+        }))
+      readOnly.insert(tensor);
+  }
+  // Thread 0 waits for the entry's events here; the body runs if they fired.
+  auto waitHere = [&]() {
+    tile::PrefetchPointOp::create(b, loc);
+    Value ok = waitInsideCase(*waitFor, entry);
+    stampStart();
+    auto run = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
+    b.setInsertionPoint(run.thenBlock()->getTerminator());
+  };
 
   // Units: instance * k + j for j < k, clipped to the kernel's grid.
   auto cloneBody = [&](Value unit) {
@@ -280,8 +314,13 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
     }
     // Case c is region c + 1 of the switch (region 0 is the default).
     int64_t group = caseIndex + 1;
+    OpBuilder::InsertionGuard guard(b);
+    if (waitFor && c.unitsPerTask == 1)
+      waitHere();
     for (Operation &op : src) {
       Operation *clone = b.clone(op, mapping);
+      if (waitInCase)
+        markEarlyCopies(clone, readOnly);
       // Allocations move to the kernel's top level (they must sit directly
       // in the tile.kernel); the group lets cases share shared memory.
       if (isa<tile::AllocSharedOp, tile::AllocFragmentOp>(clone)) {
@@ -295,8 +334,13 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
     cloneBody(first);
     return;
   }
-  auto loop = scf::ForOp::create(b, loc, idx(0), idx(c.unitsPerTask), idx(1));
   OpBuilder::InsertionGuard guard(b);
+  // Several units: the wait goes before them (the first unit's early
+  // copies would need its index at the prefetch point; tile-pipeline
+  // leaves such prologues at their loops).
+  if (waitFor)
+    waitHere();
+  auto loop = scf::ForOp::create(b, loc, idx(0), idx(c.unitsPerTask), idx(1));
   b.setInsertionPointToStart(loop.getBody());
   Value unit = add(first, loop.getInductionVar());
   // The previous unit's last shared-memory reads finish before this unit's
@@ -341,10 +385,8 @@ bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
   return true;
 }
 
-void PersistentKernelBuilder::emitPrefetch(Value entry) {
-  // Graph arguments some task writes: their data is not ready before the
-  // wait, so only the others (weights) are prefetched.
-  llvm::SmallDenseSet<unsigned> written;
+llvm::SmallDenseSet<unsigned> PersistentKernelBuilder::writtenGraphArgs() const {
+  llvm::SmallDenseSet<unsigned> result;
   for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
     std::optional<ArrayAttr> footprint = task.getFootprint();
     for (auto [i, arg] : llvm::enumerate(task.getArgs()))
@@ -352,8 +394,60 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
                                      [&](AccessAttr a) {
                                        return a.isWrite() && a.getOperand() == int64_t(i);
                                      }))
-        written.insert(cast<BlockArgument>(arg).getArgNumber());
+        result.insert(cast<BlockArgument>(arg).getArgNumber());
   }
+  return result;
+}
+
+void PersistentKernelBuilder::markEarlyCopies(Operation *op,
+                                              const DenseSet<Value> &readOnly) {
+  op->walk([&](tile::CopyOp copy) {
+    // The copy's source, through views, is one of the read-only tensors.
+    Value src = copy.getSrc();
+    while (auto view = src.getDefiningOp<ViewLikeOpInterface>())
+      src = view.getViewSource();
+    if (readOnly.contains(src))
+      copy->setAttr(tile::TileDialect::getEarlyAttrName(), b.getUnitAttr());
+  });
+}
+
+Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
+  ifThread0([&] {
+    Type i32Type = b.getI32Type();
+    Value start = now();
+    // Carried: 1 ready, 0 not (an abort or the watchdog), -1 still waiting.
+    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{i32(-1)});
+    OpBuilder::InsertionGuard guard(b);
+    Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
+    Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type}, {loc});
+    b.setInsertionPointToStart(before);
+    // As in pickEntry: the relaxed abort read goes ahead of the acquires.
+    Value abortRaised = aborted();
+    Readiness ready = checkReady(r);
+    Value late = andI(andI(notI(ready.ready), notI(abortRaised)), timedOut(start));
+    auto report = scf::IfOp::create(b, loc, late, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(report.thenBlock());
+      recordError(kWorkerWaitTimeout, entry, ready);
+    }
+    Value verdict = select(ready.ready, i32(1),
+                           select(orI(abortRaised, late), i32(0), i32(-1)));
+    scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::slt, verdict, i32(0)),
+                             ValueRange{verdict});
+    b.setInsertionPointToStart(after);
+    scf::YieldOp::create(b, loc, after->getArgument(0));
+    b.setInsertionPointAfter(loop);
+    memref::StoreOp::create(b, loc, loop.getResult(0), control, idx(4));
+  });
+  gpu::BarrierOp::create(b, loc);
+  return cmp(arith::CmpIPredicate::ne, memref::LoadOp::create(b, loc, control, idx(4)),
+             i32(0));
+}
+
+void PersistentKernelBuilder::emitPrefetch(Value entry) {
+  // Graph arguments some task writes (`written`): their data is not ready
+  // before the wait, so only the others (weights) are prefetched.
   Record r = loadRecord(entry);
   Value caseId = r.caseId, task = r.task, instance = r.instance;
   SmallVector<int64_t> cases;
@@ -434,7 +528,10 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
   }
   Record r = unpackRecord(where.getResult(0));
   Value caseId = r.caseId, task = r.task, instance = r.instance;
-  if (timeline)
+  // The start stamp: when the entry may run (its events fired).
+  auto stampStart = [&]() {
+    if (!timeline)
+      return;
     ifThread0([&] {
       // Four words an entry: start, end, CTA, SM.
       Value slot = mul(entry, i32(4));
@@ -445,6 +542,9 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
                    arith::ExtUIOp::create(b, loc, b.getI64Type(),
                                           NVVM::SmIdOp::create(b, loc, b.getI32Type())));
     });
+  };
+  if (!waitInCase)
+    stampStart();
   SmallVector<int64_t> cases;
   for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
     cases.push_back(c);
@@ -460,7 +560,7 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
       b.setInsertionPointToStart(&block);
       auto yield = scf::YieldOp::create(b, loc);
       b.setInsertionPoint(yield);
-      emitCase(c, task, instance);
+      emitCase(c, task, instance, waitInCase ? &r : nullptr, entry, stampStart);
     }
   }
   // Everyone is done with the body's data (and its shared memory) before
@@ -471,7 +571,12 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
       postTimeline(add(mul(entry, i32(4)), i32(1)), now());
     }
     // The first event comes with the record; more walk the signal list.
-    auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0)), false);
+    // An entry that waited in its case signals only if it ran.
+    Value signals = cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0));
+    if (waitInCase)
+      signals = andI(signals, cmp(arith::CmpIPredicate::ne,
+                                  memref::LoadOp::create(b, loc, control, idx(4)), i32(0)));
+    auto any = scf::IfOp::create(b, loc, signals, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(any.thenBlock());
     signalEvent(r.signal0);
@@ -525,8 +630,13 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
     }
   });
   ifThread0([&] {
-    Pick pick = pickEntry(before->getArgument(0), aotBegin, aotEnd,
-                          before->getArgument(1));
+    // Waiting inside the case: the next AOT entry, ready or not (the
+    // worker's list is in the global topological order, so waiting for it
+    // is what pickEntry would do without a JIT queue).
+    Pick pick = waitInCase
+                    ? pickNextAot(before->getArgument(0), aotBegin, aotEnd)
+                    : pickEntry(before->getArgument(0), aotBegin, aotEnd,
+                                before->getArgument(1));
     memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
     memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
     memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
@@ -727,14 +837,16 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
                                     Value events, Value state,
                                     Value timelineBuf) {
   argsBuf = args;
+  written = writtenGraphArgs();
   globalTypes.assign(graphTypes.begin(), graphTypes.end());
   tablesBuf = tables;
   // The words thread 0 hands the next entry, AOT position and JIT ticket to
   // the CTA through.
   auto shared = gpu::AddressSpaceAttr::get(b.getContext(),
                                            gpu::AddressSpace::Workgroup);
+  // Word 4: whether the entry waited for inside its case may run.
   control = tile::AllocSharedOp::create(
-      b, loc, MemRefType::get({4}, b.getI32Type(), nullptr, shared),
+      b, loc, MemRefType::get({5}, b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
   // The worker's AOT records (see buildWorker).
   aotRecords = tile::AllocSharedOp::create(

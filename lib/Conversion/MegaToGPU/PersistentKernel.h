@@ -64,10 +64,13 @@ public:
   PersistentKernelBuilder(OpBuilder &b, Location loc, const TaskTables &t,
                           bool timeline, int64_t watchdogNs,
                           int64_t prefetchBytes, int64_t prefetchDepth,
-                          StepLoop stepLoop = {})
+                          bool earlyLoads, StepLoop stepLoop = {})
       : b(b), loc(loc), t(t), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
-        prefetchDepth(prefetchDepth), stepLoop(stepLoop) {}
+        prefetchDepth(prefetchDepth),
+        // A worker may commit to its next AOT entry before its events fire
+        // only where no JIT entry can be what they wait for.
+        waitInCase(earlyLoads && t.numJit == 0), stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `args` is the argument table of the graph
   /// arguments (of types `globalTypes`, reached with mega.graph_arg);
@@ -200,6 +203,9 @@ private:
     Value entry, nextPos, ticket, slot;
   };
   Pick pickEntry(Value pos, Value aotBegin, Value aotEnd, Value ticket);
+  /// Thread 0 of a worker that waits inside the case: its next AOT entry
+  /// (or -1 at the end of its list or on an abort), not waited for.
+  Pick pickNextAot(Value pos, Value aotBegin, Value aotEnd);
   /// Records a watchdog error once (the first CTA to time out wins) and
   /// raises the abort flag.
   void recordError(int64_t code, Value entry, const Readiness &r);
@@ -213,7 +219,25 @@ private:
 
   void buildWorker(Value blockId);
   void runEntry(Value entry, Value slot, Value blockId);
-  void emitCase(int64_t caseIndex, Value task, Value instance);
+  /// Case `caseIndex` of the entry switch: the body on the task's tensors.
+  /// With `waitFor` (waitInCase), thread 0 first waits for that record's
+  /// events, after a tile.prefetch_point: the body's early copies (of
+  /// tensors no task writes, marked tile.early) start before the wait.
+  /// `stampStart` posts the timeline's start once the entry may run.
+  void emitCase(int64_t caseIndex, Value task, Value instance,
+                const Record *waitFor, Value entry,
+                function_ref<void()> stampStart);
+  /// Thread 0 waits until `r`'s events fired (watchdog, abort), then the
+  /// CTA learns whether it may run the entry (an i1, the same in every
+  /// thread; control word 4 keeps it for the signals).
+  Value waitInsideCase(const Record &r, Value entry);
+  /// Graph arguments some task writes (per its footprint; every argument
+  /// of a task without one): the rest (weights) can be read before a
+  /// task's events fire.
+  llvm::SmallDenseSet<unsigned> writtenGraphArgs() const;
+  /// Marks the copies of `op` (a body op just cloned into case
+  /// `caseIndex`) that read a tensor no task writes with tile.early.
+  void markEarlyCopies(Operation *op, const DenseSet<Value> &readOnly);
   void buildScheduler();
   void emitPrefetch(Value entry);
   /// Whether task `taskIndex`'s read-only inputs are worth prefetching: only
@@ -248,7 +272,11 @@ private:
   bool timeline;
   int64_t watchdogNs;
   int64_t prefetchBytes, prefetchDepth;
+  /// Workers pick their next AOT entry without waiting and wait inside the
+  /// entry's case, after its early copies (mega-early-loads).
+  bool waitInCase;
   StepLoop stepLoop;
+  llvm::SmallDenseSet<unsigned> written;
 
   SmallVector<Type> globalTypes;
   Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;

@@ -142,11 +142,23 @@ struct AsyncWaitLowering : TileLoweringPattern<tile::AsyncWaitOp> {
   }
 };
 
+/// A prefetch point tile-pipeline did not run on marks nothing to move.
+struct PrefetchPointLowering : TileLoweringPattern<tile::PrefetchPointOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::PrefetchPointOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void tile_to_gpu::populateAsyncCopyPatterns(RewritePatternSet &patterns,
                                             TypeConverter &converter,
                                             KernelLoweringState &state) {
-  patterns.add<AsyncCopyLowering, AsyncCommitLowering, AsyncWaitLowering>(
+  patterns.add<AsyncCopyLowering, AsyncCommitLowering, AsyncWaitLowering,
+               PrefetchPointLowering>(
       converter, patterns.getContext(), state);
 }

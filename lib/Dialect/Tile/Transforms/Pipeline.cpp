@@ -21,6 +21,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Iterators.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -79,6 +80,39 @@ static bool collectSlice(Value value, PipelinedOp loop,
       return false;
   slice.insert(def);
   return true;
+}
+
+/// The nearest tile.prefetch_point before `loop` in its block or before one
+/// of its ancestors (inside the kernel): where its early copies may start.
+static PrefetchPointOp findPrefetchPoint(Operation *loop) {
+  for (Operation *at = loop; at && !isa<KernelOp>(at); at = at->getParentOp())
+    for (Operation *prev = at->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (auto point = dyn_cast<PrefetchPointOp>(prev))
+        return point;
+  return {};
+}
+
+/// `value` computed before `before`: itself where it dominates that op,
+/// else clones (at `b`, recorded in `map`) of the side-effect-free ops it
+/// is computed by; null when it cannot be (it depends on a load or on a
+/// variable of an enclosing loop). With `dryRun` nothing is cloned.
+static Value materializeBefore(Value value, Operation *before,
+                               DominanceInfo &dom, OpBuilder &b,
+                               IRMapping &map, bool dryRun) {
+  if (Value known = map.lookupOrNull(value))
+    return known;
+  if (dom.properlyDominates(value, before))
+    return value;
+  Operation *def = value.getDefiningOp();
+  if (!def || !isPure(def) || def->getNumRegions() != 0)
+    return {};
+  for (Value operand : def->getOperands())
+    if (!materializeBefore(operand, before, dom, b, map, dryRun))
+      return {};
+  if (dryRun)
+    return value;
+  b.clone(*def, map);
+  return map.lookup(value);
 }
 
 /// True when `use` of a shared tile only reads it.
@@ -182,6 +216,14 @@ struct TilePipelinePass
   }
 
   LogicalResult pipelineKernel(KernelOp kernel) {
+    // Early prologues move only where no two tiles share bytes: a tile
+    // between the prefetch point and the loop might otherwise alias a
+    // stage buffer the early copies already fill.
+    tilesShareBytes =
+        SharedLiveness(kernel.getBody().front(),
+                       kernel->hasAttr(TileDialect::getPersistentAttrName()))
+            .sharesBytes();
+    hoistCursor.clear();
     // Inner loops first: an outer loop then only sees their scf.for.
     SmallVector<PipelinedOp> loops;
     kernel.walk([&](PipelinedOp loop) { loops.push_back(loop); });
@@ -254,6 +296,7 @@ struct TilePipelinePass
     for (Operation *alloc : pipelinedAllocs)
       if (alloc->use_empty())
         alloc->erase();
+    kernel.walk([](PrefetchPointOp point) { point->erase(); });
     // Constants and conditions the rewrite folded away.
     kernel.walk<WalkOrder::PostOrder, ReverseIterator>([&](Operation *op) {
       if (!existing.contains(op) && isOpTriviallyDead(op))
@@ -313,6 +356,84 @@ struct TilePipelinePass
 
   /// The loops whose producers become TMA bulk copies (decideBulkCopies).
   DenseSet<Operation *> bulkLoops;
+  /// Whether the kernel being pipelined lets tiles share bytes by live range.
+  bool tilesShareBytes = true;
+  /// Per prefetch point, the last op hoisted to it (the next loop's early
+  /// prologue goes after it, so the groups keep program order).
+  DenseMap<Operation *, Operation *> hoistCursor;
+
+  /// Issues the prologue of `loop`'s early producers (copies marked
+  /// tile.early) at the prefetch point before it, when one exists and
+  /// their addresses can be computed there: iterations 0 .. ahead - 1, one
+  /// group each, as the loop's own prologue would. Returns whether it did;
+  /// the loop's prologue then skips them. Their groups are older than every
+  /// group the loop commits, and each iteration's copies stay in a group no
+  /// younger than the loop's own group for it, so the loop's
+  /// `async_wait pending ahead - 1` still covers them.
+  bool hoistEarlyPrologue(
+      PipelinedOp loop, ArrayRef<Producer *> early, int64_t ahead,
+      function_ref<void(OpBuilder &, Value, Value, ArrayRef<Producer *>,
+                        IRMapping &)>
+          issue) {
+    auto why = [&](StringRef reason) {
+      LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: early copies of " << loop.getLoc()
+                              << " stay at the loop: " << reason << "\n");
+      return false;
+    };
+    if (early.empty())
+      return false;
+    PrefetchPointOp point = findPrefetchPoint(loop);
+    if (!point)
+      return why("no tile.prefetch_point before it");
+    if (tilesShareBytes)
+      return why("the kernel's shared tiles share bytes by live range");
+    // Everything the copies need from outside the loop.
+    SmallVector<Value> outside = {loop.getLowerBound(), loop.getUpperBound(),
+                                  loop.getStep()};
+    for (Producer *p : early) {
+      auto use = [&](Value v) {
+        if (v != loop.getInductionVar() && !loop->isAncestor(v.getParentBlock()->getParentOp()))
+          outside.push_back(v);
+      };
+      for (Operation *op : p->slice)
+        for (Value v : op->getOperands())
+          use(v);
+      use(p->copy.getSrc());
+      for (Value v : p->copy.getSrcOffsets())
+        use(v);
+    }
+    Operation *cursor = hoistCursor.lookup(point);
+    if (!cursor)
+      cursor = point;
+    Operation *before = cursor->getNextNode();
+    DominanceInfo dom(loop->getParentOfType<KernelOp>());
+    OpBuilder hb(before);
+    IRMapping outer;
+    for (Value v : outside)
+      if (!materializeBefore(v, before, dom, hb, outer, /*dryRun=*/true))
+        return why("an address depends on a value not computable at the "
+                   "prefetch point");
+    for (Value v : outside)
+      outer.map(v, materializeBefore(v, before, dom, hb, outer, /*dryRun=*/false));
+    Location loc = loop.getLoc();
+    Value lb = outer.lookup(loop.getLowerBound()),
+          ub = outer.lookup(loop.getUpperBound()),
+          step = outer.lookup(loop.getStep());
+    Value span = hb.createOrFold<arith::SubIOp>(loc, ub, lb);
+    Value trips = hb.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+    for (int64_t j = 0; j < ahead; ++j) {
+      Value cj = arith::ConstantIndexOp::create(hb, loc, j);
+      Value pred = hb.createOrFold<arith::CmpIOp>(
+          loc, arith::CmpIPredicate::slt, cj, trips);
+      issue(hb, cj, pred, early, outer);
+      AsyncCommitOp::create(hb, loc);
+    }
+    hoistCursor[point] = before->getPrevNode();
+    LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: early copies of " << loop.getLoc()
+                            << " start at the prefetch point " << point.getLoc()
+                            << "\n");
+    return true;
+  }
 
   /// Whether `loop`'s producers become TMA bulk copies: with `tma` (or the
   /// loop's `tma = true`, which then requires it), unless the loop says
@@ -417,7 +538,10 @@ struct TilePipelinePass
     Value trips = b.createOrFold<arith::CeilDivSIOp>(loc, span, step);
 
     // Issues the copies of `iteration` into its stage, when `pred` holds.
-    auto issue = [&](OpBuilder &ob, Value iteration, Value pred) {
+    // `which` producers; `outer` maps values from outside the loop (the
+    // early prologue's copies of them at the prefetch point).
+    auto issueSome = [&](OpBuilder &ob, Value iteration, Value pred,
+                         ArrayRef<Producer *> which, IRMapping &outer) {
       std::optional<int64_t> known =
           pred ? getConstantIntValue(pred) : std::optional<int64_t>(1);
       if (known && *known == 0)
@@ -427,19 +551,21 @@ struct TilePipelinePass
         auto ifOp = scf::IfOp::create(ob, loc, pred, /*withElseRegion=*/false);
         ob.setInsertionPoint(ifOp.thenBlock()->getTerminator());
       }
-      Value scaled = ob.createOrFold<arith::MulIOp>(loc, iteration, step);
-      Value iv = ob.createOrFold<arith::AddIOp>(loc, lb, scaled);
+      IRMapping mapping = outer;
+      Value scaled = ob.createOrFold<arith::MulIOp>(
+          loc, iteration, mapping.lookupOrDefault(step));
+      Value iv = ob.createOrFold<arith::AddIOp>(loc, mapping.lookupOrDefault(lb), scaled);
       Value stage = getStage(ob, loc, iteration, numStages);
-      IRMapping mapping;
       mapping.map(loop.getInductionVar(), iv);
       for (Operation &op : loop.getBody().front())
-        if (llvm::any_of(list, [&](Producer &p) { return p.slice.contains(&op); }))
+        if (llvm::any_of(which, [&](Producer *p) { return p->slice.contains(&op); }))
           ob.clone(op, mapping);
       if (bulk) {
         // One arrival expecting every tile's bytes, then the TMA boxes.
         MbarrierArriveExpectTxOp::create(ob, loc, barriers, stage,
                                          ob.getI64IntegerAttr(stageBytes));
-        for (Producer &p : list) {
+        for (Producer *pp : which) {
+          Producer &p = *pp;
           CopyOp copy = p.copy;
           SmallVector<Value> offsets;
           for (Value v : copy.getSrcOffsets())
@@ -452,12 +578,26 @@ struct TilePipelinePass
         }
         return;
       }
-      for (Producer &p : list) {
-        mapping.map(p.alloc.getResult(), stageView(ob, loc, p.buffer, stage));
-        auto copy = cast<CopyOp>(ob.clone(*p.copy, mapping));
+      for (Producer *p : which) {
+        mapping.map(p->alloc.getResult(), stageView(ob, loc, p->buffer, stage));
+        auto copy = cast<CopyOp>(ob.clone(*p->copy, mapping));
         copy.setAsync(true);
       }
     };
+    SmallVector<Producer *> all, early, late;
+    for (Producer &p : list) {
+      all.push_back(&p);
+      (!bulk && p.copy->hasAttr(TileDialect::getEarlyAttrName()) ? early : late)
+          .push_back(&p);
+    }
+    IRMapping none;
+    auto issue = [&](OpBuilder &ob, Value iteration, Value pred) {
+      issueSome(ob, iteration, pred, all, none);
+    };
+    // The prologue's copies: all, or those not issued at a prefetch point.
+    ArrayRef<Producer *> prologue = all;
+    if (hoistEarlyPrologue(loop, early, ahead, issueSome))
+      prologue = late;
     // cp.async groups close with a commit; TMA stages need none.
     auto commit = [&](OpBuilder &ob) {
       if (!bulk)
@@ -473,7 +613,7 @@ struct TilePipelinePass
       Value cj = arith::ConstantIndexOp::create(b, loc, j);
       Value pred = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
                                                  cj, trips);
-      issue(b, cj, pred);
+      issueSome(b, cj, pred, prologue, none);
       commit(b);
     }
 

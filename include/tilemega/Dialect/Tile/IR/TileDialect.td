@@ -65,6 +65,10 @@ def Tile_Dialect : Dialect {
     static ::llvm::StringRef getExclusiveGroupAttrName() {
       return "tile.exclusive_group";
     }
+    /// On a tile.copy from global memory: its source is never written while
+    /// the kernel runs (a weight), so tile-pipeline may issue the copies of
+    /// its loop's prologue at an earlier tile.prefetch_point (unit).
+    static ::llvm::StringRef getEarlyAttrName() { return "tile.early"; }
     /// On a tile.kernel: it is persistent (convert-mega-to-gpu's), its warps
     /// run different roles at once, so its shared tiles never share bytes by
     /// live range (unit; TileSharedMemory.h).

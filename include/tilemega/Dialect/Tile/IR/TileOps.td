@@ -402,6 +402,33 @@ def Tile_AsyncCommitOp : Tile_Op<"async_commit", []> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_PrefetchPointOp : Tile_Op<"prefetch_point", []> {
+  let summary = "Where the prologues of early copies below may start";
+  let description = [{
+    Marks the earliest point at which `tile-pipeline` may issue the prologue
+    of a pipelined loop that follows it (in its block, or nested in an op
+    after it), for the loop's copies marked `tile.early` (a source nothing
+    writes while the kernel runs: a weight). The ops between (a persistent
+    kernel's wait for a task's inputs, a normalisation before a GEMV) then
+    run while those copies are in flight. The prologue moves when the copy
+    addresses can be computed at the point (values that dominate it, or
+    side-effect-free ops of them) and the kernel's shared tiles never share
+    bytes (a persistent kernel's); otherwise it stays at the loop, with the
+    reason under `-debug-only=tile-pipeline`. The op itself is erased by
+    `tile-pipeline`.
+
+    ```mlir
+    tile.prefetch_point
+    // thread 0 waits for the task's events ...
+    tile.pipelined %k = %c0 to %c2048 step %c256 num_stages 4 {
+      tile.copy %W[%row, %k] to %w_s[0, 0] sizes [24, 256] {tile.early} : ...
+      ...
+    }
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+}
+
 def Tile_AsyncWaitOp : Tile_Op<"async_wait", []> {
   let summary = "Wait until at most N groups of async copies are in flight";
   let description = [{
