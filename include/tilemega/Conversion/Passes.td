@@ -128,7 +128,8 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       only for tasks whose awaited stages are all estimated cheaper than
       their own (behind a heavier stage the prefetch competes with it for
       DRAM). Off by default: on the H200 decode step it still cost 1.4 %.
-    * **Early loads.** With `early-loads` (the default) and no JIT queue,
+    * **Early loads.** With `early-loads` (off by default until its
+      GPU verdicts are on record) and no JIT queue,
       thread 0 picks its next AOT entry without waiting for it; the CTA
       enters the entry's case, where a `tile.prefetch_point` comes before
       thread 0's wait (same watchdog) and the body runs once the events
@@ -176,7 +177,7 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "it waits (0: none)">,
     Option<"prefetchDepth", "prefetch-depth", "int64_t", "1",
            "How many of a worker's next AOT entries are prefetched">,
-    Option<"earlyLoads", "early-loads", "bool", "true",
+    Option<"earlyLoads", "early-loads", "bool", "false",
            "In graphs without a JIT queue, wait for an entry's events inside "
            "its case, after a tile.prefetch_point, and mark its copies of "
            "tensors no task writes tile.early">,

@@ -71,7 +71,7 @@ struct TileToPTXPipelineOptions
       *this, "mega-early-loads",
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
-      llvm::cl::init(true)};
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
       llvm::cl::desc("CTAs resident at once on the target (0: the SM count "

@@ -844,9 +844,9 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
   // the CTA through.
   auto shared = gpu::AddressSpaceAttr::get(b.getContext(),
                                            gpu::AddressSpace::Workgroup);
-  // Word 4: whether the entry waited for inside its case may run.
+  // Word 4 (waiting inside the case only): whether the entry may run.
   control = tile::AllocSharedOp::create(
-      b, loc, MemRefType::get({5}, b.getI32Type(), nullptr, shared),
+      b, loc, MemRefType::get({waitInCase ? 5 : 4}, b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
   // The worker's AOT records (see buildWorker).
   aotRecords = tile::AllocSharedOp::create(

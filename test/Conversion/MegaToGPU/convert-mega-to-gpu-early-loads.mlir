@@ -1,6 +1,6 @@
-// RUN: tilemega-opt %s -convert-mega-to-gpu | FileCheck %s
-// RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=false" | FileCheck %s --check-prefix=OFF
-// RUN: tilemega-opt %s -convert-mega-to-gpu -tile-pipeline | FileCheck %s --check-prefix=PIPE
+// RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=true" | FileCheck %s
+// RUN: tilemega-opt %s -convert-mega-to-gpu | FileCheck %s --check-prefix=OFF
+// RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=true" -tile-pipeline | FileCheck %s --check-prefix=PIPE
 
 // Two GEMV-like tasks on one worker, no JIT queue: @first writes %h, which
 // @second streams (an activation), next to %w, which no task writes (a
@@ -91,8 +91,10 @@ mega.graph @early(%w: memref<64x1024xbf16>, %h: memref<1024xbf16>)
                                instances = array<i64: 0, 0, 1, 2, 3>}
   mega.task @first body @fill(%h : memref<1024xbf16>) count 1 signals [@filled]
       footprint [#mega.access<write operand 0 offset 0 * u + 0 size 1024>]
+      {units_per_task = 1}
   mega.task @second body @gemv(%w, %h : memref<64x1024xbf16>, memref<1024xbf16>) count 4
       waits [@filled]
       footprint [#mega.access<read operand 0 offset 16384 * u + 0 size 16384>,
                  #mega.access<read operand 1 offset 0 * u + 0 size 1024>]
+      {units_per_task = 1}
 }
