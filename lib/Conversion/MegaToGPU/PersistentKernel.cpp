@@ -387,6 +387,13 @@ bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
 
 llvm::SmallDenseSet<unsigned> PersistentKernelBuilder::writtenGraphArgs() const {
   llvm::SmallDenseSet<unsigned> result;
+  // In a graph of several ranks a peer's task may write any argument (an
+  // inbox bound to another rank's `to` tensor): none is known read-only.
+  if (t.ranks > 1) {
+    for (unsigned a = 0; a < globalTypes.size(); ++a)
+      result.insert(a);
+    return result;
+  }
   for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
     std::optional<ArrayAttr> footprint = task.getFootprint();
     for (auto [i, arg] : llvm::enumerate(task.getArgs()))
@@ -837,8 +844,8 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
                                     Value events, Value state,
                                     Value timelineBuf) {
   argsBuf = args;
-  written = writtenGraphArgs();
   globalTypes.assign(graphTypes.begin(), graphTypes.end());
+  written = writtenGraphArgs();
   tablesBuf = tables;
   // The words thread 0 hands the next entry, AOT position and JIT ticket to
   // the CTA through.

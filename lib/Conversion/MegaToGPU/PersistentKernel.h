@@ -69,8 +69,10 @@ public:
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth),
         // A worker may commit to its next AOT entry before its events fire
-        // only where no JIT entry can be what they wait for.
-        waitInCase(earlyLoads && t.numJit == 0), stepLoop(stepLoop) {}
+        // only where no JIT entry can be what they wait for; in a graph of
+        // several ranks no tensor is known read-only (writtenGraphArgs).
+        waitInCase(earlyLoads && t.numJit == 0 && t.ranks == 1),
+        stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `args` is the argument table of the graph
   /// arguments (of types `globalTypes`, reached with mega.graph_arg);

@@ -1,5 +1,6 @@
 // RUN: tilemega-opt %s -convert-mega-to-gpu | FileCheck %s
 // RUN: tilemega-opt %s -convert-mega-to-gpu | %check-mega-tables - | FileCheck %s --check-prefix=TABLES
+// RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=true prefetch-bytes=65536" | FileCheck %s --check-prefix=READONLY
 
 // A graph of two ranks (one persistent kernel a GPU): @push signals the
 // peer event @pushed on both ranks, @sum waits for both ranks' pushes.
@@ -40,6 +41,13 @@ func.func @sum(%inbox: memref<256xf32>, %out: memref<256xf32>) {
 
 // The argument table: 4 graph tensors, this rank, 2 events buffers; the
 // events buffer: one word for @local, two for @pushed.
+// A peer may write any tensor of a rank (its inbox, through the peer's
+// `to`): no copy is early and no weight is prefetched.
+// READONLY-LABEL: func.func @tp(
+// READONLY-NOT:   tile.prefetch_point
+// READONLY-NOT:   tile.early
+// READONLY-NOT:   mega.prefetch_l2
+
 // CHECK-LABEL: func.func @tp(
 // CHECK-SAME:    memref<7xi64> {mega.role = "runtime", tile.name = "mega_args"},
 // CHECK-SAME:    memref<3xi32> {mega.role = "runtime", tile.name = "mega_events"},
