@@ -472,60 +472,90 @@ def argmax_partial(V, *, threads=256, emit=True) -> Body:
                 best: T.Tensor((2 * units,), "float32"),
                 cand: T.Tensor((units * K * 2,), "float32"),
                 scores: T.Tensor((V,), "float32")):
-        with T.Kernel(units, threads=threads) as u:
-            x = T.alloc_fragment((1, chunk), "float32")
-            at = T.alloc_fragment((1, chunk), "float32")
-            top = T.alloc_fragment((1,), "float32")
-            first = T.alloc_fragment((1,), "float32")
-            T.copy(logits.view(1, V)[0, u * chunk], x)
-            for i, j in T.Parallel(1, chunk):
-                x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
-            inv_t = sampling[INV_T]
-            top_k = T.cast(sampling[TOP_K], "int32")
-            fast, noisy, whole = sampling_modes(inv_t, top_k, sampling[TOP_P])
-            # Top-k: the chunk's k largest, one extraction a round (a loop of
-            # k trips; none unless top-k sampling with k <= MAX_TOP_K).
-            for r in T.serial(T.if_then_else(fast, top_k, 0)):
-                first_of_max(x, at, top, first, u * chunk)
-                for i in T.Parallel(1):
-                    cand[(u * K + r) * 2] = top[i]
-                    cand[(u * K + r) * 2 + 1] = first[i]
-                for i, j in T.Parallel(1, chunk):
-                    x[i, j] = T.if_then_else(T.cast(u * chunk + j, "float32") == first[i],
-                                             -T.infinity("float32"), x[i, j])
-            # The whole vocabulary filtered: the pick's reference logit
-            # (the largest) and its fallback token (the first holding it).
-            for _ in T.serial(T.if_then_else(whole, 1, 0)):
-                first_of_max(x, at, top, first, u * chunk)
-                for i in T.Parallel(1):
-                    cand[u * K * 2] = top[i]
-                    cand[u * K * 2 + 1] = first[i]
-            # No candidates: the noise (greedy steps skip it: a loop of zero
-            # or one trip).
-            for _ in T.serial(T.if_then_else(noisy, 1, 0)):
-                pos, k0, k1 = noise_counter(gen)
-                for i, j in T.Parallel(1, chunk):
-                    token = T.cast(u * chunk + j, "int64")
-                    x[i, j] = x[i, j] * inv_t + gumbel_noise(token, pos, k0, k1)
-            for _ in T.serial(T.if_then_else(whole, 1, 0)):
-                T.copy(x, scores.view(1, V)[0, u * chunk])
-            first_of_max(x, at, top, first, u * chunk)
-            for i in T.Parallel(1):
-                best[2 * u] = top[i]
-                best[2 * u + 1] = first[i]
+        def put_best(u, top, first, i):
+            best[2 * u] = top[i]
+            best[2 * u + 1] = first[i]
 
-    whole = (Access("read", 0, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()
-    foot = whole + (Access("read", 0, 0, (units - 1) * chunk, V - (units - 1) * chunk,
-                           units - 1, units),                      # the last, maybe short
-                    Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, SAMPLING_WORDS),
-                    Access("write", 3, 2, 0, 2), Access("write", 4, 2 * K, 0, 2 * K))
+        def put_cand(slot, top, first, i):
+            cand[slot * 2] = top[i]
+            cand[slot * 2 + 1] = first[i]
+
+        chunk_pick(logits, gen, sampling, V, chunk, units, threads, None, put_best, put_cand,
+                   scores)
+
+    foot = _logits_chunks(V, chunk, units) + (
+        Access("read", 1, 0, 0, W), Access("read", 2, 0, 0, SAMPLING_WORDS),
+        Access("write", 3, 2, 0, 2), Access("write", 4, 2 * K, 0, 2 * K))
     short = V - (units - 1) * chunk
     foot += ((Access("write", 5, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()) + \
         (Access("write", 5, 0, (units - 1) * chunk, short, units - 1, units),)
     return t_body(f"argmax_partial_{V}_c{chunk}", partial, units, foot, threads, emit)
 
 
-def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
+def _logits_chunks(V, chunk, units):
+    """The footprint of reading chunk u of logits [V] (operand 0); the last
+    chunk may be short."""
+    whole = (Access("read", 0, chunk, 0, chunk, 0, units - 1),) if units > 1 else ()
+    return whole + (Access("read", 0, 0, (units - 1) * chunk, V - (units - 1) * chunk,
+                           units - 1, units),)
+
+
+def chunk_pick(logits, gen, sampling, V, chunk, units, threads, base, put_best, put_cand,
+               scores):
+    """The body of argmax_partial over logits [V] (chunk u a unit): the
+    chunk's top-k candidates (put_cand(u * MAX_TOP_K + r, top, first, i):
+    the pair is top[i], first[i]), its noisy or raw largest score
+    (put_best(u, top, first, i)) and, when `scores` is
+    given, the whole-vocabulary path. `base` (None for 0, or a function
+    returning a T expression inside the kernel) is the global index of logits[0]: the indices handed on and the noise's
+    token ids are base + the local index (a rank's rows of the vocabulary)."""
+    K = MAX_TOP_K
+    with T.Kernel(units, threads=threads) as u:
+        def at0():
+            return u * chunk if base is None else base() + u * chunk
+
+        x = T.alloc_fragment((1, chunk), "float32")
+        at = T.alloc_fragment((1, chunk), "float32")
+        top = T.alloc_fragment((1,), "float32")
+        first = T.alloc_fragment((1,), "float32")
+        T.copy(logits.view(1, V)[0, u * chunk], x)
+        for i, j in T.Parallel(1, chunk):
+            x[i, j] = T.if_then_else(u * chunk + j < V, x[i, j], -T.infinity("float32"))
+        inv_t = sampling[INV_T]
+        top_k = T.cast(sampling[TOP_K], "int32")
+        fast, noisy, whole = sampling_modes(inv_t, top_k, sampling[TOP_P])
+        # Top-k: the chunk's k largest, one extraction a round (a loop of
+        # k trips; none unless top-k sampling with k <= MAX_TOP_K).
+        for r in T.serial(T.if_then_else(fast, top_k, 0)):
+            first_of_max(x, at, top, first, at0())
+            for i in T.Parallel(1):
+                put_cand(u * K + r, top, first, i)
+            for i, j in T.Parallel(1, chunk):
+                x[i, j] = T.if_then_else(T.cast(at0() + j, "float32") == first[i],
+                                         -T.infinity("float32"), x[i, j])
+        # The whole vocabulary filtered: the pick's reference logit
+        # (the largest) and its fallback token (the first holding it).
+        if scores is not None:
+            for _ in T.serial(T.if_then_else(whole, 1, 0)):
+                first_of_max(x, at, top, first, at0())
+                for i in T.Parallel(1):
+                    put_cand(u * K, top, first, i)
+        # No candidates: the noise (greedy steps skip it: a loop of zero
+        # or one trip).
+        for _ in T.serial(T.if_then_else(noisy, 1, 0)):
+            pos, k0, k1 = noise_counter(gen)
+            for i, j in T.Parallel(1, chunk):
+                token = T.cast(at0() + j, "int64")
+                x[i, j] = x[i, j] * inv_t + gumbel_noise(token, pos, k0, k1)
+        if scores is not None:
+            for _ in T.serial(T.if_then_else(whole, 1, 0)):
+                T.copy(x, scores.view(1, V)[0, u * chunk])
+        first_of_max(x, at, top, first, at0())
+        for i in T.Parallel(1):
+            put_best(u, top, first, i)
+
+
+def pick_advance(V, S, units, *, whole=True, threads=256, emit=True) -> Body:
     """The step's pick and the state's advance, one unit: args (best
     [2*units], cand [units*MAX_TOP_K*2] f32 of argmax_partial, sampling,
     tokens [S] i32, gen [GEN_WORDS] i32). The pick is the lowest index
@@ -535,15 +565,29 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
     (sampling_modes) from logits [V] and the noisy scores [V] of the
     partials (sample_filtered); then gen and tokens change as
     generation_state.advance says. One thread writes the state (a parallel
-    over shared tiles runs each element once)."""
+    over shared tiles runs each element once). whole=False: no logits and
+    scores arguments and no whole-vocabulary path (the pick of a graph of
+    several ranks, whose candidates come from every rank: greedy,
+    temperature and top-k; tensor_parallel.check_sampling refuses the
+    rest)."""
     W, K = gs.GEN_WORDS, MAX_TOP_K
     n = -(-units // threads) * threads
 
-    def pick(best: T.Tensor((2 * units,), "float32"),
-             cand: T.Tensor((units * K * 2,), "float32"),
-             sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
-             tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32"),
-             logits: T.Tensor((V,), "bfloat16"), scores: T.Tensor((V,), "float32")):
+    if whole:
+        def pick(best: T.Tensor((2 * units,), "float32"),
+                 cand: T.Tensor((units * K * 2,), "float32"),
+                 sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
+                 tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32"),
+                 logits: T.Tensor((V,), "bfloat16"), scores: T.Tensor((V,), "float32")):
+            pick_body(best, cand, sampling, tokens, gen, logits, scores)
+    else:
+        def pick(best: T.Tensor((2 * units,), "float32"),
+                 cand: T.Tensor((units * K * 2,), "float32"),
+                 sampling: T.Tensor((SAMPLING_WORDS,), "float32"),
+                 tokens: T.Tensor((S,), "int32"), gen: T.Tensor((W,), "int32")):
+            pick_body(best, cand, sampling, tokens, gen, None, None)
+
+    def pick_body(best, cand, sampling, tokens, gen, logits, scores):
         with T.Kernel(1, threads=threads) as u:
             top = T.alloc_fragment((1, n), "float32")
             at = T.alloc_fragment((1, n), "float32")
@@ -565,12 +609,13 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
             for i in T.Parallel(1):
                 pick_s[0] = T.cast(first[i], "int32")   # every holder, the same value
             inv_t, top_k = sampling[INV_T], T.cast(sampling[TOP_K], "int32")
-            fast, _, whole = sampling_modes(inv_t, top_k, sampling[TOP_P])
+            fast, _, filtered = sampling_modes(inv_t, top_k, sampling[TOP_P])
             for _ in T.serial(T.if_then_else(fast, 1, 0)):
                 sample_top_k(cand, units, threads, inv_t, top_k, sampling[TOP_P], gen, pick_s)
-            for _ in T.serial(T.if_then_else(whole, 1, 0)):
-                sample_filtered(logits, scores, cand, units, threads, inv_t, top_k,
-                                sampling[TOP_P], pick_s)
+            if logits is not None:
+                for _ in T.serial(T.if_then_else(filtered, 1, 0)):
+                    sample_filtered(logits, scores, cand, units, threads, inv_t, top_k,
+                                    sampling[TOP_P], pick_s)
             T.copy(gen, state)
             p, given, end = state[gs.POS], state[gs.GIVEN], state[gs.END]
             live = state[gs.DONE] == 0
@@ -599,9 +644,10 @@ def pick_advance(V, S, units, *, threads=256, emit=True) -> Body:
     foot = (Access("read", 0, 0, 0, 2 * units), Access("read", 1, 0, 0, units * K * 2),
             Access("read", 2, 0, 0, SAMPLING_WORDS),
             Access("read", 3, 0, 0, S), Access("write", 3, 0, 0, S),
-            Access("read", 4, 0, 0, W), Access("write", 4, 0, 0, W),
-            Access("read", 5, 0, 0, V), Access("read", 6, 0, 0, V))
-    return t_body(f"pick_advance_{V}_s{S}_u{units}", pick, 1, foot, threads, emit)
+            Access("read", 4, 0, 0, W), Access("write", 4, 0, 0, W)) + \
+        ((Access("read", 5, 0, 0, V), Access("read", 6, 0, 0, V)) if whole else ())
+    name = f"pick_advance_{V}_s{S}_u{units}" + ("" if whole else "_topk")
+    return t_body(name, pick, 1, foot, threads, emit)
 
 
 def sample_top_k(cand, units, threads, inv_t, top_k, top_p, gen, pick_s):

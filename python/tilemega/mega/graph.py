@@ -186,15 +186,18 @@ class Graph:
                 raise ValueError(f"{op}: {pname} ({t.name}) is {list(t.shape)} {t.dtype}, "
                                  f"expected {list(shape)} {dtype}")
 
-    def all_reduce(self, x, out, name=None):
+    def all_reduce(self, x, out, residual=None, rank=None, name=None):
         """out = the sum of x over the graph's ranks (every rank gets the same
         bits), one-shot through peer memory (peer_bodies): a push task writes
         this rank's x into row `rank` of every rank's inbox, a peer event
         fires once every rank's push is done, a sum task adds the inbox's
-        rows in rank order. Adds the tensors each rank binds: `<name>.rank`
-        (int32 [1], the rank), `<name>.inbox` ([ranks, n], this rank's) and
-        `<name>.to<q>` (rank q's inbox, peer memory). One step: a graph that
-        repeats would need the inbox double-buffered by step parity."""
+        rows in rank order (after `residual`, when given: out = residual +
+        the sum). Adds the tensors each rank binds: `<name>.rank` (int32
+        [1], the rank; not when `rank`, such a tensor, is given),
+        `<name>.inbox` ([ranks, n], this rank's) and `<name>.to<q>` (rank
+        q's inbox, peer memory). In a graph that repeats, an inbox is
+        written again only after its reader finished (tensor_parallel.py
+        says why), so it needs no second buffer."""
         from . import peer_bodies
 
         R = self.ranks
@@ -205,8 +208,12 @@ class Graph:
         n = x.size
         base = name or "all_reduce"
         push = peer_bodies.push_to_ranks(n, R, threads=self.threads, emit=False)
-        total = peer_bodies.sum_inbox(n, R, threads=self.threads, emit=False)
-        rank = self.tensor(f"{base}.rank", [1], "int32", role="input")
+        total = peer_bodies.sum_inbox(n, R, residual=residual is not None,
+                                      threads=self.threads, emit=False)
+        if rank is None:
+            rank = self.tensor(f"{base}.rank", [1], "int32", role="input")
+        else:
+            self._need("all_reduce", "rank", rank, rank=1, dtype="int32")
         inbox = self.tensor(f"{base}.inbox", [R, n], x.dtype, role="cache")
         peers = [self.tensor(f"{base}.to{q}", [R, n], x.dtype, role="cache") for q in range(R)]
         event = f"{base.replace('.', '_')}_pushed"
@@ -216,8 +223,9 @@ class Graph:
         self._task("all_reduce", f"{base}_push", push,
                    [("x", x), ("rank", rank)] + [(f"to_{q}", t) for q, t in enumerate(peers)],
                    signals=(event,))
-        return self._task("all_reduce", f"{base}_sum", total, [("inbox", inbox), ("out", out)],
-                          waits=(event,))
+        params = [("inbox", inbox)] + ([("x", residual)] if residual is not None else []) + \
+            [("out", out)]
+        return self._task("all_reduce", f"{base}_sum", total, params, waits=(event,))
 
     def _task(self, op, label, body: Body, params, variable=False, waits=(), signals=()):
         """Appends a task running `body` on params [(argument name, Tensor)]."""
@@ -472,6 +480,52 @@ class Graph:
                           [("best", best), ("cand", cand), ("sampling", sampling),
                            ("tokens", tokens), ("gen", gen), ("logits", logits),
                            ("scores", scores)])
+
+    def pick_next_ranks(self, logits, tokens, gen, sampling, rank, name=None):
+        """pick_next in a graph of several ranks, each holding its rows
+        [rank V, (rank+1) V) of the vocabulary's logits (V = logits.size):
+        a partial task per rank hands every chunk's pairs (global indices,
+        the noise of global token ids) to every rank's inboxes
+        (peer_bodies.argmax_partial_to_ranks) and signals a peer event;
+        each rank's advance task then picks from the R ranks' partials as
+        the one-GPU pick would from the whole vocabulary's, so every rank
+        appends the same token. Greedy, temperature and top-k up to
+        MAX_TOP_K; no whole-vocabulary filtering (top-p alone, larger k).
+        Adds `<name>.best_inbox`, `<name>.cand_inbox` (this rank's) and
+        `<name>.best_to<q>`, `<name>.cand_to<q>` (rank q's)."""
+        from . import peer_bodies
+
+        R = self.ranks
+        if R < 2:
+            raise ValueError("pick_next_ranks: the graph has one rank (pick_next)")
+        self._need("pick_next_ranks", "logits", logits, rank=1)
+        self._need("pick_next_ranks", "tokens", tokens, rank=1, dtype="int32")
+        self._need("pick_next_ranks", "sampling", sampling, rank=1, dtype="float32")
+        self._need("pick_next_ranks", "rank", rank, rank=1, dtype="int32")
+        V = logits.size
+        part = peer_bodies.argmax_partial_to_ranks(V, R, threads=self.threads, emit=False)
+        pick = gbodies.pick_advance(R * V, tokens.size, R * part.units, whole=False,
+                                    threads=self.threads, emit=False)
+        base = name or "pick"
+        nb, nc = part.args[4][1], part.args[4 + R][1]
+        best = self.tensor(f"{base}.best_inbox", nb, "float32", role="cache")
+        cand = self.tensor(f"{base}.cand_inbox", nc, "float32", role="cache")
+        best_to = [self.tensor(f"{base}.best_to{q}", nb, "float32", role="cache")
+                   for q in range(R)]
+        cand_to = [self.tensor(f"{base}.cand_to{q}", nc, "float32", role="cache")
+                   for q in range(R)]
+        event = f"{base.replace('.', '_')}_partials"
+        if event in self.peer_events:
+            raise ValueError(f"pick_next_ranks: {base!r} is used already")
+        self.peer_events[event] = part.units
+        self._task("pick_next_ranks", f"{base}_partial", part,
+                   [("logits", logits), ("gen", gen), ("sampling", sampling), ("rank", rank)]
+                   + [(f"best_to_{q}", t) for q, t in enumerate(best_to)]
+                   + [(f"cand_to_{q}", t) for q, t in enumerate(cand_to)],
+                   signals=(event,))
+        return self._task("pick_next_ranks", f"{base}_advance", pick,
+                          [("best", best), ("cand", cand), ("sampling", sampling),
+                           ("tokens", tokens), ("gen", gen)], waits=(event,))
 
     def silu_mul(self, gu, a, chunk=None, name=None):
         """a = silu(gu[:I]) * gu[I:], I = a.size."""

@@ -212,7 +212,7 @@ def generation_threads(cfg: ModelConfig) -> int:
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
-                     jit_attention=False, rope_in_attention=True) -> Graph:
+                     jit_attention=False, rope_in_attention=True, world=1) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -232,17 +232,36 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     jit_attention: the attention partials on the JIT queue (Graph.attention_at).
     rope_in_attention: RoPE and the cache row inside the attention's
     partials (Graph.rope_attention_at, 6 tasks a layer); False keeps them a
-    task of their own (Graph.rope_kv_at, 7 tasks a layer)."""
+    task of their own (Graph.rope_kv_at, 7 tasks a layer).
+
+    world > 1: the graph one rank of `world` GPUs runs (Graph(ranks=world),
+    tensor_parallel.py): the rank's heads, kv heads, MLP columns and
+    vocabulary rows (tensor_parallel.shard names and shapes its tensors;
+    the LM head is always `head`, the rank's rows, tied or not), the
+    output and down projections' partial sums all-reduced with the residual
+    add (Graph.all_reduce), the pick over every rank's partials
+    (Graph.pick_next_ranks), the rank in `rank` (int32 [1]); the
+    attention on the AOT queues and no scheduler CTA (the multi-rank
+    simulator models no JIT queue)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
+    from .tensor_parallel import check_world
 
     cfg.check()
-    threads = threads or generation_threads(cfg)
+    local = check_world(cfg, world)
+    if world > 1 and jit_attention:
+        raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
+                         "AOT queues")
+    threads = threads or generation_threads(local)
     H, D, S, V, dt = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab, cfg.dtype
-    Hq, Hkv, I = cfg.heads, cfg.kv_heads, cfg.intermediate
+    Hq, Hkv, I = local.heads, local.kv_heads, local.intermediate
     if workers is None:
-        workers = default_workers(scheduler_ctas=1)
-    g = Graph("generate", workers=workers, threads=threads)
+        workers = default_workers(scheduler_ctas=1 if world == 1 else 0)
+    if world == 1:
+        g = Graph("generate", workers=workers, threads=threads)
+    else:
+        g = Graph("generate", workers=workers, threads=threads, schedulers=0, ranks=world)
+        rank = g.input("rank", [1], "int32")
     embed = g.weight("embed", [V, H], dt)
     rot = (g.weight("rope_cos", [S, D // 2], "float32"),
            g.weight("rope_sin", [S, D // 2], "float32"))
@@ -276,17 +295,33 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
             g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
                            jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
-        g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
+        if world == 1:
+            g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
+        else:
+            part = g.scratch(p + "wo_part", [H], dt)
+            g.linear(w["wo"], attn, part, name=p + "wo")
+            g.all_reduce(part, x1, residual=x, rank=rank, name=p + "wo_sum")
         gu = g.scratch(p + "gu", [2 * I], dt)
         g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
         x2 = g.scratch(p + "x2", [H], dt)
-        g.linear_silu(w["wd"], gu, x2, residual=x1, name=p + "wd")
+        if world == 1:
+            g.linear_silu(w["wd"], gu, x2, residual=x1, name=p + "wd")
+        else:
+            part = g.scratch(p + "wd_part", [H], dt)
+            g.linear_silu(w["wd"], gu, part, name=p + "wd")
+            g.all_reduce(part, x2, residual=x1, rank=rank, name=p + "wd_sum")
         x = x2
     final_norm = g.weight("final_norm", [H], dt)
-    head = embed if cfg.tie_embeddings else g.weight("lm_head", [V, H], dt)
-    logits = g.output("logits", [V], dt)
+    if world == 1:
+        head = embed if cfg.tie_embeddings else g.weight("lm_head", [V, H], dt)
+    else:
+        head = g.weight("head", [local.vocab, H], dt)
+    logits = g.output("logits", [local.vocab], dt)
     g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, name="lm_head")
-    g.pick_next(logits, tokens, gen, sampling, name="pick")
+    if world == 1:
+        g.pick_next(logits, tokens, gen, sampling, name="pick")
+    else:
+        g.pick_next_ranks(logits, tokens, gen, sampling, rank, name="pick")
     # One launch may run a whole generation: it stops after the step that
     # sets DONE (at max_new_tokens, EOS or the end of the cache).
     g.repeat_until(gen, DONE, max_steps=S)

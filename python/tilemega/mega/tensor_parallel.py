@@ -38,9 +38,23 @@ peer stores inside the persistent kernel rather than NCCL kernels.
     shard_config(cfg, world)             the shapes one rank holds
     shard(tensors, cfg, world, rank)     the rank's tensors (numpy or torch)
     step_float64(cfg, shards, world)     the sharded step in float64
+    check_sampling(...)                  the sampling settings ranks can pick with
+    peer_names(params, world)            which rank's inbox each `to` tensor is
+    bind_ranks(params, shards, ...)      every rank's tensors of the rank graph
+
+The rank graph is models.generation_graph(cfg, world=W): all ranks run the
+same artifact, each bound to its shard, its rank word, its inboxes and the
+other ranks' inboxes (bind_ranks). Its inboxes need no second buffer although
+the graph repeats: rank p writes rank q's inbox of an all-reduce (or of the
+pick) in step s + 1 only after it received q's pushes of an earlier exchange
+of step s + 1, which q made after its step barrier, so after q's reader of
+that inbox in step s finished (every exchange's reader precedes, through the
+step's data dependencies, the next exchange's push, and the pick, the last
+reader of a step, precedes the barrier).
 """
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -200,3 +214,81 @@ def step_float64(cfg, shards, world, pos=None, token=None):
     logits = [f64(s["head"]) @ xn for s in shards]
     best = [(float(l.max()), r * local.vocab + int(np.argmax(l))) for r, l in enumerate(logits)]
     return {"logits": np.concatenate(logits), "rows": rows, "x": x, "pick": pick(best)}
+
+
+def check_sampling(temperature=None, top_k=0, top_p=1.0):
+    """ValueError naming the argument for sampling settings the ranks'
+    pick does not serve (Graph.pick_next_ranks: greedy, temperature and
+    top-k up to MAX_TOP_K, with or without top-p; not the settings that
+    filter the whole vocabulary)."""
+    from .generation_bodies import MAX_TOP_K, sampling_modes
+
+    if not temperature:
+        return
+    _, _, whole = sampling_modes(1.0 / temperature, top_k, top_p)
+    if whole:
+        raise ValueError(f"top_k={top_k}, top_p={top_p}: a graph of several ranks samples "
+                         f"greedily, with a temperature, or from the top-k up to {MAX_TOP_K} "
+                         "(with any top_p); top_p without top_k, or a larger top_k, would "
+                         "filter the whole vocabulary across ranks, which is not built")
+
+
+_PEER = re.compile(r"^(.*)\.((?:[a-z]+_)?)to(\d+)$")
+
+
+def peer_names(params, world):
+    """{name: (rank q, inbox name)} for the parameters of a rank graph
+    (names) that are rank q's inbox (Graph.all_reduce's `<base>.to<q>` is
+    q's `<base>.inbox`, pick_next_ranks' `<base>.best_to<q>` q's
+    `<base>.best_inbox`); ValueError for one whose inbox is missing."""
+    names = set(params)
+    out = {}
+    for name in params:
+        m = _PEER.match(name)
+        if not m:
+            continue
+        inbox = f"{m.group(1)}.{m.group(2)}inbox"
+        q = int(m.group(3))
+        if inbox not in names or not 0 <= q < world:
+            raise ValueError(f"parameter {name!r}: no inbox {inbox!r} of rank {q} among the "
+                             f"graph's parameters for {world} ranks")
+        out[name] = (q, inbox)
+    return out
+
+
+def bind_ranks(params, shards, world, zeros, own=("tokens", "gen")):
+    """Every rank's tensors of a rank graph: params {name: (shape, dtype)}
+    (the graph's bound parameters), shards (shard() of each rank), zeros
+    (shape, dtype, rank) -> a new zero tensor on that rank's device. A rank
+    gets its shard, its rank word ([rank], int32), its inboxes (zeros) and
+    the other ranks' inboxes for the `to` parameters; `own` names the
+    replicated tensors the graph writes (the state), copied for each rank
+    (shard() hands all ranks the same object, fine for weights only)."""
+    peers = peer_names(params, world)
+    out = []
+    for r, s in enumerate(shards):
+        mine = {}
+        for name, (shape, dtype) in params.items():
+            if name == "rank":
+                t = zeros((1,), "int32", r)
+                t[0] = r
+                mine[name] = t
+            elif name in peers:
+                continue
+            elif name.endswith("inbox"):
+                mine[name] = zeros(tuple(shape), dtype, r)
+            elif name not in s:
+                raise ValueError(f"rank {r}: the graph's parameter {name!r} is not in its "
+                                 "shard")
+            elif name in own:
+                mine[name] = s[name].clone() if hasattr(s[name], "clone") else s[name].copy()
+            else:
+                mine[name] = s[name]
+            if name in mine and tuple(mine[name].shape) != tuple(shape):
+                raise ValueError(f"rank {r}: {name} is {list(mine[name].shape)}, the graph "
+                                 f"takes {list(shape)}")
+        out.append(mine)
+    for r, mine in enumerate(out):
+        for name, (q, inbox) in peers.items():
+            mine[name] = out[q][inbox]
+    return out

@@ -1,0 +1,240 @@
+"""Tensor-parallel generation graphs (models.generation_graph(cfg, world=W),
+issue 12) and their loopback check: the W ranks' persistent kernels side by
+side on one GPU, each bound to its shard (tensor_parallel.shard), its rank
+word, its inboxes and the other ranks' inboxes (tensor_parallel.bind_ranks),
+synchronised by peer events through that GPU's memory as they would be over
+NVLink.
+
+    python examples/generation_tp.py out              # build (compiler machine)
+    python examples/generation_tp.py out --run-only   # check on a GPU machine
+
+Artifacts:
+  gen_small_tp2   examples/generation.py's gen_small over 2 ranks: each
+                  rank 2 q / 1 kv heads, MLP 256, vocabulary rows 500
+
+Not in examples/shipped.py yet: it has not run on a GPU (no device was lent
+when it was written), so it has no verdict in test/gpu/results.json; once it
+passes there it joins the shipped list (docs/mega.md).
+
+check_artifact(path, torch): for each position of generation.positions(cfg)
+one launch of every rank from random weights and caches (greedy), then
+sampled steps (temperature, top-k), judged as one GPU's step is
+(generation_reference.check_step on the ranks' logits rows and cache heads
+put together, against the unsharded float64 step), every rank's tokens and
+state equal; one launch of several steps equal, bit for bit, to as many
+single-step launches on every rank; and a rank that never launches: the
+other's watchdog must stop it naming a peer event and the missing sender.
+"""
+
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+# name -> (generation.CONFIGS entry, ranks, workers a rank)
+GRAPHS = {"gen_small_tp2": ("gen_small", 2, 8)}
+WATCHDOG_MS = 500
+
+
+def config(name):
+    import generation
+
+    return generation.config(GRAPHS[name][0])
+
+
+def build_all(out):
+    import tilemega
+    from tilemega.mega.models import generation_graph
+
+    paths = []
+    for name, (_, world, workers) in GRAPHS.items():
+        graph = generation_graph(config(name), workers=workers, world=world)
+        art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name=name,
+                               mega_watchdog_ms=WATCHDOG_MS)
+        paths.append(art.save(out))
+    return paths
+
+
+class Ranks:
+    """The ranks of one loopback run: `full` (the unsharded tensors, the
+    float64 reference's input), `tensors` (each rank's bindings) and `kernels`
+    (each rank's MegaKernel, peers bound, prepared)."""
+
+    def __init__(self, path, torch, seed=0, launched=None):
+        from tilemega.mega import generation_reference as ref
+        from tilemega.mega import tensor_parallel as tp
+        from tilemega.runtime import load_mega
+
+        name = os.path.basename(path)[:-len(".json")]
+        self.cfg, self.world = config(name), GRAPHS[name][1]
+        self.torch = torch
+        self.full = ref.make_tensors(self.cfg, seed=seed)
+        shards = [tp.shard(self.full, self.cfg, self.world, r) for r in range(self.world)]
+        self.kernels = [load_mega(path) for _ in range(self.world)]
+        params = {p.name: (tuple(p.shape), p.dtype) for p in self.kernels[0].user_params}
+
+        def zeros(shape, dtype, rank):
+            return torch.zeros(shape, dtype=getattr(torch, dtype), device="cuda")
+
+        self.tensors = tp.bind_ranks(params, shards, self.world, zeros)
+        for mk, mine in zip(self.kernels, self.tensors):
+            mk.bind(mine)
+            mk.set_step_limit(1)
+        events = [mk.events_address for mk in self.kernels]
+        for r, mk in enumerate(self.kernels):
+            mk.bind_peers(r, events)
+            # A first launch's synchronous setup would wait for the rank
+            # launched before it (mega_peers.py): prepare every rank first.
+            mk.prepare()
+        self.streams = [torch.cuda.Stream() for _ in range(self.world)]
+        torch.cuda.synchronize()
+
+    def set_state(self, pos, **sampling):
+        """The same state and sampling words on every rank, the full tensors'
+        tokens and caches copied into every rank's (its kv heads)."""
+        from tilemega.mega import generation_reference as ref
+
+        ref.set_state(self.full, pos, given=pos + 1, end=self.cfg.max_seq_len, eos=None,
+                      seed=0x1234_5678_9ABC_DEF0, **sampling)
+        hkv = self.cfg.kv_heads // self.world
+        for r, mine in enumerate(self.tensors):
+            mine["gen"].copy_(self.full["gen"])
+            mine["sampling"].copy_(self.full["sampling"])
+            mine["tokens"].copy_(self.full["tokens"])
+            mine["logits"].fill_(float("nan"))
+            for c in ref.cache_names(self.cfg):
+                mine[c].copy_(self.full[c][r * hkv:(r + 1) * hkv])
+
+    def launch(self, steps=1):
+        for mk in self.kernels:
+            mk.set_step_limit(steps)
+        for mk, s in zip(self.kernels, self.streams):
+            mk.launch(stream=s)
+        self.torch.cuda.synchronize()
+        for mk in self.kernels:
+            mk.check()
+
+    def joined(self):
+        """The full tensors with the ranks' logits rows and cache heads put
+        together, rank 0's tokens and state."""
+        from tilemega.mega import generation_reference as ref
+
+        torch = self.torch
+        view = dict(self.full)
+        view["logits"] = torch.cat([m["logits"] for m in self.tensors])
+        for c in ref.cache_names(self.cfg):
+            view[c] = torch.cat([m[c] for m in self.tensors])
+        view["tokens"], view["gen"] = self.tensors[0]["tokens"], self.tensors[0]["gen"]
+        return view
+
+    def agree(self):
+        """Names of the state tensors some rank holds differently from rank 0."""
+        first = self.tensors[0]
+        return sorted({n for m in self.tensors[1:] for n in ("tokens", "gen")
+                       if not self.torch.equal(m[n], first[n])})
+
+
+def check_artifact(path, torch, seed=0):
+    """{"error": worst logits error, "tolerance", "passed", "details"}: the
+    steps, the device loop and the dead peer (module docstring)."""
+    from tilemega.mega import generation_reference as ref
+    from tilemega.runtime import MegaKernelError
+
+    import generation
+
+    run = Ranks(path, torch, seed=seed)
+    cfg, S = run.cfg, run.cfg.max_seq_len
+    worst, passed, details = 0.0, True, {"ranks": run.world}
+    steps = [(str(p), p, {}) for p in generation.positions(cfg)] + [
+        ("sampled", S // 2 + 3, dict(temperature=0.8)),
+        ("sampled top-k 50", S // 2 + 3, dict(temperature=0.8, top_k=50)),
+        ("sampled top-k 64 top-p 0.6", 1, dict(temperature=1.5, top_k=64, top_p=0.6))]
+    for key, pos, sampling in steps:
+        run.set_state(pos, **sampling)
+        before = ref.snapshot(cfg, run.full)
+        expected = ref.step_float64(cfg, run.full)
+        run.launch()
+        got = ref.check_step(cfg, run.joined(), before, expected)
+        differ = run.agree()
+        worst = max(worst, got["error"])
+        passed &= got["passed"] and not differ
+        details[key] = {k: v for k, v in got["details"].items()
+                        if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
+        details[key]["ranks_differ"] = differ
+    loop = check_loop(run)
+    passed &= loop["passed"]
+    details["loop"] = loop
+    # A rank that never launches: rank 0 alone stops on its watchdog,
+    # naming a peer event's word of the missing sender.
+    lonely = Ranks(path, torch, seed=seed)
+    lonely.set_state(2)
+    try:
+        lonely.kernels[0].launch()
+        lonely.kernels[0].check()
+        details["dead_peer"] = "no error: rank 0 finished without rank 1"
+        named = False
+    except MegaKernelError as exc:
+        details["dead_peer"] = str(exc)[:400]
+        named = "from rank 1" in str(exc)
+    torch.cuda.synchronize()
+    passed &= named
+    return {"error": worst, "tolerance": ref.logits_tolerance(cfg), "passed": passed,
+            "details": details}
+
+
+def check_loop(run, steps=6):
+    """Greedy from position 2 and sampled (top-k) from the middle: `steps`
+    single-step launches and one launch of `steps` steps leave every rank's
+    tokens, state, caches and logits the same, bit for bit, and the ranks
+    agree."""
+    from tilemega.mega import generation_reference as ref
+
+    torch = run.torch
+    names = ref.cache_names(run.cfg) + ["tokens", "gen", "logits"]
+    out = {"passed": True, "steps": steps}
+    for start, sampling in ((2, {}), (run.cfg.max_seq_len // 2, dict(temperature=1.1, top_k=20))):
+        run.set_state(start, **sampling)
+        for mine in run.tensors:
+            mine["logits"].zero_()
+        for _ in range(steps):
+            run.launch(1)
+        single = [{n: m[n].clone() for n in names} for m in run.tensors]
+        run.set_state(start, **sampling)
+        for mine in run.tensors:
+            mine["logits"].zero_()
+        run.launch(steps)
+        differ = sorted({n for m, s in zip(run.tensors, single) for n in names
+                         if not torch.equal(m[n], s[n])})
+        done = [mk.steps_done() for mk in run.kernels]
+        key = f"from {start}" + (f" {sampling}" if sampling else "")
+        out[key] = {"steps_done": done, "differ": differ[:6], "ranks_differ": run.agree()}
+        out["passed"] &= not differ and not run.agree() and done == [steps] * run.world
+    for mk in run.kernels:
+        mk.set_step_limit(1)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", default="out")
+    parser.add_argument("--run-only", action="store_true")
+    args = parser.parse_args()
+    if not args.run_only:
+        for path in build_all(args.out):
+            print(f"built {path}")
+        return 0
+    import torch
+
+    ok = True
+    for name in GRAPHS:
+        got = check_artifact(os.path.join(args.out, name + ".json"), torch)
+        ok &= got["passed"]
+        print(f"{name}: worst logits error {got['error']:.3g}: "
+              f"{'ok' if got['passed'] else 'FAILED'} {got['details']}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
