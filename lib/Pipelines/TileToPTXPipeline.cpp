@@ -40,6 +40,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   persistent.prefetchBytes = options.megaPrefetchBytes;
   persistent.prefetchDepth = options.megaPrefetchDepth;
   persistent.earlyLoads = options.megaEarlyLoads;
+  persistent.streamUnits = options.megaStreamUnits;
   pm.addPass(createConvertMegaToGPU(persistent));
 
   // tile level: decide layouts, software-pipeline the tile.pipelined loops,

@@ -109,6 +109,31 @@ def test_generation_kernel_keeps_its_fragments_in_registers(small_artifact):
                          art.ptxas_log), art.ptxas_log
 
 
+@pytest.mark.parametrize("options", [dict(mega_early_loads=True), dict(mega_stream_units=True),
+                                     dict(mega_early_loads=True, mega_stream_units=True)])
+def test_the_opt_in_weight_streaming_changes_the_kernel_and_keeps_it_in_registers(
+        small_artifact, options):
+    """Early loads and streamed units (off by default until their GPU
+    verdicts are on record) reach the kernel through tilemega.compile, and
+    it still assembles without stack or spills."""
+    import re
+
+    import tilemega
+    from ptxas_policy import ptxas_checks_enabled
+    from tilemega import mega
+
+    graph = mega.generation_graph(ModelConfig(**SMALL), workers=8)
+    assert any(t.get("units_per_task", 1) > 1
+               for t in small_artifact[0].kernels[-1]["mega"]["tasks"]), \
+        "no task of several units: nothing to stream"
+    art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test", **options)
+    assert art.ptx != small_artifact[0].ptx
+    assert ".local" not in art.ptx
+    if ptxas_checks_enabled():
+        assert re.search(r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+                         art.ptxas_log), art.ptxas_log
+
+
 def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_aot_queues(small_artifact):
     from tilemega.runtime import mega_sim as ms
 

@@ -128,6 +128,13 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       only for tasks whose awaited stages are all estimated cheaper than
       their own (behind a heavier stage the prefetch competes with it for
       DRAM). Off by default: on the H200 decode step it still cost 1.4 %.
+    * **Streamed units.** With `stream-units` (off by default until its
+      GPU verdicts are on record), a case whose task runs several units
+      marks its loop over them `tile.stream_units`: `tile-pipeline` then
+      keeps one ring of stages across the units (the next unit's first
+      copies go out during the current unit's last iterations), so the
+      pipeline does not drain and refill at every unit (the LM head's
+      tasks run 8 units each on the Llama-3.2-1B step).
     * **Early loads.** With `early-loads` (off by default until its
       GPU verdicts are on record) and no JIT queue,
       thread 0 picks its next AOT entry without waiting for it; the CTA
@@ -177,6 +184,11 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "it waits (0: none)">,
     Option<"prefetchDepth", "prefetch-depth", "int64_t", "1",
            "How many of a worker's next AOT entries are prefetched">,
+    Option<"streamUnits", "stream-units", "bool", "false",
+           "Mark each task's loop over its units tile.stream_units, so that "
+           "tile-pipeline streams the units' copies through one ring of "
+           "stages (the next unit's first copies under the current unit's "
+           "last iterations)">,
     Option<"earlyLoads", "early-loads", "bool", "false",
            "In graphs without a JIT queue, wait for an entry's events inside "
            "its case, after a tile.prefetch_point, and mark its copies of "

@@ -67,6 +67,11 @@ struct TileToPTXPipelineOptions
       *this, "mega-prefetch-depth",
       llvm::cl::desc("Next AOT entries of a worker that are prefetched"),
       llvm::cl::init(1)};
+  PassOptions::Option<bool> megaStreamUnits{
+      *this, "mega-stream-units",
+      llvm::cl::desc("Stream a task's units through one ring of pipeline "
+                     "stages (convert-mega-to-gpu stream-units)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> megaEarlyLoads{
       *this, "mega-early-loads",
       llvm::cl::desc("Start a task's loads of tensors no task writes "

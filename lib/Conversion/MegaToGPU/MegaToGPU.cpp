@@ -164,7 +164,7 @@ struct ConvertMegaToGPUPass
     }
     PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
                                     prefetchBytes, prefetchDepth, earlyLoads,
-                                    stepLoop);
+                                    streamUnits, stepLoop);
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args[0], globalTypes, args[1], args[2],
                   args[3], args[4]);

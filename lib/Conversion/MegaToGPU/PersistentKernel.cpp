@@ -341,6 +341,10 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   if (waitFor)
     waitHere();
   auto loop = scf::ForOp::create(b, loc, idx(0), idx(c.unitsPerTask), idx(1));
+  // The units run the same body one after another: tile-pipeline may start
+  // the next unit's loads under this one's last iterations.
+  if (streamUnits)
+    loop->setAttr(tile::TileDialect::getStreamUnitsAttrName(), b.getUnitAttr());
   b.setInsertionPointToStart(loop.getBody());
   Value unit = add(first, loop.getInductionVar());
   // The previous unit's last shared-memory reads finish before this unit's

@@ -64,7 +64,8 @@ public:
   PersistentKernelBuilder(OpBuilder &b, Location loc, const TaskTables &t,
                           bool timeline, int64_t watchdogNs,
                           int64_t prefetchBytes, int64_t prefetchDepth,
-                          bool earlyLoads, StepLoop stepLoop = {})
+                          bool earlyLoads, bool streamUnits,
+                          StepLoop stepLoop = {})
       : b(b), loc(loc), t(t), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth),
@@ -72,7 +73,7 @@ public:
         // only where no JIT entry can be what they wait for; in a graph of
         // several ranks no tensor is known read-only (writtenGraphArgs).
         waitInCase(earlyLoads && t.numJit == 0 && t.ranks == 1),
-        stepLoop(stepLoop) {}
+        streamUnits(streamUnits), stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `args` is the argument table of the graph
   /// arguments (of types `globalTypes`, reached with mega.graph_arg);
@@ -277,6 +278,9 @@ private:
   /// Workers pick their next AOT entry without waiting and wait inside the
   /// entry's case, after its early copies (mega-early-loads).
   bool waitInCase;
+  /// Mark each case's loop over its units tile.stream_units
+  /// (mega-stream-units).
+  bool streamUnits;
   StepLoop stepLoop;
   llvm::SmallDenseSet<unsigned> written;
 

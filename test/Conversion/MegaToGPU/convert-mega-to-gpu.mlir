@@ -4,6 +4,8 @@
 // RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="timeline=true watchdog-ms=5" | FileCheck %s --check-prefix=TIMELINE
 // RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=4096" | FileCheck %s --check-prefix=PREFETCH
 // RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=256" | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="stream-units=true" | FileCheck %s --check-prefix=STREAM
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s --check-prefix=NOSTREAM
 
 // A scheduled graph: @a (4 units, 2 an instance) copies x to y through
 // shared memory and signals @e0; @b (2 units, a fragment) waits on @e0 and
@@ -265,6 +267,13 @@ func.func @scale3(%a: memref<192xf32>, %b: memref<192xf32>) {
 // CHECK:             scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:          %[[UNIT:.*]] = arith.addi %{{.*}}, %[[J]] : index
 // CHECK-NEXT:          gpu.barrier
+// With stream-units, the loop over a task's units is marked for
+// tile-pipeline (one ring of stages across them).
+// STREAM-LABEL:      func.func @two(
+// STREAM:              scf.for
+// STREAM:                arith.addi
+// STREAM:              } {tile.stream_units}
+// NOSTREAM-NOT:      tile.stream_units
 // CHECK:               %[[IN_GRID:.*]] = arith.cmpi ult, %[[UNIT]], %c3{{.*}} : index
 // CHECK-NEXT:          scf.if %[[IN_GRID]] {
 // CHECK:                 tile.copy %[[IN]][%{{.*}}] to %[[FRAG]][0] sizes [64]

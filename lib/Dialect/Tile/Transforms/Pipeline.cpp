@@ -115,6 +115,40 @@ static Value materializeBefore(Value value, Operation *before,
   return map.lookup(value);
 }
 
+/// Whether `value` is defined outside `op` (not in a region of it).
+static bool isDefinedOutside(Value value, Operation *op) {
+  return !op->isAncestor(value.getParentBlock()->getParentOp());
+}
+
+/// `value` as the iteration of `loop` whose induction variable is `iv`
+/// computes it: itself when defined outside the loop, else clones (at `b`,
+/// recorded in `map`) of the side-effect-free ops inside the loop it is
+/// computed by, with `iv` for the induction variable; null when it cannot
+/// be (a load, an op with regions, another block argument). With `dryRun`
+/// nothing is cloned.
+static Value materializeForIteration(Value value, scf::ForOp loop, Value iv,
+                                     OpBuilder &b, IRMapping &map, bool dryRun) {
+  if (Value known = map.lookupOrNull(value))
+    return known;
+  if (value == loop.getInductionVar())
+    return iv;
+  if (isDefinedOutside(value, loop))
+    return value;
+  Operation *def = value.getDefiningOp();
+  if (!def || !isPure(def) || def->getNumRegions() != 0)
+    return {};
+  for (Value operand : def->getOperands())
+    if (!materializeForIteration(operand, loop, iv, b, map, dryRun))
+      return {};
+  if (dryRun)
+    return value;
+  IRMapping local = map;
+  local.map(loop.getInductionVar(), iv);
+  Operation *clone = b.clone(*def, local);
+  map.map(def->getResults(), clone->getResults());
+  return map.lookup(value);
+}
+
 /// True when `use` of a shared tile only reads it.
 static bool isReadOnlyUse(OpOperand &use) {
   Operation *user = use.getOwner();
@@ -435,6 +469,106 @@ struct TilePipelinePass
     return true;
   }
 
+  /// A pipelined loop whose ring of stages continues across the iterations
+  /// of an enclosing scf.for marked tile.stream_units (findUnitStream).
+  struct UnitStream {
+    scf::ForOp units;
+    /// The scf.if ops between the two, outermost first: an iteration of
+    /// `units` runs the loop when all their conditions hold.
+    SmallVector<scf::IfOp> guards;
+    /// Values the producers use from outside the pipelined loop but inside
+    /// `units` (recomputed for the neighbouring iteration).
+    SmallVector<Value> perUnit;
+  };
+
+  /// The unit stream `loop` belongs to: its parent, through scf.if ops
+  /// (then regions), is an scf.for with tile.stream_units and step 1, the
+  /// loop's bounds are constants or computed outside it, it holds no other pipelined
+  /// loop, the kernel's tiles never share bytes (a tile written between two
+  /// units' loops would otherwise alias the stages the next unit's copies
+  /// fill), cp.async producers only, and the values the copies need can be
+  /// recomputed for another iteration. -debug says why not.
+  std::optional<UnitStream> findUnitStream(PipelinedOp loop, bool bulk,
+                                           MutableArrayRef<Producer> list) {
+    auto why = [&](StringRef reason) -> std::optional<UnitStream> {
+      LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: " << loop.getLoc()
+                              << " does not stream across units: " << reason
+                              << "\n");
+      return std::nullopt;
+    };
+    UnitStream s;
+    Operation *parent = loop->getParentOp();
+    while (auto guard = dyn_cast<scf::IfOp>(parent)) {
+      if (guard.getNumResults() != 0 ||
+          !guard.getThenRegion().isAncestor(loop->getParentRegion()))
+        return std::nullopt;
+      s.guards.insert(s.guards.begin(), guard);
+      parent = guard->getParentOp();
+    }
+    s.units = dyn_cast<scf::ForOp>(parent);
+    if (!s.units || !s.units->hasAttr(TileDialect::getStreamUnitsAttrName()))
+      return std::nullopt;
+    if (bulk)
+      return why("TMA stages complete on mbarriers, not in cp.async groups");
+    if (tilesShareBytes)
+      return why("the kernel's shared tiles share bytes by live range");
+    std::optional<int64_t> step = getConstantIntValue(s.units.getStep());
+    if (!step || *step != 1)
+      return why("the units loop's step is not 1");
+    for (Value bound : {loop.getLowerBound(), loop.getUpperBound(), loop.getStep()})
+      if (!isDefinedOutside(bound, s.units) && !getConstantIntValue(bound))
+        return why("its bounds change from one unit to the next");
+    int64_t loops = 0;
+    s.units.walk([&](PipelinedOp) { ++loops; });
+    if (loops != 1)
+      return why("the units loop holds another pipelined loop");
+    SetVector<Value> used;
+    auto use = [&](Value v) {
+      if (v != loop.getInductionVar() && isDefinedOutside(v, loop) &&
+          !isDefinedOutside(v, s.units))
+        used.insert(v);
+    };
+    for (Producer &p : list) {
+      for (Operation *op : p.slice)
+        for (Value v : op->getOperands())
+          use(v);
+      use(p.copy.getSrc());
+      for (Value v : p.copy.getSrcOffsets())
+        use(v);
+    }
+    for (scf::IfOp guard : s.guards)
+      use(guard.getCondition());
+    OpBuilder dry(loop);
+    IRMapping none;
+    for (Value v : used)
+      if (!materializeForIteration(v, s.units, s.units.getInductionVar(), dry,
+                                   none, /*dryRun=*/true))
+        return why("an address depends on a value that cannot be recomputed "
+                   "for the next unit");
+    s.perUnit = used.takeVector();
+    LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: " << loop.getLoc()
+                            << " streams across the units of "
+                            << s.units.getLoc() << "\n");
+    return s;
+  }
+
+  /// Whether the units-loop iteration `iv` runs the loop: iv < ub and the
+  /// guards recomputed for it (clones at `b`, recorded in `map`).
+  static Value unitRuns(OpBuilder &b, Location loc, UnitStream &s, Value iv,
+                        IRMapping &map) {
+    Value runs = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, iv,
+                                       s.units.getUpperBound());
+    Value atLeastLb = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                            iv, s.units.getLowerBound());
+    runs = arith::AndIOp::create(b, loc, runs, atLeastLb);
+    for (scf::IfOp guard : s.guards)
+      runs = arith::AndIOp::create(
+          b, loc, runs,
+          materializeForIteration(guard.getCondition(), s.units, iv, b, map,
+                                  /*dryRun=*/false));
+    return runs;
+  }
+
   /// Whether `loop`'s producers become TMA bulk copies: with `tma` (or the
   /// loop's `tma = true`, which then requires it), unless the loop says
   /// `tma = false`, outside persistent mega-kernels (whose runtime binds no
@@ -537,11 +671,30 @@ struct TilePipelinePass
     Value span = b.createOrFold<arith::SubIOp>(loc, ub, lb);
     Value trips = b.createOrFold<arith::CeilDivSIOp>(loc, span, step);
 
+    // Streaming across units: iteration i of the units loop's j-th
+    // iteration (from its lower bound) is iteration j * trips + i of one
+    // ring of stages.
+    std::optional<UnitStream> stream;
+    if (ahead >= 1)
+      stream = findUnitStream(loop, bulk, list);
+    Value ringBase;
+    if (stream) {
+      Value j = b.createOrFold<arith::SubIOp>(
+          loc, stream->units.getInductionVar(), stream->units.getLowerBound());
+      ringBase = b.createOrFold<arith::MulIOp>(loc, j, trips);
+    }
+    auto ringOf = [&](OpBuilder &ob, Value iteration, Value base) {
+      return base ? ob.createOrFold<arith::AddIOp>(loc, iteration, base)
+                  : iteration;
+    };
+
     // Issues the copies of `iteration` into its stage, when `pred` holds.
     // `which` producers; `outer` maps values from outside the loop (the
-    // early prologue's copies of them at the prefetch point).
+    // early prologue's copies of them at the prefetch point, or the next
+    // unit's); `base` is the ring position of the loop's iteration 0.
     auto issueSome = [&](OpBuilder &ob, Value iteration, Value pred,
-                         ArrayRef<Producer *> which, IRMapping &outer) {
+                         ArrayRef<Producer *> which, IRMapping &outer,
+                         Value base = Value()) {
       std::optional<int64_t> known =
           pred ? getConstantIntValue(pred) : std::optional<int64_t>(1);
       if (known && *known == 0)
@@ -555,7 +708,7 @@ struct TilePipelinePass
       Value scaled = ob.createOrFold<arith::MulIOp>(
           loc, iteration, mapping.lookupOrDefault(step));
       Value iv = ob.createOrFold<arith::AddIOp>(loc, mapping.lookupOrDefault(lb), scaled);
-      Value stage = getStage(ob, loc, iteration, numStages);
+      Value stage = getStage(ob, loc, ringOf(ob, iteration, base), numStages);
       mapping.map(loop.getInductionVar(), iv);
       for (Operation &op : loop.getBody().front())
         if (llvm::any_of(which, [&](Producer *p) { return p->slice.contains(&op); }))
@@ -592,7 +745,7 @@ struct TilePipelinePass
     }
     IRMapping none;
     auto issue = [&](OpBuilder &ob, Value iteration, Value pred) {
-      issueSome(ob, iteration, pred, all, none);
+      issueSome(ob, iteration, pred, all, none, ringBase);
     };
     // The prologue's copies: all, or those not issued at a prefetch point.
     ArrayRef<Producer *> prologue = all;
@@ -608,13 +761,26 @@ struct TilePipelinePass
       gpu::BarrierOp::create(b, loc);
     }
 
-    // Prologue: iterations 0 .. ahead - 1, one group each.
-    for (int64_t j = 0; j < ahead; ++j) {
-      Value cj = arith::ConstantIndexOp::create(b, loc, j);
-      Value pred = b.createOrFold<arith::CmpIOp>(loc, arith::CmpIPredicate::slt,
-                                                 cj, trips);
-      issueSome(b, cj, pred, prologue, none);
-      commit(b);
+    // Prologue: iterations 0 .. ahead - 1, one group each. Streaming, only
+    // where the previous unit did not run (it issued them in its tail).
+    {
+      OpBuilder::InsertionGuard guard(b);
+      if (stream) {
+        IRMapping previousUnit;
+        Value prev = arith::SubIOp::create(b, loc, stream->units.getInductionVar(), c1);
+        Value first = arith::XOrIOp::create(
+            b, loc, unitRuns(b, loc, *stream, prev, previousUnit),
+            arith::ConstantIntOp::create(b, loc, 1, 1));
+        auto ifOp = scf::IfOp::create(b, loc, first, /*withElseRegion=*/false);
+        b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+      }
+      for (int64_t j = 0; j < ahead; ++j) {
+        Value cj = arith::ConstantIndexOp::create(b, loc, j);
+        Value pred = b.createOrFold<arith::CmpIOp>(
+            loc, arith::CmpIPredicate::slt, cj, trips);
+        issueSome(b, cj, pred, prologue, none, ringBase);
+        commit(b);
+      }
     }
 
     auto forOp = scf::ForOp::create(b, loc, c0, trips, c1);
@@ -656,11 +822,29 @@ struct TilePipelinePass
       Value next = arith::AddIOp::create(fb, loc, i, aheadValue);
       Value pred = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::slt,
                                          next, trips);
-      issue(fb, next, pred);
+      if (!stream) {
+        issue(fb, next, pred);
+      } else {
+        // Past this unit's last iteration: the next unit's first ones, into
+        // the stages that follow in the ring.
+        auto here = scf::IfOp::create(fb, loc, pred, /*withElseRegion=*/true);
+        OpBuilder tb = OpBuilder::atBlockTerminator(here.thenBlock());
+        issueSome(tb, next, Value(), all, none, ringBase);
+        OpBuilder eb = OpBuilder::atBlockTerminator(here.elseBlock());
+        IRMapping nextUnit;
+        Value j1 = arith::AddIOp::create(eb, loc, stream->units.getInductionVar(), c1);
+        Value runs = unitRuns(eb, loc, *stream, j1, nextUnit);
+        for (Value v : stream->perUnit)
+          nextUnit.map(v, materializeForIteration(v, stream->units, j1, eb,
+                                                  nextUnit, /*dryRun=*/false));
+        Value first = arith::SubIOp::create(eb, loc, next, trips);
+        Value nextBase = arith::AddIOp::create(eb, loc, ringBase, trips);
+        issueSome(eb, first, runs, all, nextUnit, nextBase);
+      }
       // Always a group, so that the count above stays exact.
       commit(fb);
     }
-    Value stage = getStage(fb, loc, i, numStages);
+    Value stage = getStage(fb, loc, ringOf(fb, i, ringBase), numStages);
     Value scaled = fb.createOrFold<arith::MulIOp>(loc, i, step);
     Value iv = fb.createOrFold<arith::AddIOp>(loc, lb, scaled);
     useStages(fb, loop, list, stage);

@@ -69,6 +69,13 @@ def Tile_Dialect : Dialect {
     /// the kernel runs (a weight), so tile-pipeline may issue the copies of
     /// its loop's prologue at an earlier tile.prefetch_point (unit).
     static ::llvm::StringRef getEarlyAttrName() { return "tile.early"; }
+    /// On an scf.for: its iterations run the same tile.pipelined loop on
+    /// independent units of work, one after another, so tile-pipeline may
+    /// issue the next iteration's first copies while the current one's
+    /// last iterations compute (one ring of stages across them; unit).
+    static ::llvm::StringRef getStreamUnitsAttrName() {
+      return "tile.stream_units";
+    }
     /// On a tile.kernel: it is persistent (convert-mega-to-gpu's), its warps
     /// run different roles at once, so its shared tiles never share bytes by
     /// live range (unit; TileSharedMemory.h).

@@ -121,6 +121,25 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     the reads of the stage the refill overwrites. A loop that cannot use TMA
     keeps cp.async; `-debug-only=tile-pipeline` says why.
 
+    **Early copies** (`tile.early` on a producer, `tile.prefetch_point`
+    before the loop): in a kernel whose tiles never share bytes, the
+    prologue of the early producers is issued at the nearest prefetch point
+    when their addresses can be computed there; the loop's prologue then
+    issues the others.
+
+    **Streamed units** (the loop's parent, through `scf.if` ops, is an
+    `scf.for` marked `tile.stream_units` with step 1): one ring of stages
+    across that loop's iterations. Iteration i of its j-th iteration is ring
+    position j * T + i; the prologue runs only when iteration j - 1 did not
+    run the loop (j is the first, or j - 1 failed the guards); the refill
+    for i + N - 1 >= T issues iteration i + N - 1 - T of iteration j + 1,
+    with the copies' addresses and the guards recomputed for j + 1, when it
+    runs the loop. The group count stays that of one long loop, so each
+    `tile.async_wait` still covers its own iteration. Needs constant bounds
+    (or bounds from outside the `scf.for`), cp.async producers, no other
+    pipelined loop in it and a kernel whose tiles never share bytes;
+    `-debug-only=tile-pipeline` says why not.
+
     N = 1 degenerates to copy, commit, wait 0, barrier, compute, barrier.
     Loops shorter than N - 1 iterations (down to none) only issue the copies
     they run; the tail of a K dimension that is not a multiple of the tile is
