@@ -7,10 +7,15 @@ NVLink.
 
     python examples/generation_tp.py out              # build (compiler machine)
     python examples/generation_tp.py out --run-only   # check on a GPU machine
+    python examples/generation_tp.py out --run-only --devices 0,1   # one rank a GPU
 
 Artifacts:
   gen_small_tp2   examples/generation.py's gen_small over 2 ranks: each
                   rank 2 q / 1 kv heads, MLP 256, vocabulary rows 500
+  gen_llama8b     a Llama-3.1-8B shape (32 layers, hidden 4096, MLP 14336,
+                  32 q / 8 kv heads of 128, vocab 128256, untied LM head,
+                  max_seq_len 2048) on one GPU, and
+  gen_llama8b_tp2 the same over 2 ranks: bench/generate_tp.py's rows
 
 Not in examples/shipped.py yet: it has not run on a GPU (no device was lent
 when it was written), so it has no verdict in test/gpu/results.json; once it
@@ -33,23 +38,38 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-# name -> (generation.CONFIGS entry, ranks, workers a rank)
-GRAPHS = {"gen_small_tp2": ("gen_small", 2, 8)}
+LLAMA8B = dict(layers=32, hidden=4096, intermediate=14336, heads=32, kv_heads=8,
+               head_dim=128, vocab=128256, max_seq_len=2048, tie_embeddings=False,
+               rope_theta=500000.0,
+               rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                             "high_freq_factor": 4.0,
+                             "original_max_position_embeddings": 8192})
+
+# name -> (generation.CONFIGS entry or ModelConfig fields, ranks, workers a
+# rank (None: every SM))
+GRAPHS = {"gen_small_tp2": ("gen_small", 2, 8),
+          "gen_llama8b": (LLAMA8B, 1, None),
+          "gen_llama8b_tp2": (LLAMA8B, 2, None)}
+# What check_artifact covers (the 8B ones are bench/generate_tp.py's).
+CHECKED = ("gen_small_tp2",)
 WATCHDOG_MS = 500
 
 
 def config(name):
     import generation
+    from tilemega.mega.models import ModelConfig
 
-    return generation.config(GRAPHS[name][0])
+    of = GRAPHS[name][0]
+    return generation.config(of) if isinstance(of, str) else ModelConfig(**of)
 
 
-def build_all(out):
+def build_all(out, names=None):
     import tilemega
     from tilemega.mega.models import generation_graph
 
     paths = []
-    for name, (_, world, workers) in GRAPHS.items():
+    for name in names or GRAPHS:
+        _, world, workers = GRAPHS[name]
         graph = generation_graph(config(name), workers=workers, world=world)
         art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name=name,
                                mega_watchdog_ms=WATCHDOG_MS)
@@ -58,11 +78,14 @@ def build_all(out):
 
 
 class Ranks:
-    """The ranks of one loopback run: `full` (the unsharded tensors, the
-    float64 reference's input), `tensors` (each rank's bindings) and `kernels`
-    (each rank's MegaKernel, peers bound, prepared)."""
+    """The ranks of one run: `full` (the unsharded tensors, the float64
+    reference's input, on the first rank's GPU), `tensors` (each rank's
+    bindings, on its GPU) and `kernels` (each rank's MegaKernel, peers
+    bound, prepared). devices: each rank's GPU (None: all on the current
+    one, the loopback); a rank reaches another GPU's inboxes through peer
+    access (MegaKernel.bind_remote)."""
 
-    def __init__(self, path, torch, seed=0, launched=None):
+    def __init__(self, path, torch, seed=0, devices=None, full=None):
         from tilemega.mega import generation_reference as ref
         from tilemega.mega import tensor_parallel as tp
         from tilemega.runtime import load_mega
@@ -70,26 +93,44 @@ class Ranks:
         name = os.path.basename(path)[:-len(".json")]
         self.cfg, self.world = config(name), GRAPHS[name][1]
         self.torch = torch
-        self.full = ref.make_tensors(self.cfg, seed=seed)
-        shards = [tp.shard(self.full, self.cfg, self.world, r) for r in range(self.world)]
+        if devices is None:
+            devices = [torch.cuda.current_device()] * self.world
+        if len(devices) != self.world:
+            raise ValueError(f"{name}: {len(devices)} devices for {self.world} ranks")
+        self.devices = [torch.device("cuda", d) for d in devices]
+        self.full = full if full is not None else \
+            ref.make_tensors(self.cfg, seed=seed, device=self.devices[0])
+        shards = [{n: t.to(self.devices[r]) for n, t in
+                   tp.shard(self.full, self.cfg, self.world, r).items()}
+                  for r in range(self.world)]
         self.kernels = [load_mega(path) for _ in range(self.world)]
         params = {p.name: (tuple(p.shape), p.dtype) for p in self.kernels[0].user_params}
 
         def zeros(shape, dtype, rank):
-            return torch.zeros(shape, dtype=getattr(torch, dtype), device="cuda")
+            return torch.zeros(shape, dtype=getattr(torch, dtype), device=self.devices[rank])
 
         self.tensors = tp.bind_ranks(params, shards, self.world, zeros)
-        for mk, mine in zip(self.kernels, self.tensors):
-            mk.bind(mine)
+        peers = tp.peer_names(params, self.world)
+        for r, (mk, mine) in enumerate(zip(self.kernels, self.tensors)):
+            remote = {n: t for n, t in mine.items()
+                      if n in peers and self.devices[peers[n][0]] != self.devices[r]}
+            mk.bind({n: t for n, t in mine.items() if n not in remote})
+            if remote:
+                mk.bind_remote(remote)
             mk.set_step_limit(1)
         events = [mk.events_address for mk in self.kernels]
         for r, mk in enumerate(self.kernels):
-            mk.bind_peers(r, events)
+            if self.world > 1:
+                mk.bind_peers(r, events)
             # A first launch's synchronous setup would wait for the rank
             # launched before it (mega_peers.py): prepare every rank first.
             mk.prepare()
-        self.streams = [torch.cuda.Stream() for _ in range(self.world)]
-        torch.cuda.synchronize()
+        self.streams = [torch.cuda.Stream(device=d) for d in self.devices]
+        self.synchronize()
+
+    def synchronize(self):
+        for d in sorted(set(self.devices), key=str):
+            self.torch.cuda.synchronize(d)
 
     def set_state(self, pos, **sampling):
         """The same state and sampling words on every rank, the full tensors'
@@ -107,12 +148,27 @@ class Ranks:
             for c in ref.cache_names(self.cfg):
                 mine[c].copy_(self.full[c][r * hkv:(r + 1) * hkv])
 
+    def check_step(self, pos, **sampling):
+        """One launch of every rank at `pos` judged against the unsharded
+        float64 step (generation_reference.check_step on the joined
+        tensors); the details name the state tensors the ranks disagree on."""
+        from tilemega.mega import generation_reference as ref
+
+        self.set_state(pos, **sampling)
+        before = ref.snapshot(self.cfg, self.full)
+        expected = ref.step_float64(self.cfg, self.full)
+        self.launch()
+        got = ref.check_step(self.cfg, self.joined(), before, expected)
+        got["details"]["ranks_differ"] = differ = self.agree()
+        got["passed"] = got["passed"] and not differ
+        return got
+
     def launch(self, steps=1):
         for mk in self.kernels:
             mk.set_step_limit(steps)
         for mk, s in zip(self.kernels, self.streams):
             mk.launch(stream=s)
-        self.torch.cuda.synchronize()
+        self.synchronize()
         for mk in self.kernels:
             mk.check()
 
@@ -122,10 +178,11 @@ class Ranks:
         from tilemega.mega import generation_reference as ref
 
         torch = self.torch
+        home = self.devices[0]
         view = dict(self.full)
-        view["logits"] = torch.cat([m["logits"] for m in self.tensors])
+        view["logits"] = torch.cat([m["logits"].to(home) for m in self.tensors])
         for c in ref.cache_names(self.cfg):
-            view[c] = torch.cat([m[c] for m in self.tensors])
+            view[c] = torch.cat([m[c].to(home) for m in self.tensors])
         view["tokens"], view["gen"] = self.tensors[0]["tokens"], self.tensors[0]["gen"]
         return view
 
@@ -133,42 +190,38 @@ class Ranks:
         """Names of the state tensors some rank holds differently from rank 0."""
         first = self.tensors[0]
         return sorted({n for m in self.tensors[1:] for n in ("tokens", "gen")
-                       if not self.torch.equal(m[n], first[n])})
+                       if not self.torch.equal(m[n].to(first[n].device), first[n])})
 
 
-def check_artifact(path, torch, seed=0):
+def check_artifact(path, torch, seed=0, devices=None):
     """{"error": worst logits error, "tolerance", "passed", "details"}: the
-    steps, the device loop and the dead peer (module docstring)."""
+    steps, the device loop and the dead peer (module docstring); devices as
+    Ranks takes them."""
     from tilemega.mega import generation_reference as ref
     from tilemega.runtime import MegaKernelError
 
     import generation
 
-    run = Ranks(path, torch, seed=seed)
+    run = Ranks(path, torch, seed=seed, devices=devices)
     cfg, S = run.cfg, run.cfg.max_seq_len
-    worst, passed, details = 0.0, True, {"ranks": run.world}
+    worst, passed, details = 0.0, True, {"ranks": run.world,
+                                         "devices": [str(d) for d in run.devices]}
     steps = [(str(p), p, {}) for p in generation.positions(cfg)] + [
         ("sampled", S // 2 + 3, dict(temperature=0.8)),
         ("sampled top-k 50", S // 2 + 3, dict(temperature=0.8, top_k=50)),
         ("sampled top-k 64 top-p 0.6", 1, dict(temperature=1.5, top_k=64, top_p=0.6))]
     for key, pos, sampling in steps:
-        run.set_state(pos, **sampling)
-        before = ref.snapshot(cfg, run.full)
-        expected = ref.step_float64(cfg, run.full)
-        run.launch()
-        got = ref.check_step(cfg, run.joined(), before, expected)
-        differ = run.agree()
+        got = run.check_step(pos, **sampling)
         worst = max(worst, got["error"])
-        passed &= got["passed"] and not differ
+        passed &= got["passed"]
         details[key] = {k: v for k, v in got["details"].items()
                         if not k.endswith("_row") or v > 1e-2 or k.startswith("l0.")}
-        details[key]["ranks_differ"] = differ
     loop = check_loop(run)
     passed &= loop["passed"]
     details["loop"] = loop
     # A rank that never launches: rank 0 alone stops on its watchdog,
     # naming a peer event's word of the missing sender.
-    lonely = Ranks(path, torch, seed=seed)
+    lonely = Ranks(path, torch, seed=seed, devices=devices)
     lonely.set_state(2)
     try:
         lonely.kernels[0].launch()
@@ -178,7 +231,7 @@ def check_artifact(path, torch, seed=0):
     except MegaKernelError as exc:
         details["dead_peer"] = str(exc)[:400]
         named = "from rank 1" in str(exc)
-    torch.cuda.synchronize()
+    lonely.synchronize()
     passed &= named
     return {"error": worst, "tolerance": ref.logits_tolerance(cfg), "passed": passed,
             "details": details}
@@ -220,6 +273,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default="out")
     parser.add_argument("--run-only", action="store_true")
+    parser.add_argument("--devices", default=None,
+                        help="each rank's GPU, e.g. 0,1 (default: all on the current one)")
     args = parser.parse_args()
     if not args.run_only:
         for path in build_all(args.out):
@@ -228,8 +283,9 @@ def main():
     import torch
 
     ok = True
-    for name in GRAPHS:
-        got = check_artifact(os.path.join(args.out, name + ".json"), torch)
+    for name in CHECKED:
+        devices = [int(d) for d in args.devices.split(",")] if args.devices else None
+        got = check_artifact(os.path.join(args.out, name + ".json"), torch, devices=devices)
         ok &= got["passed"]
         print(f"{name}: worst logits error {got['error']:.3g}: "
               f"{'ok' if got['passed'] else 'FAILED'} {got['details']}")

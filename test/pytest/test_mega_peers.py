@@ -105,3 +105,32 @@ def test_the_multi_rank_check_refuses_a_jit_queue(metas):
     meta.pop("table_sections")
     with pytest.raises(ValueError, match="schedulers 0"):
         mega_sim.unroll_ranks(meta)
+
+
+class FakeTensor:
+    """A CUDA-array-interface tensor with no device behind it (CPU tests)."""
+
+    def __init__(self, shape, typestr, ptr=0x7F0000000000):
+        self.__cuda_array_interface__ = dict(shape=tuple(shape), typestr=typestr, strides=None,
+                                             data=(ptr, False), version=3)
+
+
+def test_remote_tensors_bind_in_a_graph_of_several_ranks_after_the_own_ones(tmp_path):
+    """MegaKernel.bind_remote (another GPU's inboxes): refused for a graph of
+    one rank, before the rank's own tensors fix the kernel's device, and in
+    another form than a dict or keywords."""
+    from tilemega.runtime import ArgumentError, load_mega
+
+    art, _ = all_reduce_meta(2)
+    mk = load_mega(art.save(str(tmp_path / "r2")))
+    with pytest.raises(ArgumentError, match="bind this rank's own tensors first"):
+        mk.bind_remote({"ar.rank": FakeTensor([1], "<i4")})
+    with pytest.raises(ArgumentError, match="takes a dict or keywords"):
+        mk.bind_remote(FakeTensor([1], "<i4"))
+    one = Graph("one", workers=2, threads=256, schedulers=0)
+    x = one.input("x", [2048])
+    one.add(x, x, one.output("y", [2048]))
+    single = load_mega(tilemega.compile(one.to_mlir(), chip="sm_90a", name="one")
+                       .save(str(tmp_path / "r1")))
+    with pytest.raises(ArgumentError, match="a graph of one rank has no remote tensors"):
+        single.bind_remote(x=FakeTensor([2048], "<f2"))

@@ -149,6 +149,32 @@ def current_device() -> Optional[int]:
     return int(call(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
 
 
+# cuCtxEnablePeerAccess's answer when the access is on already.
+_PEER_ACCESS_ALREADY_ENABLED = 704
+
+
+def enable_peer_access(device: int, peer: int, what: str):
+    """Let kernels on `device` reach `peer`'s memory (its primary context's
+    allocations): LaunchError naming `what` when the two GPUs cannot (no
+    NVLink or PCIe peer path); a no-op when it is on already."""
+    drv = cuda()
+    for d in (device, peer):
+        if not 0 <= d < _device_count:
+            raise LaunchError(f"{what}: CUDA device {d} does not exist ({_device_count} found)")
+    dev = call(drv.cuDeviceGet(device), f"cuDeviceGet({device})")
+    other = call(drv.cuDeviceGet(peer), f"cuDeviceGet({peer})")
+    if not call(drv.cuDeviceCanAccessPeer(dev, other),
+                f"cuDeviceCanAccessPeer({device}, {peer})"):
+        raise LaunchError(f"{what}: device {device} cannot access device {peer}'s memory "
+                          "(no peer path between the two GPUs)")
+    target = primary_context(peer)
+    with device_context(device):
+        result = drv.cuCtxEnablePeerAccess(target, 0)
+        err = result[0] if isinstance(result, tuple) else result
+        if _code(err) not in (0, _PEER_ACCESS_ALREADY_ENABLED):
+            raise error_from(drv, err, f"{what}: cuCtxEnablePeerAccess({device} -> {peer})")
+
+
 def device_of_pointer(ptr: int) -> Optional[int]:
     """Device ordinal owning a device pointer, or None if the driver cannot tell."""
     drv = cuda()

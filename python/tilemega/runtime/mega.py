@@ -209,6 +209,23 @@ class MegaKernel:
     def bind(self, *args, **named) -> "MegaKernel":
         """Bind graph tensors: a dict, keywords, or positional in param order (scratch
         params excluded). Everything is checked before anything is stored."""
+        return self._bind(args, named, remote=False)
+
+    def bind_remote(self, *args, **named) -> "MegaKernel":
+        """For a graph of several ranks whose ranks run on different GPUs of
+        one process: bind tensors (a dict or keywords) that live in another
+        rank's GPU memory - its inboxes, for this rank's `to` parameters
+        (tensor_parallel.bind_ranks). Their device must be reachable from
+        this kernel's device, whose peer access to it is enabled here
+        (LaunchError otherwise); bind this rank's own tensors first (they
+        decide this kernel's device)."""
+        if self.ranks == 1:
+            raise ArgumentError(f"{self.name}: a graph of one rank has no remote tensors")
+        if args and not (len(args) == 1 and isinstance(args[0], dict)):
+            raise ArgumentError(f"{self.name}: bind_remote takes a dict or keywords")
+        return self._bind(args, named, remote=True)
+
+    def _bind(self, args, named, remote: bool) -> "MegaKernel":
         if len(args) == 1 and isinstance(args[0], dict):
             named = {**args[0], **named}
             args = ()
@@ -233,10 +250,17 @@ class MegaKernel:
             desc = check_tensor(param, value, where)
             device = self._device if self._device is not None else \
                 next((d for d in self._bound_devices.values() if d is not None), None)
+            if remote and device is None:
+                raise ArgumentError(f"{where}: bind this rank's own tensors first (with "
+                                    "bind); they decide the kernel's device")
             if desc.device is not None and device is not None and desc.device != device:
-                raise ArgumentError(f"{where}: the tensor is on device {desc.device} but the "
-                                    f"kernel's other tensors are on device {device}")
-            ptrs[name] = (desc.ptr, desc.device)
+                if not remote:
+                    raise ArgumentError(f"{where}: the tensor is on device {desc.device} but "
+                                        f"the kernel's other tensors are on device {device} "
+                                        "(another rank's memory: bind_remote)")
+                driver.enable_peer_access(device, desc.device, where)
+            # A remote tensor is used from this kernel's device.
+            ptrs[name] = (desc.ptr, device if remote else desc.device)
         for name, (ptr, device) in ptrs.items():
             self._bound_ptrs[name] = ptr
             self._bound_devices[name] = device
