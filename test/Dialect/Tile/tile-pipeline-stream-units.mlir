@@ -5,7 +5,7 @@
 // the 4 in range): one ring of 3 stages across the units. Unit j's
 // iteration i is ring position j * 8 + i; its prologue runs only when unit
 // j - 1 did not (here: j = 0); in its last iterations the refill issues
-// unit j + 1's first ones (row recomputed from j + 1) when that unit runs.
+// unit j + 1's first ones (row recomputed for j + 1) when that unit runs.
 
 // CHECK-LABEL: func.func @stream
 // CHECK-SAME:    (%[[W:.*]]: memref<64x1024xbf16>,
@@ -33,21 +33,25 @@
 // CHECK-NEXT:          gpu.barrier
 // CHECK:               %[[NEXT:.*]] = arith.addi %[[I]], %c2
 // CHECK:               %[[IN:.*]] = arith.cmpi slt, %[[NEXT]], %c8
-// CHECK:               scf.if %[[IN]] {
-// CHECK:                 arith.addi %[[NEXT]], %[[BASE]]
-// CHECK:                 tile.copy async %[[W]][%[[ROW]], %{{.*}}]
-// CHECK:               } else {
-// The next unit's first iterations, at ring position (j + 1) * 8 + m.
-// CHECK:                 %[[J1:.*]] = arith.addi %[[J]], %c1
-// CHECK:                 %[[UNIT1:.*]] = arith.addi %[[FIRST]], %[[J1]]
-// CHECK:                 %[[RUNS:.*]] = arith.andi
-// CHECK:                 %[[ROW1:.*]] = arith.muli %[[UNIT1]], %c16
-// CHECK:                 %[[M:.*]] = arith.subi %[[NEXT]], %c8
-// CHECK:                 %[[BASE1:.*]] = arith.addi %[[BASE]], %c8
-// CHECK:                 scf.if %[[RUNS]] {
-// CHECK:                   arith.addi %[[M]], %[[BASE1]]
-// CHECK:                   tile.copy async %[[W]][%[[ROW1]], %{{.*}}]
-// CHECK:                 }
+// Past the unit's end, the next unit's first iterations: one set of copies
+// whose unit (j or j + 1) and iteration (next or next - 8) are selected,
+// at ring position j * 8 + next either way.
+// CHECK:               %[[J1:.*]] = arith.addi %[[J]], %c1
+// CHECK:               %[[WRAP:.*]] = arith.cmpi sge, %[[NEXT]], %c8
+// CHECK:               %[[UNIT1:.*]] = arith.addi %[[FIRST]], %[[J1]]
+// CHECK:               %[[RUNS:.*]] = arith.andi
+// CHECK:               %[[GO:.*]] = arith.ori %[[IN]], %[[RUNS]]
+// CHECK:               %[[JI:.*]] = arith.select %[[WRAP]], %[[J1]], %[[J]]
+// CHECK:               %[[M:.*]] = arith.subi %[[NEXT]], %c8
+// CHECK:               %[[IT:.*]] = arith.select %[[WRAP]], %[[M]], %[[NEXT]]
+// CHECK:               %[[UNITI:.*]] = arith.addi %[[FIRST]], %[[JI]]
+// CHECK:               %[[ROWI:.*]] = arith.muli %[[UNITI]], %c16
+// CHECK:               %[[RING:.*]] = arith.addi %[[BASE]], %[[NEXT]]
+// CHECK:               scf.if %[[GO]] {
+// CHECK:                 %[[COL:.*]] = arith.muli %[[IT]], %c128
+// CHECK:                 arith.remui %[[RING]], %c3
+// CHECK:                 tile.copy async %[[W]][%[[ROWI]], %[[COL]]]
+// CHECK-NOT:           } else {
 // CHECK:               }
 // CHECK-NEXT:          tile.async_commit
 // CHECK:               arith.addi %[[I]], %[[BASE]]

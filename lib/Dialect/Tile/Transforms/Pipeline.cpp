@@ -691,10 +691,11 @@ struct TilePipelinePass
     // Issues the copies of `iteration` into its stage, when `pred` holds.
     // `which` producers; `outer` maps values from outside the loop (the
     // early prologue's copies of them at the prefetch point, or the next
-    // unit's); `base` is the ring position of the loop's iteration 0.
+    // unit's); `base` is the ring position of the loop's iteration 0, or
+    // `ring` that of the iteration issued.
     auto issueSome = [&](OpBuilder &ob, Value iteration, Value pred,
                          ArrayRef<Producer *> which, IRMapping &outer,
-                         Value base = Value()) {
+                         Value base = Value(), Value ring = Value()) {
       std::optional<int64_t> known =
           pred ? getConstantIntValue(pred) : std::optional<int64_t>(1);
       if (known && *known == 0)
@@ -708,7 +709,8 @@ struct TilePipelinePass
       Value scaled = ob.createOrFold<arith::MulIOp>(
           loc, iteration, mapping.lookupOrDefault(step));
       Value iv = ob.createOrFold<arith::AddIOp>(loc, mapping.lookupOrDefault(lb), scaled);
-      Value stage = getStage(ob, loc, ringOf(ob, iteration, base), numStages);
+      Value stage = getStage(ob, loc, ring ? ring : ringOf(ob, iteration, base),
+                             numStages);
       mapping.map(loop.getInductionVar(), iv);
       for (Operation &op : loop.getBody().front())
         if (llvm::any_of(which, [&](Producer *p) { return p->slice.contains(&op); }))
@@ -825,21 +827,26 @@ struct TilePipelinePass
       if (!stream) {
         issue(fb, next, pred);
       } else {
-        // Past this unit's last iteration: the next unit's first ones, into
-        // the stages that follow in the ring.
-        auto here = scf::IfOp::create(fb, loc, pred, /*withElseRegion=*/true);
-        OpBuilder tb = OpBuilder::atBlockTerminator(here.thenBlock());
-        issueSome(tb, next, Value(), all, none, ringBase);
-        OpBuilder eb = OpBuilder::atBlockTerminator(here.elseBlock());
-        IRMapping nextUnit;
-        Value j1 = arith::AddIOp::create(eb, loc, stream->units.getInductionVar(), c1);
-        Value runs = unitRuns(eb, loc, *stream, j1, nextUnit);
+        // Iteration `next` of this unit or, past its last one, iteration
+        // next - trips of the next unit (when it runs), at ring position
+        // ringBase + next either way: one set of copies whose unit and
+        // iteration are selected, so the issue code (and the registers its
+        // addresses take) is not doubled.
+        Value j = stream->units.getInductionVar();
+        Value j1 = arith::AddIOp::create(fb, loc, j, c1);
+        Value wrap = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::sge, next, trips);
+        IRMapping guards;
+        Value go = arith::OrIOp::create(fb, loc, pred,
+                                        unitRuns(fb, loc, *stream, j1, guards));
+        Value unit = arith::SelectOp::create(fb, loc, wrap, j1, j);
+        Value iteration = arith::SelectOp::create(
+            fb, loc, wrap, arith::SubIOp::create(fb, loc, next, trips), next);
+        IRMapping issued;
         for (Value v : stream->perUnit)
-          nextUnit.map(v, materializeForIteration(v, stream->units, j1, eb,
-                                                  nextUnit, /*dryRun=*/false));
-        Value first = arith::SubIOp::create(eb, loc, next, trips);
-        Value nextBase = arith::AddIOp::create(eb, loc, ringBase, trips);
-        issueSome(eb, first, runs, all, nextUnit, nextBase);
+          issued.map(v, materializeForIteration(v, stream->units, unit, fb,
+                                                issued, /*dryRun=*/false));
+        issueSome(fb, iteration, go, all, issued, Value(),
+                  arith::AddIOp::create(fb, loc, ringBase, next));
       }
       // Always a group, so that the count above stays exact.
       commit(fb);

@@ -134,7 +134,8 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     run the loop (j is the first, or j - 1 failed the guards); the refill
     for i + N - 1 >= T issues iteration i + N - 1 - T of iteration j + 1,
     with the copies' addresses and the guards recomputed for j + 1, when it
-    runs the loop. The group count stays that of one long loop, so each
+    runs the loop (one set of copies whose iteration of the `scf.for` and
+    of the loop are selected, at ring position j * T + i + N - 1). The group count stays that of one long loop, so each
     `tile.async_wait` still covers its own iteration. Needs constant bounds
     (or bounds from outside the `scf.for`), cp.async producers, no other
     pipelined loop in it and a kernel whose tiles never share bytes;
