@@ -145,7 +145,9 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       all its arguments) is marked `tile.early`, so `tile-pipeline` issues
       the prologue of its pipelined loop at the prefetch point: a task's
       first weight tiles are in flight while its inputs are still being
-      computed elsewhere. Only the activation reads wait.
+      computed elsewhere. Only the activation reads wait. A body that marks
+      `tile.early` itself on a copy of a tensor some task writes is an
+      error naming the writer (it would read data from before it ran).
     * **Scheduler CTA.** Its first warp walks the JIT list in order, 32
       entries at a time: each lane checks one entry's events, a ballot finds
       the run of ready entries at the head, and lane 0 publishes the run by

@@ -168,6 +168,8 @@ struct ConvertMegaToGPUPass
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args[0], globalTypes, args[1], args[2],
                   args[3], args[4]);
+    if (builder.hasErrors())
+      return failure();
     return success();
   }
 };

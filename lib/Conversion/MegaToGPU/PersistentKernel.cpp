@@ -280,14 +280,20 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   // Operands: the graph tensors the task passes, from the argument table;
   // those no task of the graph writes (weights) can be read early.
   DenseSet<Value> readOnly;
+  DenseMap<Value, unsigned> writers;   // the others, with a graph argument written
   for (unsigned a = 0; a < body.getNumArguments(); ++a) {
     Value tensor = graphArg(caseArgumentSlot(caseIndex, a, task),
                             body.getArgument(a).getType());
     mapping.map(body.getArgument(a), tensor);
-    if (llvm::none_of(c.tasks, [&](unsigned ti) {
-          return written.contains(
-              cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber());
-        }))
+    for (unsigned ti : c.tasks) {
+      unsigned arg =
+          cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber();
+      if (written.contains(arg)) {
+        writers.try_emplace(tensor, arg);
+        break;
+      }
+    }
+    if (!writers.contains(tensor))
       readOnly.insert(tensor);
   }
   // Thread 0 waits for the entry's events here; the body runs if they fired.
@@ -319,6 +325,7 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
       waitHere();
     for (Operation &op : src) {
       Operation *clone = b.clone(op, mapping);
+      checkEarlyCopies(clone, writers, body);
       if (waitInCase)
         markEarlyCopies(clone, readOnly);
       // Allocations move to the kernel's top level (they must sit directly
@@ -389,13 +396,14 @@ bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
   return true;
 }
 
-llvm::SmallDenseSet<unsigned> PersistentKernelBuilder::writtenGraphArgs() const {
-  llvm::SmallDenseSet<unsigned> result;
+llvm::SmallDenseMap<unsigned, Operation *>
+PersistentKernelBuilder::writtenGraphArgs() const {
+  llvm::SmallDenseMap<unsigned, Operation *> result;
   // In a graph of several ranks a peer's task may write any argument (an
   // inbox bound to another rank's `to` tensor): none is known read-only.
   if (t.ranks > 1) {
     for (unsigned a = 0; a < globalTypes.size(); ++a)
-      result.insert(a);
+      result.try_emplace(a, nullptr);
     return result;
   }
   for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
@@ -405,9 +413,36 @@ llvm::SmallDenseSet<unsigned> PersistentKernelBuilder::writtenGraphArgs() const 
                                      [&](AccessAttr a) {
                                        return a.isWrite() && a.getOperand() == int64_t(i);
                                      }))
-        result.insert(cast<BlockArgument>(arg).getArgNumber());
+        result.try_emplace(cast<BlockArgument>(arg).getArgNumber(), task);
   }
   return result;
+}
+
+void PersistentKernelBuilder::checkEarlyCopies(
+    Operation *op, const DenseMap<Value, unsigned> &writers, Operation *body) {
+  op->walk([&](tile::CopyOp copy) {
+    if (!copy->hasAttr(tile::TileDialect::getEarlyAttrName()))
+      return;
+    Value src = copy.getSrc();
+    while (auto view = src.getDefiningOp<ViewLikeOpInterface>())
+      src = view.getViewSource();
+    auto it = writers.find(src);
+    if (it == writers.end())
+      return;
+    auto diag = copy.emitOpError()
+                << "is marked tile.early (load before the task's events "
+                   "fire), but it reads graph argument "
+                << it->second;
+    if (Operation *writer = written.lookup(it->second))
+      diag << ", which task @" << cast<TaskOp>(writer).getSymName()
+           << " writes";
+    else
+      diag << ", which another rank's tasks may write";
+    diag << ": it would read data from before they ran (the copies of tensors "
+            "no task writes are marked by convert-mega-to-gpu itself)";
+    diag.attachNote(body->getLoc()) << "in this task body";
+    errors = true;
+  });
 }
 
 void PersistentKernelBuilder::markEarlyCopies(Operation *op,

@@ -235,12 +235,25 @@ private:
   /// thread; control word 4 keeps it for the signals).
   Value waitInsideCase(const Record &r, Value entry);
   /// Graph arguments some task writes (per its footprint; every argument
-  /// of a task without one): the rest (weights) can be read before a
-  /// task's events fire.
-  llvm::SmallDenseSet<unsigned> writtenGraphArgs() const;
+  /// of a task without one), each with the first task that does (null in
+  /// a graph of several ranks, where a peer may write any): the rest
+  /// (weights) can be read before a task's events fire.
+  llvm::SmallDenseMap<unsigned, Operation *> writtenGraphArgs() const;
   /// Marks the copies of `op` (a body op just cloned into case
   /// `caseIndex`) that read a tensor no task writes with tile.early.
   void markEarlyCopies(Operation *op, const DenseSet<Value> &readOnly);
+  /// Reports the copies of `op` a body marked tile.early itself that read a
+  /// tensor of `writers` (cloned operand -> graph argument some task
+  /// writes): loaded before the events fire, they would read stale data.
+  void checkEarlyCopies(Operation *op, const DenseMap<Value, unsigned> &writers,
+                        Operation *body);
+
+public:
+  /// Whether a body asked for something the kernel cannot do (reported).
+  bool hasErrors() const { return errors; }
+
+private:
+  bool errors = false;
   void buildScheduler();
   void emitPrefetch(Value entry);
   /// Whether task `taskIndex`'s read-only inputs are worth prefetching: only
@@ -282,7 +295,7 @@ private:
   /// (mega-stream-units).
   bool streamUnits;
   StepLoop stepLoop;
-  llvm::SmallDenseSet<unsigned> written;
+  llvm::SmallDenseMap<unsigned, Operation *> written;
 
   SmallVector<Type> globalTypes;
   Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;
