@@ -134,3 +134,5 @@ def test_remote_tensors_bind_in_a_graph_of_several_ranks_after_the_own_ones(tmp_
                        .save(str(tmp_path / "r1")))
     with pytest.raises(ArgumentError, match="a graph of one rank has no remote tensors"):
         single.bind_remote(x=FakeTensor([2048], "<f2"))
+    with pytest.raises(ArgumentError, match="a graph of one rank has no peers to share"):
+        single.use_events(FakeTensor([1], "<i4"))

@@ -145,6 +145,7 @@ class MegaKernel:
         self._bound_devices: Dict[str, Optional[int]] = {}
         self._device = device
         self._buffers: Dict[str, Any] = {}      # name -> torch tensor we allocated
+        self._given_events = None               # use_events' buffer, if any
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
         self._packed = None                      # its BoundLaunch (packed once), if any
         self._resident_on: Optional[int] = None # the device whose residency was checked
@@ -298,6 +299,34 @@ class MegaKernel:
         self._packed = None
         return self
 
+    def use_events(self, events) -> "MegaKernel":
+        """For a graph of several ranks in several processes: this kernel's
+        `mega_events` buffer is `events` (an int32 CUDA tensor of the
+        kernel's event words, zeroed, on this kernel's device) rather than
+        one the runtime allocates: one the other ranks can reach (symmetric
+        memory), whose peers' views give bind_peers its addresses. Before
+        the buffers are allocated (the first launch, prepare)."""
+        if self.ranks == 1:
+            raise ArgumentError(f"{self.name}: a graph of one rank has no peers to share "
+                                "its events with")
+        if self._buffers:
+            raise ArgumentError(f"{self.name}: use_events after the buffers were allocated "
+                                "(call it before the first launch or prepare)")
+        torch = _torch()
+        spec = next(p for p in self.kernel.spec.params if p.name == "mega_events")
+        if not isinstance(events, torch.Tensor) or not events.is_cuda or \
+                events.dtype != torch.int32 or tuple(events.shape) != tuple(spec.shape) or \
+                not events.is_contiguous():
+            raise ArgumentError(f"{self.name}: use_events needs a contiguous int32 CUDA tensor "
+                                f"of shape {list(spec.shape)}, got "
+                                f"{getattr(events, 'dtype', type(events).__name__)} "
+                                f"{list(getattr(events, 'shape', []))}")
+        if self._device is not None and events.device.index != self._device:
+            raise ArgumentError(f"{self.name}: use_events: the buffer is on device "
+                                f"{events.device.index}, the kernel's tensors on {self._device}")
+        self._given_events = events
+        return self
+
     @property
     def events_address(self) -> int:
         """The address of this kernel's `mega_events` buffer (allocated now
@@ -379,7 +408,9 @@ class MegaKernel:
                              f"but device {device} has {free} free (the largest, param "
                              f"'{big.name}' of shape {list(big.shape)}, takes {_bytes(big)})")
         bufs = {p.name: torch.zeros(tuple(p.shape), dtype=getattr(torch, p.dtype), device=dev)
-                for p in owned}
+                for p in owned if not (p.name == "mega_events" and self._given_events is not None)}
+        if self._given_events is not None:
+            bufs["mega_events"] = self._given_events
         tables = self.meta["tables"]
         if tables:
             bufs["mega_tables"].copy_(torch.tensor(tables, dtype=torch.int32))
