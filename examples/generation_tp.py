@@ -88,7 +88,7 @@ class Ranks:
     def __init__(self, path, torch, seed=0, devices=None, full=None):
         from tilemega.mega import generation_reference as ref
         from tilemega.mega import tensor_parallel as tp
-        from tilemega.runtime import load_mega
+        from tilemega.mega.tp_engine import bind_rank_kernels
 
         name = os.path.basename(path)[:-len(".json")]
         self.cfg, self.world = config(name), GRAPHS[name][1]
@@ -103,28 +103,8 @@ class Ranks:
         shards = [{n: t.to(self.devices[r]) for n, t in
                    tp.shard(self.full, self.cfg, self.world, r).items()}
                   for r in range(self.world)]
-        self.kernels = [load_mega(path) for _ in range(self.world)]
-        params = {p.name: (tuple(p.shape), p.dtype) for p in self.kernels[0].user_params}
-
-        def zeros(shape, dtype, rank):
-            return torch.zeros(shape, dtype=getattr(torch, dtype), device=self.devices[rank])
-
-        self.tensors = tp.bind_ranks(params, shards, self.world, zeros)
-        peers = tp.peer_names(params, self.world)
-        for r, (mk, mine) in enumerate(zip(self.kernels, self.tensors)):
-            remote = {n: t for n, t in mine.items()
-                      if n in peers and self.devices[peers[n][0]] != self.devices[r]}
-            mk.bind({n: t for n, t in mine.items() if n not in remote})
-            if remote:
-                mk.bind_remote(remote)
-            mk.set_step_limit(1)
-        events = [mk.events_address for mk in self.kernels]
-        for r, mk in enumerate(self.kernels):
-            if self.world > 1:
-                mk.bind_peers(r, events)
-            # A first launch's synchronous setup would wait for the rank
-            # launched before it (mega_peers.py): prepare every rank first.
-            mk.prepare()
+        self.kernels, self.tensors = bind_rank_kernels(path, shards, self.world, self.devices,
+                                                       torch)
         self.streams = [torch.cuda.Stream(device=d) for d in self.devices]
         self.synchronize()
 

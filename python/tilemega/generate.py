@@ -106,6 +106,11 @@ def parse_args(argv=None):
     parser.add_argument("--top-p", type=float, default=None,
                         help="and of those from the smallest set of mass >= p")
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
+    parser.add_argument("--world", type=_positive, default=1,
+                        help="GPUs to split the model over (tensor parallel, one process; "
+                             "the decode steps walk the prompt)")
+    parser.add_argument("--devices", type=_ids, default=None,
+                        help="comma-separated GPUs of the ranks (default 0 .. world - 1)")
     args = parser.parse_args(argv)
     from .mega.engine import Engine
 
@@ -123,6 +128,19 @@ def parse_args(argv=None):
             parser.error(f"--{flag} {value}: no such file")
     if args.prefill and args.no_prefill:
         parser.error("--prefill and --no-prefill exclude each other")
+    if args.world > 1:
+        from .mega import tensor_parallel as tp
+
+        if args.prefill:
+            parser.error("--prefill: over several GPUs the decode steps walk the prompt "
+                         "(no prefill kernels over ranks yet)")
+        try:
+            tp.check_sampling(args.temperature, args.top_k or 0,
+                              1.0 if args.top_p is None else args.top_p)
+        except ValueError as e:
+            parser.error(f"--world {args.world}: {e}")
+    if args.devices is not None and len(args.devices) != args.world:
+        parser.error(f"--devices: {len(args.devices)} GPUs for --world {args.world}")
     return parser, args
 
 
@@ -140,6 +158,9 @@ def main(argv=None):
         ids = args.prompt_ids
     def progress(message):
         print(f"[tilemega] {message}", file=sys.stderr, flush=True)
+
+    if args.world > 1:
+        return _generate_over_ranks(args, ids, codec, progress)
 
     try:
         engine = Engine.from_pretrained(args.model, max_seq_len=args.max_seq_len,
@@ -169,6 +190,31 @@ def main(argv=None):
               f"({engine.last_launch_host_s * 1e6:.0f} us of host time); first token after "
               f"{first * 1e3:.1f} ms ({len(ids)} prompt tokens); {rest:.3f} ms/token after it, "
               f"{len(out) / total:.1f} tokens/s overall", file=sys.stderr)
+    return 0
+
+
+def _generate_over_ranks(args, ids, codec, progress):
+    """--world > 1: TensorParallelEngine, one launch of every rank; the
+    tokens are printed when it ends (no streaming over ranks yet)."""
+    from .mega.tp_engine import TensorParallelEngine
+
+    try:
+        engine = TensorParallelEngine.from_pretrained(
+            args.model, world=args.world, devices=args.devices, max_seq_len=args.max_seq_len,
+            artifact=args.artifact, eos_token_id=args.eos_id, progress=progress)
+        start = time.perf_counter()
+        out = engine.generate(ids, max_new_tokens=args.max_new_tokens,
+                              temperature=args.temperature, top_k=args.top_k,
+                              top_p=args.top_p, seed=args.seed)
+        total = time.perf_counter() - start
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(codec[1](out) if codec else " ".join(str(t) for t in out))
+    steps = len(ids) - 1 + len(out)
+    print(f"[tilemega] {len(out)} tokens over {args.world} GPUs in one launch of each; "
+          f"{total / max(1, steps) * 1e3:.3f} ms per step ({len(ids)} prompt positions "
+          "walked by the decode steps)", file=sys.stderr)
     return 0
 
 

@@ -719,6 +719,30 @@ def test_cli_argument_errors(args, message, tmp_path):
     assert message in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--world", "2", "--temperature", "1", "--top-p", "0.9"],
+     "--world 2: top_k=0, top_p=0.9: a graph of several ranks samples"),
+    (["--world", "2", "--devices", "0"], "--devices: 1 GPUs for --world 2"),
+    (["--world", "0"], "must be >= 1"),
+])
+def test_cli_tensor_parallel_argument_errors(args, message, tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(llama_dict()))
+    proc = _cli("--model", str(tmp_path), "--prompt-ids", "1", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+
+
+def test_a_world_the_checkpoint_cannot_take_is_refused_before_loading(tmp_path):
+    """TensorParallelEngine.from_pretrained names the config field before it
+    compiles or loads anything (no safetensors in the folder here)."""
+    from tilemega.mega.tp_engine import TensorParallelEngine
+
+    (tmp_path / "config.json").write_text(json.dumps(llama_dict(num_key_value_heads=2)))
+    with pytest.raises(ValueError, match=r"config.json: num_key_value_heads = 2 cannot be "
+                                         r"split over 4 GPUs"):
+        TensorParallelEngine.from_pretrained(str(tmp_path), world=4, max_seq_len=256)
+
+
 def test_cli_text_prompt_without_a_tokenizer_is_an_argument_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(llama_dict()))
     proc = _cli("--model", str(tmp_path), "--prompt", "hello")
