@@ -732,6 +732,18 @@ def test_cli_tensor_parallel_argument_errors(args, message, tmp_path):
     assert message in proc.stderr, proc.stderr
 
 
+def test_the_engines_are_reached_as_the_docs_spell_them():
+    from tilemega.mega import Engine, TensorParallelEngine
+    from tilemega.mega.engine import Engine as E
+    from tilemega.mega.tp_engine import TensorParallelEngine as T
+
+    assert Engine is E and TensorParallelEngine is T
+    with pytest.raises(AttributeError, match="no attribute 'Engines'"):
+        import tilemega.mega
+
+        tilemega.mega.Engines
+
+
 def test_a_world_the_checkpoint_cannot_take_is_refused_before_loading(tmp_path):
     """TensorParallelEngine.from_pretrained names the config field before it
     compiles or loads anything (no safetensors in the folder here)."""
