@@ -749,9 +749,11 @@ struct TilePipelinePass
     auto issue = [&](OpBuilder &ob, Value iteration, Value pred) {
       issueSome(ob, iteration, pred, all, none, ringBase);
     };
-    // The prologue's copies: all, or those not issued at a prefetch point.
+    // The prologue's copies: all, or those not issued at a prefetch point
+    // (not when streaming across units: a unit whose predecessor did not
+    // run issues its whole prologue itself).
     ArrayRef<Producer *> prologue = all;
-    if (hoistEarlyPrologue(loop, early, ahead, issueSome))
+    if (!stream && hoistEarlyPrologue(loop, early, ahead, issueSome))
       prologue = late;
     // cp.async groups close with a commit; TMA stages need none.
     auto commit = [&](OpBuilder &ob) {

@@ -124,8 +124,8 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     **Early copies** (`tile.early` on a producer, `tile.prefetch_point`
     before the loop): in a kernel whose tiles never share bytes, the
     prologue of the early producers is issued at the nearest prefetch point
-    when their addresses can be computed there; the loop's prologue then
-    issues the others.
+    when their addresses can be computed there (not for a loop that streams
+    across units, below); the loop's prologue then issues the others.
 
     **Streamed units** (the loop's parent, through `scf.if` ops, is an
     `scf.for` marked `tile.stream_units` with step 1): one ring of stages
