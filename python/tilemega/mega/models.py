@@ -262,6 +262,16 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     else:
         g = Graph("generate", workers=workers, threads=threads, schedulers=0, ranks=world)
         rank = g.input("rank", [1], "int32")
+    def project(linear, W, inp, out, residual, name):
+        """out = W @ inp + residual (linear: Graph.linear or linear_silu);
+        over ranks the rank's partial product, all-reduced after the
+        residual (row-parallel W)."""
+        if world == 1:
+            return linear(W, inp, out, residual=residual, name=name)
+        part = g.scratch(name + "_part", [out.size], dt)
+        linear(W, inp, part, name=name)
+        return g.all_reduce(part, out, residual=residual, rank=rank, name=name + "_sum")
+
     embed = g.weight("embed", [V, H], dt)
     rot = (g.weight("rope_cos", [S, D // 2], "float32"),
            g.weight("rope_sin", [S, D // 2], "float32"))
@@ -295,21 +305,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
             g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
                            jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
-        if world == 1:
-            g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
-        else:
-            part = g.scratch(p + "wo_part", [H], dt)
-            g.linear(w["wo"], attn, part, name=p + "wo")
-            g.all_reduce(part, x1, residual=x, rank=rank, name=p + "wo_sum")
+        project(g.linear, w["wo"], attn, x1, x, p + "wo")
         gu = g.scratch(p + "gu", [2 * I], dt)
         g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
         x2 = g.scratch(p + "x2", [H], dt)
-        if world == 1:
-            g.linear_silu(w["wd"], gu, x2, residual=x1, name=p + "wd")
-        else:
-            part = g.scratch(p + "wd_part", [H], dt)
-            g.linear_silu(w["wd"], gu, part, name=p + "wd")
-            g.all_reduce(part, x2, residual=x1, rank=rank, name=p + "wd_sum")
+        project(g.linear_silu, w["wd"], gu, x2, x1, p + "wd")
         x = x2
     final_norm = g.weight("final_norm", [H], dt)
     if world == 1:

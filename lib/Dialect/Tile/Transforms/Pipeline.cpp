@@ -92,27 +92,43 @@ static PrefetchPointOp findPrefetchPoint(Operation *loop) {
   return {};
 }
 
-/// `value` computed before `before`: itself where it dominates that op,
-/// else clones (at `b`, recorded in `map`) of the side-effect-free ops it
-/// is computed by; null when it cannot be (it depends on a load or on a
-/// variable of an enclosing loop). With `dryRun` nothing is cloned.
-static Value materializeBefore(Value value, Operation *before,
-                               DominanceInfo &dom, OpBuilder &b,
-                               IRMapping &map, bool dryRun) {
+/// `value` recomputed at `b`: what `given` says for it where it says
+/// something (a value usable there), else clones (at `b`, recorded in
+/// `map`) of the side-effect-free, region-free ops it is computed by, from
+/// such values; null when it cannot be (a load, another block argument).
+/// With `dryRun` nothing is cloned.
+static Value recompute(Value value, function_ref<Value(Value)> given,
+                       OpBuilder &b, IRMapping &map, bool dryRun) {
   if (Value known = map.lookupOrNull(value))
     return known;
-  if (dom.properlyDominates(value, before))
-    return value;
+  if (Value leaf = given(value))
+    return leaf;
   Operation *def = value.getDefiningOp();
   if (!def || !isPure(def) || def->getNumRegions() != 0)
     return {};
-  for (Value operand : def->getOperands())
-    if (!materializeBefore(operand, before, dom, b, map, dryRun))
+  for (Value operand : def->getOperands()) {
+    Value at = recompute(operand, given, b, map, dryRun);
+    if (!at)
       return {};
+    if (!dryRun && at != operand)
+      map.map(operand, at);
+  }
   if (dryRun)
     return value;
   b.clone(*def, map);
   return map.lookup(value);
+}
+
+/// `value` computed before `before`: itself where it dominates that op,
+/// else recomputed there (recompute); null when it depends on a load or on
+/// a variable of an enclosing loop.
+static Value materializeBefore(Value value, Operation *before,
+                               DominanceInfo &dom, OpBuilder &b,
+                               IRMapping &map, bool dryRun) {
+  return recompute(
+      value,
+      [&](Value v) { return dom.properlyDominates(v, before) ? v : Value(); },
+      b, map, dryRun);
 }
 
 /// Whether `value` is defined outside `op` (not in a region of it).
@@ -121,32 +137,19 @@ static bool isDefinedOutside(Value value, Operation *op) {
 }
 
 /// `value` as the iteration of `loop` whose induction variable is `iv`
-/// computes it: itself when defined outside the loop, else clones (at `b`,
-/// recorded in `map`) of the side-effect-free ops inside the loop it is
-/// computed by, with `iv` for the induction variable; null when it cannot
-/// be (a load, an op with regions, another block argument). With `dryRun`
-/// nothing is cloned.
+/// computes it: itself when defined outside the loop, else recomputed at
+/// `b` (recompute) with `iv` for the induction variable; null when it
+/// cannot be.
 static Value materializeForIteration(Value value, scf::ForOp loop, Value iv,
                                      OpBuilder &b, IRMapping &map, bool dryRun) {
-  if (Value known = map.lookupOrNull(value))
-    return known;
-  if (value == loop.getInductionVar())
-    return iv;
-  if (isDefinedOutside(value, loop))
-    return value;
-  Operation *def = value.getDefiningOp();
-  if (!def || !isPure(def) || def->getNumRegions() != 0)
-    return {};
-  for (Value operand : def->getOperands())
-    if (!materializeForIteration(operand, loop, iv, b, map, dryRun))
-      return {};
-  if (dryRun)
-    return value;
-  IRMapping local = map;
-  local.map(loop.getInductionVar(), iv);
-  Operation *clone = b.clone(*def, local);
-  map.map(def->getResults(), clone->getResults());
-  return map.lookup(value);
+  return recompute(
+      value,
+      [&](Value v) {
+        if (v == loop.getInductionVar())
+          return iv;
+        return isDefinedOutside(v, loop) ? v : Value();
+      },
+      b, map, dryRun);
 }
 
 /// True when `use` of a shared tile only reads it.
