@@ -19,7 +19,6 @@ import argparse
 import math
 import os
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -30,19 +29,6 @@ import common  # noqa: E402
 
 WORKLOAD = "Llama-3.1-8B shape, generation ms/token (KV ~1k)"
 START, STEPS = 1024, 64
-
-
-def per_token_ms(run, torch, steps=STEPS):
-    """(steps-step launch - 1-step launch) / (steps - 1), median of 5."""
-    def once(n):
-        run.set_state(START)
-        run.synchronize()
-        t = time.perf_counter()
-        run.launch(n)
-        return (time.perf_counter() - t) * 1e3
-
-    samples = sorted(once(steps) - once(1) for _ in range(5))
-    return samples[2] / (steps - 1)
 
 
 def main(argv=None):
@@ -82,7 +68,8 @@ def main(argv=None):
             got = run.check_step(START)
             return {"logits": got["error"] if got["passed"] else float("inf")}
 
-        report.row(WORKLOAD, label, check, lambda run=run: per_token_ms(run, torch),
+        report.row(WORKLOAD, label, check,
+                   lambda run=run: gtp.per_token_ms(run, run.synchronize, START, STEPS),
                    tolerance=ref.logits_tolerance(cfg), role=role, devices=devices)
         del run
         torch.cuda.empty_cache()

@@ -173,6 +173,23 @@ class Ranks:
                        if not self.torch.equal(m[n].to(first[n].device), first[n])})
 
 
+def per_token_ms(run, settle, start=1024, steps=64):
+    """ms a token of the device loop: (a launch of `steps` steps - one of
+    1) / (steps - 1), median of 5, from position `start`; settle() before
+    each launch (a device sync, or a barrier of the processes). run: Ranks
+    or generation_tp_dist.DistRank."""
+    import time
+
+    def once(n):
+        run.set_state(start)
+        settle()
+        t = time.perf_counter()
+        run.launch(n)
+        return (time.perf_counter() - t) * 1e3
+
+    return sorted(once(steps) - once(1) for _ in range(5))[2] / (steps - 1)
+
+
 def check_artifact(path, torch, seed=0, devices=None):
     """{"error": worst logits error, "tolerance", "passed", "details"}: the
     steps, the device loop and the dead peer (module docstring); devices as

@@ -29,7 +29,6 @@ import json
 import math
 import os
 import sys
-import time
 
 for _var in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"):
     os.environ[_var] = "0" if _var == "NCCL_NVLS_ENABLE" else "1"
@@ -192,19 +191,6 @@ def check(run, steps=6):
     return {"error": worst, "passed": passed, "details": details}
 
 
-def per_token_ms(run, settle, start=1024, steps=64):
-    """(a launch of `steps` steps - one of 1) / (steps - 1), median of 5;
-    settle() before each (a barrier of the ranks, or a device sync)."""
-    def once(n):
-        run.set_state(start)
-        settle()
-        t = time.perf_counter()
-        run.launch(n)
-        return (time.perf_counter() - t) * 1e3
-
-    return sorted(once(steps) - once(1) for _ in range(5))[2] / (steps - 1)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", nargs="?", default="out")
@@ -225,6 +211,8 @@ def main():
                        symm_mem)
         result = {"name": args.name, "world": run.world}
         if args.bench:
+            from generation_tp import per_token_ms
+
             mine = per_token_ms(run, dist.barrier)
             everyone = [None] * run.world
             dist.all_gather_object(everyone, mine)
