@@ -60,6 +60,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addPass(createConvertTileToGPU(toGPU));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After the CSE that merged every body's thread id into the kernel's one.
+  if (options.megaFreshThreadIds)
+    pm.addPass(mega::createMegaFreshThreadIds());
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

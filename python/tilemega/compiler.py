@@ -298,7 +298,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, mega_early_loads: bool = False,
-            mega_stream_units: bool = False,
+            mega_stream_units: bool = False, mega_fresh_thread_ids: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -312,8 +312,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         (None: the chip's SM count, `target_info(chip)["sm_count"]`), and
         early loads (graphs without a JIT queue: a task's weight tiles start
         loading before its events fire; convert-mega-to-gpu early-loads),
-        and streamed units (a task's units through one ring of pipeline
-        stages; convert-mega-to-gpu stream-units).
+        streamed units (a task's units through one ring of pipeline
+        stages; convert-mega-to-gpu stream-units) and per-body thread
+        index reads (mega-fresh-thread-ids: fewer registers).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -364,14 +365,15 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " tma=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
-            bool(mega_stream_units))
-    if mega != ("auto", False, 2000, target["sm_count"], 0, 1, False, False):
+            bool(mega_stream_units), bool(mega_fresh_thread_ids))
+    if mega != ("auto", False, 2000, target["sm_count"], 0, 1, False, False, False):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
                     f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={max_ctas}"
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"
                     f" mega-prefetch-depth={int(mega_prefetch_depth)}"
                     f" mega-early-loads={int(bool(mega_early_loads))}"
-                    f" mega-stream-units={int(bool(mega_stream_units))}")
+                    f" mega-stream-units={int(bool(mega_stream_units))}"
+                    f" mega-fresh-thread-ids={int(bool(mega_fresh_thread_ids))}")
     ctx = context or Context()
     reject_parser_hazards(text)
     with ctx, Location.unknown():

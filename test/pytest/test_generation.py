@@ -110,7 +110,8 @@ def test_generation_kernel_keeps_its_fragments_in_registers(small_artifact):
 
 
 @pytest.mark.parametrize("options", [dict(mega_early_loads=True), dict(mega_stream_units=True),
-                                     dict(mega_early_loads=True, mega_stream_units=True)])
+                                     dict(mega_early_loads=True, mega_stream_units=True),
+                                     dict(mega_fresh_thread_ids=True)])
 def test_the_opt_in_weight_streaming_changes_the_kernel_and_keeps_it_in_registers(
         small_artifact, options):
     """Early loads and streamed units (off by default until their GPU
@@ -132,6 +133,12 @@ def test_the_opt_in_weight_streaming_changes_the_kernel_and_keeps_it_in_register
     if ptxas_checks_enabled():
         assert re.search(r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
                          art.ptxas_log), art.ptxas_log
+        if options.get("mega_fresh_thread_ids"):
+            # Each body's per-thread addresses stay in its case.
+            def registers(log):
+                return int(re.search(r"Used (\d+) registers", log).group(1))
+            assert registers(art.ptxas_log) < registers(small_artifact[0].ptxas_log) - 16, \
+                (art.ptxas_log, small_artifact[0].ptxas_log)
 
 
 def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_aot_queues(small_artifact):

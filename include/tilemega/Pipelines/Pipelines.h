@@ -67,6 +67,11 @@ struct TileToPTXPipelineOptions
       *this, "mega-prefetch-depth",
       llvm::cl::desc("Next AOT entries of a worker that are prefetched"),
       llvm::cl::init(1)};
+  PassOptions::Option<bool> megaFreshThreadIds{
+      *this, "mega-fresh-thread-ids",
+      llvm::cl::desc("Each task body of a persistent kernel reads its thread "
+                     "index itself (mega-fresh-thread-ids)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> megaStreamUnits{
       *this, "mega-stream-units",
       llvm::cl::desc("Stream a task's units through one ring of pipeline "

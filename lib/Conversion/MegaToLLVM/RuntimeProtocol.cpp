@@ -240,6 +240,28 @@ struct PrefetchL2Lowering : public ConvertOpToLLVMPattern<PrefetchL2Op> {
   }
 };
 
+/// %tid.x by side-effecting inline PTX (not hoisted, not merged), widened
+/// to the index type.
+struct ThreadIndexLowering : public ConvertOpToLLVMPattern<ThreadIndexOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+  LogicalResult
+  matchAndRewrite(ThreadIndexOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type i32 = rewriter.getI32Type();
+    auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                                LLVM::AsmDialect::AD_ATT);
+    Value tid = LLVM::InlineAsmOp::create(
+                    rewriter, loc, i32, ValueRange{}, "mov.u32 $0, %tid.x;", "=r",
+                    /*has_side_effects=*/true, /*is_align_stack=*/false,
+                    LLVM::TailCallKind::None, asmDialect, ArrayAttr())
+                    .getResult(0);
+    Type index = getTypeConverter()->convertType(op.getType());
+    rewriter.replaceOpWithNewOp<LLVM::ZExtOp>(op, index, tid);
+    return success();
+  }
+};
+
 } // namespace
 
 void mega::populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
@@ -251,5 +273,5 @@ void mega::populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
   patterns.add<FetchAddLowering<ClaimOp>>(converter, /*acquireRelease=*/false);
   patterns.add<FetchAddLowering<ArriveOp>>(converter, /*acquireRelease=*/true);
   patterns.add<SignalLowering, SignalPeerLowering, RaiseFlagLowering, FenceLowering,
-               WatchdogExpiredLowering, PrefetchL2Lowering>(converter);
+               WatchdogExpiredLowering, PrefetchL2Lowering, ThreadIndexLowering>(converter);
 }

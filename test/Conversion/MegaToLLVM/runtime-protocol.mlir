@@ -111,6 +111,14 @@ gpu.module @kernels {
     // PTX: red.release.sys.global.add.u32
     mega.signal_peer %now[%c2]
 
+    // mega.thread_index: %tid.x by side-effecting inline PTX (LLVM may not
+    // hoist or merge it, unlike nvvm.read.ptx.sreg.tid.x), widened.
+    // CHECK: %[[TID:.*]] = llvm.inline_asm has_side_effects asm_dialect = att "mov.u32 $0, %tid.x;", "=r" {{ *}}: () -> i32
+    // CHECK: llvm.zext %[[TID]] : i32 to i64
+    // PTX: mov.u32 {{%r[0-9]+}}, %tid.x;
+    %tid = mega.thread_index
+    %tid32 = arith.index_cast %tid : index to i32
+
     // CHECK-NOT: mega.
     %late32 = arith.extui %late : i1 to i32
     %raised32 = arith.extui %raised : i1 to i32
@@ -119,7 +127,8 @@ gpu.module @kernels {
     %s2 = arith.addi %s1, %late32 : i32
     %s3 = arith.addi %s2, %raised32 : i32
     %s4 = arith.addi %s3, %peer_seen : i32
-    memref.store %s4, %out[%c1] : memref<8xi32>
+    %s5 = arith.addi %s4, %tid32 : i32
+    memref.store %s5, %out[%c1] : memref<8xi32>
     gpu.return
   }
 }
