@@ -1,49 +1,104 @@
-"""A/B of two generation artifacts of the Llama-3.2-1B configuration in one
+"""A/B of generation artifacts of the Llama-3.2-1B configuration in one
 process: ms/token of each (prompt 512 + 128 greedy tokens, as
 bench/generate.py times its engine row: (generate(128) - generate(1)) / 127,
-median of 5, the two artifacts alternated), and whether their tokens agree.
-For experiments on the persistent kernel; bench/generate.py stays the run
-on record.
+median of 5, the artifacts alternated), and whether their tokens equal the
+first one's. For experiments on the persistent kernel; bench/generate.py
+stays the run on record.
 
-    PYTHONPATH=python python3 bench/generate_ab.py A.json B.json PREFILL.json
+    python bench/generate_ab.py build DIR        # compiler machine: DIR/<variant>/gen_llama1b.*
+    PYTHONPATH=python python3 bench/generate_ab.py run DIR [VARIANT ...]   # GPU machine
+    PYTHONPATH=python python3 bench/generate_ab.py A.json B.json ... --prefill PREFILL.json
 
-Writes $OUT/generate_ab.json."""
+`build` compiles gen_llama1b once per VARIANTS entry (compile options of
+the persistent kernel) under the artifact's own name, so a variant's PTX is
+the one a build with those options as defaults ships, and the prompt's
+prefill kernels once (DIR/prefill_gen_llama1b.*). Writes
+$OUT/generate_ab.json, keyed by variant (or artifact file) name."""
 import json, os, sys
-sys.path.insert(0, "test/pytest")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_generation_gpu as tg
-from generate import timed
-from tilemega.mega.engine import Engine
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPT = list(range(1, 513))
 NEW = 128
 
+# variant -> tilemega.compile options (docs/mega.md names each).
+VARIANTS = {
+    "default": {},
+    "early_loads": dict(mega_early_loads=True),
+    "fresh_thread_ids": dict(mega_fresh_thread_ids=True),
+    "stream_units": dict(mega_stream_units=True),
+    "early_loads+fresh_thread_ids": dict(mega_early_loads=True, mega_fresh_thread_ids=True),
+    "all": dict(mega_early_loads=True, mega_fresh_thread_ids=True, mega_stream_units=True),
+}
 
-def main():
-    a, b, prefill = sys.argv[1:4]
+
+def build(out):
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+    import generation
+    import tilemega
+    from tilemega import mega
+    from tilemega.mega.prefill import compile_prefill
+
+    text = mega.generation_graph(generation.config("gen_llama1b")).to_mlir()
+    for variant, options in VARIANTS.items():
+        art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b", **options)
+        print("built", art.save(os.path.join(out, variant)), flush=True)
+    print("built", compile_prefill(generation.config("gen_llama1b"), out,
+                                   "prefill_gen_llama1b"), flush=True)
+
+
+def compare(artifacts, prefill):
+    """{label: path} -> the A/B document."""
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "pytest"))
+    sys.path.insert(0, HERE)
+    import test_generation_gpu as tg
+    from generate import timed
+    from tilemega.mega.engine import Engine
+
     model = tg.hf_model("llama")
-    engines = {p: Engine.from_model(model, max_seq_len=4096, artifact=p, prefill=prefill)
-               for p in (a, b)}
-    tokens = {p: e.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
-              for p, e in engines.items()}
-    runs = {p: ([], []) for p in engines}
+    engines = {label: Engine.from_model(model, max_seq_len=4096, artifact=path,
+                                        prefill=prefill)
+               for label, path in artifacts.items()}
+    tokens = {label: e.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
+              for label, e in engines.items()}
+    runs = {label: ([], []) for label in engines}
     for _ in range(5):
-        for p, e in engines.items():
-            runs[p][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
-                                                       eos_token_id=[]))[0])
-            runs[p][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
-                                                       eos_token_id=[]))[0])
-    out = {"tokens_equal": tokens[a] == tokens[b],
-           "first_difference": next((i for i, (x, y) in enumerate(zip(tokens[a], tokens[b]))
-                                     if x != y), None)}
-    for p, (ones, alls) in runs.items():
+        for label, e in engines.items():
+            runs[label][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
+                                                           eos_token_id=[]))[0])
+            runs[label][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
+                                                           eos_token_id=[]))[0])
+    first = tokens[next(iter(tokens))]
+    out = {}
+    for label, (ones, alls) in runs.items():
         one, whole = sorted(ones)[2], sorted(alls)[2]
-        out[os.path.basename(p)] = {"ms_per_token": (whole - one) / (NEW - 1), "ttft_ms": one,
-                                    "generate_128_ms": sorted(alls)}
-    print(json.dumps(out), flush=True)
-    json.dump(out, open(os.path.join(os.environ.get("OUT", "."), "generate_ab.json"), "w"),
-              indent=1)
+        out[label] = {"ms_per_token": (whole - one) / (NEW - 1), "ttft_ms": one,
+                      "generate_128_ms": sorted(alls),
+                      "tokens_equal_first": tokens[label] == first,
+                      "first_difference": next((i for i, (x, y) in
+                                                enumerate(zip(tokens[label], first))
+                                                if x != y), None)}
+    return out
+
+
+def main(argv):
+    if argv[:1] == ["build"]:
+        return build(argv[1])
+    if argv[:1] == ["run"]:
+        folder, wanted = argv[1], argv[2:] or list(VARIANTS)
+        artifacts = {v: os.path.join(folder, v, "gen_llama1b.json") for v in wanted}
+        prefill = os.path.join(folder, "prefill_gen_llama1b.json")
+    else:
+        if "--prefill" not in argv or argv.index("--prefill") + 1 >= len(argv):
+            raise SystemExit("usage: generate_ab.py A.json B.json ... --prefill PREFILL.json")
+        at = argv.index("--prefill")
+        prefill = argv[at + 1]
+        paths = argv[:at] + argv[at + 2:]
+        artifacts = {os.path.basename(p): p for p in paths}
+    out = compare(artifacts, prefill)
+    print(json.dumps(out, indent=1), flush=True)
+    with open(os.path.join(os.environ.get("OUT", "."), "generate_ab.json"), "w") as f:
+        json.dump(out, f, indent=1)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
