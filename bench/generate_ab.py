@@ -20,14 +20,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROMPT = list(range(1, 513))
 NEW = 128
 
-# variant -> tilemega.compile options (docs/mega.md names each).
+# variant -> tilemega.compile options (docs/mega.md names each); "ctas_per_sm"
+# (not a compile option): that many worker CTAs an SM (the graph's workers,
+# the kernel's max-ctas; ptxas then caps the registers to fit).
+EF = dict(mega_early_loads=True, mega_fresh_thread_ids=True)
 VARIANTS = {
     "default": {},
     "early_loads": dict(mega_early_loads=True),
     "fresh_thread_ids": dict(mega_fresh_thread_ids=True),
     "stream_units": dict(mega_stream_units=True),
-    "early_loads+fresh_thread_ids": dict(mega_early_loads=True, mega_fresh_thread_ids=True),
-    "all": dict(mega_early_loads=True, mega_fresh_thread_ids=True, mega_stream_units=True),
+    "early_loads+fresh_thread_ids": EF,
+    "all": dict(EF, mega_stream_units=True),
+    "fresh_thread_ids+2cta": dict(mega_fresh_thread_ids=True, ctas_per_sm=2),
+    "early_loads+fresh_thread_ids+2cta": dict(EF, ctas_per_sm=2),
 }
 
 
@@ -38,9 +43,17 @@ def build(out):
     from tilemega import mega
     from tilemega.mega.prefill import compile_prefill
 
-    text = mega.generation_graph(generation.config("gen_llama1b")).to_mlir()
+    cfg = generation.config("gen_llama1b")
+    sms = tilemega.compiler.default_target_info()["sm_count"]
     for variant, options in VARIANTS.items():
-        art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b", **options)
+        options = dict(options)
+        per_sm = options.pop("ctas_per_sm", 1)
+        # One CTA left for a JIT queue's scheduler, as default_workers does.
+        workers = sms * per_sm - 1
+        text = mega.generation_graph(cfg, workers=workers).to_mlir()
+        art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b",
+                               mega_max_ctas=None if per_sm == 1 else sms * per_sm,
+                               **options)
         print("built", art.save(os.path.join(out, variant)), flush=True)
     print("built", compile_prefill(generation.config("gen_llama1b"), out,
                                    "prefill_gen_llama1b"), flush=True)

@@ -45,6 +45,8 @@ struct ConvertMegaToGPUPass
 
   /// CTAs resident at once: max-ctas, or the SM count of chip.
   int64_t residentCtas = 0;
+  /// The chip's SMs.
+  int64_t smCount = 0;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -60,8 +62,8 @@ struct ConvertMegaToGPUPass
                          << static_cast<int64_t>(maxCtas);
       return signalPassFailure();
     }
-    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas)
-                               : target->smCount;
+    smCount = target->smCount;
+    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas) : smCount;
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     DenseSet<Operation *> bodies;
     for (GraphOp graph : graphs) {
@@ -147,6 +149,10 @@ struct ConvertMegaToGPUPass
     metadata.set("args", b.getArrayAttr(graphArgs));
     func->setAttr(MegaDialect::getMegaMetadataAttrName(),
                   metadata.getDictionary(b.getContext()));
+    // Every CTA is resident for the kernel's whole life: more CTAs than SMs
+    // (max-ctas) means several an SM, and the register budget must allow it.
+    func->setAttr(MegaDialect::getCtasPerSmAttrName(),
+                  b.getI64IntegerAttr(llvm::divideCeil(ctas, smCount)));
 
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);

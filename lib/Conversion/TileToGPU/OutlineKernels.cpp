@@ -232,13 +232,17 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       grid[i] = static_cast<int32_t>(g);
     gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
     gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
-    // A persistent kernel (convert-mega-to-gpu) runs one CTA per SM for its
-    // whole life: telling ptxas so lets it use every register. Left to its
-    // own occupancy guess it may cap a large one at 128 and spill (measured
-    // on the generation kernel: 224 bytes of spills, none with the hint).
-    if (func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
+    // A persistent kernel (convert-mega-to-gpu) keeps its CTAs resident for
+    // its whole life, usually one an SM: telling ptxas so lets it use every
+    // register. Left to its own occupancy guess it may cap a large one at
+    // 128 and spill (measured on the generation kernel: 224 bytes of
+    // spills, none with the hint); with two an SM it must cap it.
+    if (func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName())) {
+      auto perSm = func->getAttrOfType<IntegerAttr>(
+          mega::MegaDialect::getCtasPerSmAttrName());
       gpuFunc->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
-                       b.getI32IntegerAttr(1));
+                       b.getI32IntegerAttr(perSm ? perSm.getInt() : 1));
+    }
 
     // Move the kernel body in; block indices become gpu.block_id.
     Block &entry = gpuFunc.getBody().front();

@@ -88,6 +88,10 @@ def Mega_Dialect : Dialect {
     /// (tables, events, tasks), which convert-tile-to-gpu passes on to the
     /// artifact.
     static ::llvm::StringRef getMegaMetadataAttrName() { return "tilemega.mega"; }
+    /// On a persistent kernel's function: the CTAs each SM must keep
+    /// resident (every CTA of a persistent kernel runs at once), which
+    /// convert-tile-to-gpu gives ptxas as the kernel's minimum CTAs an SM.
+    static ::llvm::StringRef getCtasPerSmAttrName() { return "mega.ctas_per_sm"; }
   }];
 }
 
