@@ -766,3 +766,25 @@ def test_cli_text_prompt_without_a_tokenizer_is_an_argument_error(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(llama_dict()))
     proc = _cli("--model", str(tmp_path), "--prompt", "hello")
     assert proc.returncode == 2 and "--prompt needs a tokenizer" in proc.stderr, proc.stderr
+
+
+def test_more_workers_than_sms_make_ptxas_fit_two_ctas_an_sm():
+    """A generation kernel of 263 workers (max-ctas 264: two CTAs on each of
+    the 132 SMs) carries .minnctapersm 2, so ptxas caps its registers at 128
+    (65536 / (2 x 256)) instead of letting one CTA take an SM's file; with
+    per-body thread ids it does so without spilling."""
+    import re
+
+    import tilemega
+    from ptxas_policy import ptxas_checks_enabled
+    from tilemega import mega
+
+    graph = mega.generation_graph(ModelConfig(**SMALL), workers=263)
+    art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test",
+                           mega_max_ctas=264, mega_fresh_thread_ids=True)
+    assert art.kernels[-1]["grid"][0] == 263
+    assert re.search(r"^\.minnctapersm 2$", art.ptx, re.M)
+    if ptxas_checks_enabled():
+        assert int(re.search(r"Used (\d+) registers", art.ptxas_log).group(1)) <= 128
+        assert re.search(r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
+                         art.ptxas_log), art.ptxas_log
