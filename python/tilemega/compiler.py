@@ -297,8 +297,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             assemble: bool = True, mega_policy: str = "auto",
             mega_timeline: bool = False, mega_watchdog_ms: int = 2000,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
-            mega_prefetch_depth: int = 1, mega_early_loads: bool = False,
-            mega_stream_units: bool = False, mega_fresh_thread_ids: bool = False,
+            mega_prefetch_depth: int = 1, mega_early_loads: bool = True,
+            mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -366,7 +366,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))
-    if mega != ("auto", False, 2000, target["sm_count"], 0, 1, False, False, False):
+    if mega != ("auto", False, 2000, target["sm_count"], 0, 1, True, False, True):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
                     f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={max_ctas}"
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"

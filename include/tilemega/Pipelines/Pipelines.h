@@ -71,7 +71,7 @@ struct TileToPTXPipelineOptions
       *this, "mega-fresh-thread-ids",
       llvm::cl::desc("Each task body of a persistent kernel reads its thread "
                      "index itself (mega-fresh-thread-ids)"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   PassOptions::Option<bool> megaStreamUnits{
       *this, "mega-stream-units",
       llvm::cl::desc("Stream a task's units through one ring of pipeline "
@@ -81,7 +81,7 @@ struct TileToPTXPipelineOptions
       *this, "mega-early-loads",
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
-      llvm::cl::init(false)};
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
       llvm::cl::desc("CTAs resident at once on the target (0: the SM count "

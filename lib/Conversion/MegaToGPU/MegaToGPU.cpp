@@ -45,8 +45,8 @@ struct ConvertMegaToGPUPass
 
   /// CTAs resident at once: max-ctas, or the SM count of chip.
   int64_t residentCtas = 0;
-  /// The chip's SMs.
-  int64_t smCount = 0;
+  /// The chip's limits (SMs, threads and CTAs an SM).
+  TargetInfo target;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -62,8 +62,8 @@ struct ConvertMegaToGPUPass
                          << static_cast<int64_t>(maxCtas);
       return signalPassFailure();
     }
-    smCount = target->smCount;
-    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas) : smCount;
+    this->target = *target;
+    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas) : target->smCount;
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     DenseSet<Operation *> bodies;
     for (GraphOp graph : graphs) {
@@ -150,9 +150,13 @@ struct ConvertMegaToGPUPass
     func->setAttr(MegaDialect::getMegaMetadataAttrName(),
                   metadata.getDictionary(b.getContext()));
     // Every CTA is resident for the kernel's whole life: more CTAs than SMs
-    // (max-ctas) means several an SM, and the register budget must allow it.
+    // (max-ctas) means several an SM, and the register budget must allow it
+    // (as far as an SM's threads do; beyond, the runtime refuses the grid).
+    int64_t perSm = std::min<int64_t>(llvm::divideCeil(ctas, target.smCount),
+                             std::max<int64_t>(1, target.maxThreadsPerSm /
+                                                      tables->threads));
     func->setAttr(MegaDialect::getCtasPerSmAttrName(),
-                  b.getI64IntegerAttr(llvm::divideCeil(ctas, smCount)));
+                  b.getI64IntegerAttr(std::min(perSm, target.maxCtasPerSm)));
 
     Block *entry = func.addEntryBlock();
     b.setInsertionPointToStart(entry);

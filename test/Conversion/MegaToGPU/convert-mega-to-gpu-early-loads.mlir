@@ -1,5 +1,5 @@
 // RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=true" | FileCheck %s
-// RUN: tilemega-opt %s -convert-mega-to-gpu | FileCheck %s --check-prefix=OFF
+// RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=false" | FileCheck %s --check-prefix=OFF
 // RUN: tilemega-opt %s -convert-mega-to-gpu="early-loads=true" -tile-pipeline | FileCheck %s --check-prefix=PIPE
 
 // Two GEMV-like tasks on one worker, no JIT queue: @first writes %h, which

@@ -1,11 +1,11 @@
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s --check-prefix=NOPREFETCH
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | %check-mega-tables - | FileCheck %s --check-prefix=TABLES
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="timeline=true watchdog-ms=5" | FileCheck %s --check-prefix=TIMELINE
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=4096" | FileCheck %s --check-prefix=PREFETCH
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="prefetch-bytes=256" | FileCheck %s --check-prefix=NOPREFETCH
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="stream-units=true" | FileCheck %s --check-prefix=STREAM
-// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu | FileCheck %s --check-prefix=NOSTREAM
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false" | FileCheck %s
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false" | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false" | %check-mega-tables - | FileCheck %s --check-prefix=TABLES
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false timeline=true watchdog-ms=5" | FileCheck %s --check-prefix=TIMELINE
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false prefetch-bytes=4096" | FileCheck %s --check-prefix=PREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false prefetch-bytes=256" | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false stream-units=true" | FileCheck %s --check-prefix=STREAM
+// RUN: tilemega-opt %s -split-input-file -verify-diagnostics -convert-mega-to-gpu="early-loads=false" | FileCheck %s --check-prefix=NOSTREAM
 
 // A scheduled graph: @a (4 units, 2 an instance) copies x to y through
 // shared memory and signals @e0; @b (2 units, a fragment) waits on @e0 and
@@ -52,7 +52,7 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // TABLES-NEXT: aot w0: a#0 b#0
 // TABLES-NEXT: aot w1: a#1
 // TABLES-NEXT: jit: b#1
-// CHECK-SAME:  attributes {tilemega.mega = {
+// CHECK-SAME:  attributes {mega.ctas_per_sm = 1 : i64, tilemega.mega = {
 // CHECK-SAME:    args = [{alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "x", role = "input", shape = array<i64: 256>, strides = array<i64: 1>},
 // CHECK-SAME:            {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "y", role = "scratch", shape = array<i64: 256>, strides = array<i64: 1>},
 // CHECK-SAME:            {alignment = 16 : i64, dtype = "float32", kind = "tensor", name = "z", role = "output", shape = array<i64: 256>, strides = array<i64: 1>}],
