@@ -1038,3 +1038,40 @@ def test_launch_graph_ends_the_capture_when_the_enqueue_fails(monkeypatch):
     with pytest.raises(ArgumentError):
         driver.LaunchGraph(7, fails)
     assert [entry[0] for entry in fake.log] == ["begin", "end", "destroy"]
+
+
+def test_decode_follows_a_stalled_event_upstream_to_its_cause():
+    # A -> ev0 -> B -> ev1 -> C: C's worker timed out on ev1 because B's
+    # input ev0 never fired (A did not run): the message says so.
+    meta = chain()
+    err = decode_error(_words(1, 2, 1, 0, 2, 3), meta, counters=[2, 2])
+    assert str(err) == ("mega-kernel 'g' watchdog: worker 0 waited too long on event 'ev1' "
+                        "(counter 2, expected 3) before task 'C' instance 0; its producers "
+                        "wait for 'ev0'; 'ev0' is at 2 of 3; the kernel stopped")
+    # ev0 fired: nothing upstream to blame, the message is the plain one.
+    assert "producers" not in str(decode_error(_words(1, 2, 1, 0, 2, 3), meta, counters=[3, 2]))
+
+
+def test_decode_names_the_rank_that_never_signalled():
+    # Two ranks: entry 0 pushes to both ranks' words of the peer event
+    # "pushed" (words 0, 1: one a sender), entry 1 waits for both and
+    # signals ev2, entry 2 waits for ev2. Rank 0 ran alone: its word of
+    # rank 1 stayed 0, and entry 2's worker timed out first.
+    from tilemega.runtime import mega_meta as mm
+
+    meta = mega([("push", 1), ("sum", 1), ("use", 1)], [1, 1, 1], [(0, 0), (1, 0), (2, 0)],
+                [[], [0, 1], [2]], [[mm.PEER_SIGNAL_BIT | 0], [2], []], [[0, 1], [2]])
+    meta["events"][0].update(name="pushed", sender=0)
+    meta["events"][1].update(name="pushed", sender=1)
+    meta["ranks"] = 2
+    words = _words(1, 2, 2, 1, 0, 1)
+    text = str(decode_error(words, meta, counters=[1, 0, 0], rank=0))
+    assert text.endswith("before task 'use' instance 0; its producers wait for 'pushed (from "
+                         "rank 1)'; 'pushed (from rank 1)' is at 0 of 1: rank 1 never "
+                         "signalled it (is its kernel running?); the kernel stopped"), text
+    # Rank 1 alone: rank 0's word is the one missing.
+    assert "rank 0 never signalled" in str(decode_error(words, meta, counters=[0, 1, 0], rank=1))
+    # A rank's own word is signalled by its own push, which waits for
+    # nothing: the chain ends there, blaming no other rank.
+    text = str(decode_error(words, meta, counters=[0, 1, 0], rank=0))
+    assert "'pushed (from rank 0)' is at 0 of 1; the kernel stopped" in text, text

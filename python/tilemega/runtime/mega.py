@@ -38,8 +38,31 @@ def _duration(ns) -> str:
     return f"{ns / 1e9:.1f} s" if ns >= 1_000_000_000 else f"{ns / 1e6:g} ms"
 
 
-def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKernelError]:
-    """The error recorded in mega_state words 0-15, or None when word 4 is 0."""
+def _upstream(meta, counters, event, expected, rank) -> str:
+    """What a stalled event waits for, as a clause of the watchdog's message
+    ("" when its producers wait for nothing unfired)."""
+    chain = mm.blocking_chain(meta, counters, event, expected, rank)
+    root, events = chain[-1], meta["events"]
+    sender = events[root].get("sender")
+    if len(chain) == 1 and sender is None:
+        return ""
+    rounds = max(1, expected // max(1, int(events[event].get("trigger", 1))))
+    text = "".join(f"; its producers wait for '{mm.event_name(meta, w)}'" if i == 1 else
+                   f", whose producers wait for '{mm.event_name(meta, w)}'"
+                   for i, w in enumerate(chain) if i > 0)
+    text += (f"; '{mm.event_name(meta, root)}' is at {int(counters[root])} of "
+             f"{int(events[root].get('trigger', 1)) * rounds}")
+    if sender is not None and sender != rank:
+        text += f": rank {sender} never signalled it (is its kernel running?)"
+    return text
+
+
+def decode_error(words: Sequence[int], meta: Dict[str, Any], counters=None,
+                 rank=None) -> Optional[MegaKernelError]:
+    """The error recorded in mega_state words 0-15, or None when word 4 is 0.
+    counters: the kernel's event words after it stopped (and rank, in a
+    graph of several ranks): the message then follows a stalled event
+    upstream to what it waits for (mega_meta.blocking_chain)."""
     code, entry, event, cta, seen, expected = (int(w) for w in words[4:10])
     if code == 0:
         return None
@@ -66,6 +89,8 @@ def decode_error(words: Sequence[int], meta: Dict[str, Any]) -> Optional[MegaKer
     else:
         what = (f"{who} reported {kind} (entry {entry}, event {event}, counter {seen}, "
                 f"expected {expected})")
+    if code in (1, 2, 3) and event >= 0 and counters is not None:
+        what += _upstream(meta, counters, event, expected, rank)
     message = f"mega-kernel '{mm.graph_name(meta)}' watchdog: {what}; the kernel stopped"
     return MegaKernelError(message, code, kind, cta, entry, event, seen, expected)
 
@@ -594,9 +619,13 @@ class MegaKernel:
 
     def check(self):
         """Synchronise and raise MegaKernelError if the watchdog stopped the kernel."""
-        error = decode_error(self.state(), self.meta)
-        if error is not None:
-            raise error
+        words = self.state()
+        if words[4] == 0:
+            return
+        events = (self._buffers or {}).get("mega_events")
+        counters = None if events is None else [int(v) for v in events.tolist()]
+        rank = self._peers[0] if getattr(self, "_peers", None) else None
+        raise decode_error(words, self.meta, counters, rank)
 
     @property
     def epoch(self) -> int:

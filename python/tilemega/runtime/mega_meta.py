@@ -308,6 +308,36 @@ def signallers(mega) -> List[List[int]]:
     return out
 
 
+def blocking_chain(mega, counters, event: int, expected: int, rank=None) -> List[int]:
+    """Why a wait on `event` never ended: the event, then, as long as one is
+    found, an unfired event that a producer of the previous one still waits
+    for (counters: the kernel's event words after it stopped; `expected`:
+    the target the stopped wait read, trigger x rounds, so every event's
+    target is its trigger x the same rounds). It ends at an event whose
+    producers wait for nothing unfired, or at another rank's word of a peer
+    event (rank: this kernel's; None: unknown, any peer word ends it),
+    which only that rank signals."""
+    events, waits = mega["events"], mega["waits"]
+    if not 0 <= event < len(events) or len(counters) < len(events):
+        return [event]
+    rounds = max(1, expected // max(1, int(events[event].get("trigger", 1))))
+
+    def fired(w):
+        return int(counters[w]) >= int(events[w].get("trigger", 1)) * rounds
+
+    producers = signallers(mega)
+    chain = [event]
+    while True:
+        sender = events[chain[-1]].get("sender")
+        if sender is not None and sender != rank:
+            return chain
+        upstream = next((w for e in producers[chain[-1]] for w in waits[e]
+                         if not fired(w) and w not in chain), None)
+        if upstream is None:
+            return chain
+        chain.append(upstream)
+
+
 def placement(mega) -> Dict[int, str]:
     """entry -> where the schedule puts it, e.g. "worker 3 position 2" or "JIT position 0"."""
     where: Dict[int, str] = {}
