@@ -17,9 +17,8 @@ Artifacts:
                   max_seq_len 2048) on one GPU, and
   gen_llama8b_tp2 the same over 2 ranks: bench/generate_tp.py's rows
 
-Not in examples/shipped.py yet: it has not run on a GPU (no device was lent
-when it was written), so it has no verdict in test/gpu/results.json; once it
-passes there it joins the shipped list (docs/mega.md).
+gen_small_tp2 (CHECKED) is shipped (examples/shipped.py, kind "ranks"):
+gpu_check.py judges it with check_artifact below.
 
 check_artifact(path, torch): for each position of generation.positions(cfg)
 one launch of every rank from random weights and caches (greedy), then

@@ -195,9 +195,15 @@ def _check_peers(name, path, torch):
     return mega_peers.check_artifact(path, torch)
 
 
+def _check_ranks(name, path, torch):
+    import generation_tp
+    return generation_tp.check_artifact(path, torch)
+
+
 CHECKS = {shipped.EXAMPLE: _check_example, shipped.BENCH: _check_bench,
           shipped.MEGA: _check_mega, shipped.OPS: _check_ops, shipped.EMPTY: _check_empty,
-          shipped.GENERATION: _check_generation, shipped.PEERS: _check_peers}
+          shipped.GENERATION: _check_generation, shipped.PEERS: _check_peers,
+          shipped.RANKS: _check_ranks}
 
 
 def check_one(name, path, torch):

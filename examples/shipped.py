@@ -1,7 +1,8 @@
 """The catalogue of every artifact we ship: the example kernels
 (run_examples.EXAMPLES), the benchmark GEMMs (bench/build_artifacts.names()),
 the mega graphs (mega_decode.build_all) and the generation graphs
-(generation.CONFIGS) and the graphs of several ranks (mega_peers.GRAPHS).
+(generation.CONFIGS) and the graphs of several ranks (mega_peers.GRAPHS,
+and generation_tp.CHECKED: a generation graph's ranks on one GPU).
 One list, read by the main job
 that builds them, by `gpu_check.py` that judges them on the GPU and by the
 CI test that binds those verdicts to the PTX they judged
@@ -23,8 +24,8 @@ for _path in (HERE, os.path.join(ROOT, "bench")):
         sys.path.insert(0, _path)
 
 # Kinds of artifact, each with its own GPU check in gpu_check.py.
-EXAMPLE, BENCH, MEGA, OPS, EMPTY, GENERATION, PEERS = (
-    "example", "bench", "mega", "ops", "empty", "generation", "peers")
+EXAMPLE, BENCH, MEGA, OPS, EMPTY, GENERATION, PEERS, RANKS = (
+    "example", "bench", "mega", "ops", "empty", "generation", "peers", "ranks")
 
 
 def example_names():
@@ -88,10 +89,25 @@ def compile_peers(out):
     return {os.path.basename(p)[:-len(".json")]: p for p in mega_peers.build_all(out)}
 
 
+def ranks_names():
+    import generation_tp
+    return list(generation_tp.CHECKED)
+
+
+def compile_ranks(out):
+    """{artifact name: json path} of the checked tensor-parallel generation
+    graphs (generation_tp.py; the 8B-shaped ones are the benchmark's)."""
+    import generation_tp
+    return {os.path.basename(p)[:-len(".json")]: p
+            for p in generation_tp.build_all(out, generation_tp.CHECKED)}
+
+
 def kind_of(name, meta):
     """The kind of artifact `name` from its metadata (a parsed JSON dict)."""
     if name in peers_names():
         return PEERS
+    if name in ranks_names():
+        return RANKS
     if name in generation_names():
         return GENERATION
     if name in example_names():
@@ -111,7 +127,7 @@ def compile_all(out):
     """Compile every shipped artifact into `out`; {name: json path}."""
     paths = {}
     for part in (compile_examples, compile_bench, compile_mega, compile_generation,
-                 compile_peers):
+                 compile_peers, compile_ranks):
         start = time.time()
         got = part(out)
         clash = set(got) & set(paths)
