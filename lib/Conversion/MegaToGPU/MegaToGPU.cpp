@@ -43,8 +43,6 @@ struct ConvertMegaToGPUPass
     : public tilemega::impl::ConvertMegaToGPUBase<ConvertMegaToGPUPass> {
   using ConvertMegaToGPUBase::ConvertMegaToGPUBase;
 
-  /// CTAs resident at once: max-ctas, or the SM count of chip.
-  int64_t residentCtas = 0;
   /// The chip's limits (SMs, threads and CTAs an SM).
   TargetInfo target;
 
@@ -63,7 +61,6 @@ struct ConvertMegaToGPUPass
       return signalPassFailure();
     }
     this->target = *target;
-    residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas) : target->smCount;
     SmallVector<GraphOp> graphs(module.getOps<GraphOp>());
     DenseSet<Operation *> bodies;
     for (GraphOp graph : graphs) {
@@ -80,6 +77,10 @@ struct ConvertMegaToGPUPass
   }
 
   LogicalResult convert(GraphOp graph, DenseSet<Operation *> &bodies) {
+    // CTAs resident at once: max-ctas, or the chip's SMs x the graph's
+    // CTAs an SM.
+    int64_t residentCtas = maxCtas > 0 ? static_cast<int64_t>(maxCtas)
+                                       : target.smCount * graph.getNumCtasPerSm();
     FailureOr<TaskTables> tables = buildTaskTables(graph);
     if (failed(tables))
       return failure();
@@ -90,7 +91,8 @@ struct ConvertMegaToGPUPass
              << "needs " << ctas << " CTAs (" << tables->workers
              << " workers" << (tables->numJit > 0 ? " + 1 scheduler CTA" : "")
              << ") but only " << residentCtas
-             << " can be resident at once (max-ctas, the GPU's SM count), and "
+             << " can be resident at once (max-ctas, or the GPU's SM count x "
+                "ctas_per_sm), and "
                 "a persistent kernel needs all of them resident: use at most "
              << residentCtas - (tables->numJit > 0 ? 1 : 0) << " workers";
     if (tables->numEntries == 0)

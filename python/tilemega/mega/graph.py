@@ -108,24 +108,30 @@ def elementwise_chunk(n, threads):
     return chunk
 
 
-def default_workers(scheduler_ctas=0):
+def default_workers(scheduler_ctas=0, ctas_per_sm=1):
     """Worker CTAs that, with `scheduler_ctas` more, fill every SM of the
-    default chip (its target description, tilemega.compiler.target_info)."""
+    default chip (its target description, tilemega.compiler.target_info),
+    `ctas_per_sm` CTAs an SM."""
     from ..compiler import default_target_info
-    return default_target_info()["sm_count"] - scheduler_ctas
+    return default_target_info()["sm_count"] * ctas_per_sm - scheduler_ctas
 
 
 class Graph:
-    def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1):
-        """workers: worker CTAs, one per SM; None: every SM of the default
-        chip (default_workers()). ranks: GPUs that run the graph together
-        (one kernel each, synchronised by peer events: all_reduce)."""
+    def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1, ctas_per_sm=1):
+        """workers: worker CTAs, ctas_per_sm an SM; None: every SM of the
+        default chip (default_workers()). ranks: GPUs that run the graph
+        together (one kernel each, synchronised by peer events:
+        all_reduce). ctas_per_sm: CTAs sharing an SM (the compiler admits
+        that many x the SMs and caps the registers to fit them)."""
         if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= 8:
             raise ValueError(f"ranks must be 1 to 8 (the GPUs of one node), got {ranks!r}")
+        if isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int) or \
+                not 1 <= ctas_per_sm <= 8:
+            raise ValueError(f"ctas_per_sm must be 1 to 8, got {ctas_per_sm!r}")
         if not _NAME.match(name) or "." in name:
             raise ValueError(f"graph name {name!r} must be an identifier")
         if workers is None:
-            workers = default_workers()
+            workers = default_workers(ctas_per_sm=ctas_per_sm)
         if workers < 1 or schedulers < 0:
             raise ValueError("workers must be >= 1 and schedulers >= 0")
         from ..compiler import default_target_info
@@ -139,6 +145,7 @@ class Graph:
         self._written = set()   # names of tensors some task wrote
         self.stop = None        # (tensor, element, max_steps) of repeat_until
         self.ranks = ranks
+        self.ctas_per_sm = ctas_per_sm
         self.peer_events: Dict[str, int] = {}   # name -> trigger
 
     # --- tensors -------------------------------------------------------------
@@ -582,6 +589,8 @@ class Graph:
         if self.stop is not None:
             flag, element, steps = self.stop
             attrs += f", stop_word = array<i64: {flag.index}, {element}>, max_steps = {steps}"
+        if self.ctas_per_sm > 1:
+            attrs += f", ctas_per_sm = {self.ctas_per_sm}"
         ranks = f" ranks {self.ranks}" if self.ranks > 1 else ""
         lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
                  f"schedulers {self.schedulers}{ranks} attributes {{{attrs}}} {{"]

@@ -211,8 +211,15 @@ def generation_threads(cfg: ModelConfig) -> int:
                      "multiples of 64")
 
 
+# CTAs an SM of a one-GPU generation kernel: two (per-body thread ids keep
+# its registers under 128, its shared memory is under half an SM's), so
+# that one CTA's loads and waits overlap the other's (docs/mega.md).
+GENERATION_CTAS_PER_SM = 2
+
+
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
-                     jit_attention=False, rope_in_attention=True, world=1) -> Graph:
+                     jit_attention=False, rope_in_attention=True, world=1,
+                     ctas_per_sm=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -242,7 +249,10 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     add (Graph.all_reduce), the pick over every rank's partials
     (Graph.pick_next_ranks), the rank in `rank` (int32 [1]); the
     attention on the AOT queues and no scheduler CTA (the multi-rank
-    simulator models no JIT queue)."""
+    simulator models no JIT queue).
+
+    ctas_per_sm: CTAs sharing an SM (None: GENERATION_CTAS_PER_SM on one
+    GPU, 1 over ranks); workers=None fills them, less the scheduler's."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -255,12 +265,16 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     threads = threads or generation_threads(local)
     H, D, S, V, dt = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab, cfg.dtype
     Hq, Hkv, I = local.heads, local.kv_heads, local.intermediate
+    if ctas_per_sm is None:
+        ctas_per_sm = GENERATION_CTAS_PER_SM if world == 1 else 1
     if workers is None:
-        workers = default_workers(scheduler_ctas=1 if world == 1 else 0)
+        workers = default_workers(scheduler_ctas=1 if world == 1 else 0,
+                                  ctas_per_sm=ctas_per_sm)
     if world == 1:
-        g = Graph("generate", workers=workers, threads=threads)
+        g = Graph("generate", workers=workers, threads=threads, ctas_per_sm=ctas_per_sm)
     else:
-        g = Graph("generate", workers=workers, threads=threads, schedulers=0, ranks=world)
+        g = Graph("generate", workers=workers, threads=threads, schedulers=0, ranks=world,
+                  ctas_per_sm=ctas_per_sm)
         rank = g.input("rank", [1], "int32")
     def project(linear, W, inp, out, residual, name):
         """out = W @ inp + residual (linear: Graph.linear or linear_silu);

@@ -323,7 +323,7 @@ func.func @a64(%a: memref<64xf32>) {
 }
 
 // 132 workers and the scheduler CTA do not fit 132 SMs.
-// expected-error @+1 {{needs 133 CTAs (132 workers + 1 scheduler CTA) but only 132 can be resident at once (max-ctas, the GPU's SM count), and a persistent kernel needs all of them resident: use at most 131 workers}}
+// expected-error @+1 {{needs 133 CTAs (132 workers + 1 scheduler CTA) but only 132 can be resident at once (max-ctas, or the GPU's SM count x ctas_per_sm), and a persistent kernel needs all of them resident: use at most 131 workers}}
 mega.graph @too_many(%x: memref<64xf32>) workers 132 {
   mega.queue @dyn jit {tasks = [@t], instances = array<i64: 0>}
   mega.task @t body @a64(%x : memref<64xf32>) count 1
@@ -337,7 +337,7 @@ func.func @a64(%a: memref<64xf32>) {
   return
 }
 
-// expected-error @+1 {{needs 133 CTAs (133 workers) but only 132 can be resident at once (max-ctas, the GPU's SM count), and a persistent kernel needs all of them resident: use at most 132 workers}}
+// expected-error @+1 {{needs 133 CTAs (133 workers) but only 132 can be resident at once (max-ctas, or the GPU's SM count x ctas_per_sm), and a persistent kernel needs all of them resident: use at most 132 workers}}
 mega.graph @too_many_workers(%x: memref<64xf32>) workers 133 schedulers 0 {
   mega.queue @w0 aot worker 0 {tasks = [@t], instances = array<i64: 0>}
   mega.task @t body @a64(%x : memref<64xf32>) count 1

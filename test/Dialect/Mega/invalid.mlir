@@ -1167,6 +1167,12 @@ mega.graph @g() workers 1 ranks 9 {
 
 // -----
 
+// expected-error @+1 {{ctas_per_sm must be >= 1, got 0}}
+mega.graph @g() workers 1 attributes {ctas_per_sm = 0} {
+}
+
+// -----
+
 mega.graph @g() workers 1 {
   // expected-error @+1 {{is a peer event in a graph of 1 rank: peer events need `ranks` >= 2}}
   mega.event @e trigger 1 peers

@@ -145,6 +145,8 @@ LogicalResult GraphOp::verify() {
   if (getNumRanks() < 1 || getNumRanks() > kMaxRanks)
     return emitOpError() << "ranks must be in [1, " << kMaxRanks
                          << "] (the GPUs of one node), got " << getNumRanks();
+  if (getNumCtasPerSm() < 1)
+    return emitOpError() << "ctas_per_sm must be >= 1, got " << getNumCtasPerSm();
   // Every CTA of a persistent kernel must be resident at once; beyond what
   // any chip keeps, the graph can never run (and the passes would size
   // per-worker tables by it).

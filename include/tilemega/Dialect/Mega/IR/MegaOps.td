@@ -157,6 +157,10 @@ def Mega_GraphOp : Mega_Op<"graph", [
     did; the bodies of step n + 1 see everything step n wrote. This is how
     a decode step becomes a whole generation in one launch.
 
+    With `ctas_per_sm = N` (default 1), N CTAs of the kernel share each SM:
+    `convert-mega-to-gpu` then admits up to N x the chip's SMs CTAs and
+    tells ptxas to fit N an SM (registers capped to match).
+
     With `ranks R` (default 1), the graph is one of R identical kernels, one
     per GPU (rank) of a node, that synchronise through **peer events**
     (`mega.event ... peers`): a task instance that signals a peer event
@@ -183,7 +187,8 @@ def Mega_GraphOp : Mega_Op<"graph", [
                        DefaultValuedAttr<I64Attr, "1">:$schedulers,
                        DefaultValuedAttr<I64Attr, "1">:$ranks,
                        OptionalAttr<DenseI64ArrayAttr>:$stop_word,
-                       OptionalAttr<I64Attr>:$max_steps);
+                       OptionalAttr<I64Attr>:$max_steps,
+                       OptionalAttr<I64Attr>:$ctas_per_sm);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -206,6 +211,11 @@ def Mega_GraphOp : Mega_Op<"graph", [
     int64_t getNumSchedulers() { return static_cast<int64_t>(getSchedulers()); }
     /// `ranks` as a signed value: the GPUs that run the graph together.
     int64_t getNumRanks() { return static_cast<int64_t>(getRanks()); }
+    /// The CTAs each SM holds: `ctas_per_sm` (several when the bodies'
+    /// registers and shared memory let two or more share an SM), else 1.
+    int64_t getNumCtasPerSm() {
+      return static_cast<int64_t>(getCtasPerSm().value_or(1));
+    }
     /// Whether one launch repeats the graph (stop_word and max_steps).
     bool isLooping() { return getStopWord().has_value(); }
     /// The stop_word / max_steps checks of the verifier.
