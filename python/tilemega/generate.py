@@ -106,6 +106,9 @@ def parse_args(argv=None):
     parser.add_argument("--top-p", type=float, default=None,
                         help="and of those from the smallest set of mass >= p")
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
+    parser.add_argument("--ctas-per-sm", type=_positive, default=None,
+                        help="CTAs of the generation kernel an SM when it is compiled "
+                             "here (default 1; 2 fits the Llama-3.2-1B kernel)")
     parser.add_argument("--world", type=_positive, default=1,
                         help="GPUs to split the model over (tensor parallel, one process; "
                              "the decode steps walk the prompt)")
@@ -128,6 +131,13 @@ def parse_args(argv=None):
             parser.error(f"--{flag} {value}: no such file")
     if args.prefill and args.no_prefill:
         parser.error("--prefill and --no-prefill exclude each other")
+    if args.ctas_per_sm is not None:
+        if args.artifact:
+            parser.error("--ctas-per-sm is a compile option: --artifact is compiled already")
+        if args.world > 1:
+            parser.error("--ctas-per-sm: the graphs of several ranks run one CTA an SM")
+        if args.ctas_per_sm > 8:
+            parser.error(f"--ctas-per-sm must be 1 to 8, got {args.ctas_per_sm}")
     if args.world > 1:
         from .mega import tensor_parallel as tp
 
@@ -165,7 +175,7 @@ def main(argv=None):
     try:
         engine = Engine.from_pretrained(args.model, max_seq_len=args.max_seq_len,
                                         artifact=args.artifact, eos_token_id=args.eos_id,
-                                        progress=progress,
+                                        progress=progress, ctas_per_sm=args.ctas_per_sm,
                                         prefill=False if args.no_prefill else args.prefill)
         start = time.perf_counter()
         first, out = None, []

@@ -733,6 +733,10 @@ def test_cli_argument_errors(args, message, tmp_path):
      "--world 2: top_k=0, top_p=0.9: a graph of several ranks samples"),
     (["--world", "2", "--devices", "0"], "--devices: 1 GPUs for --world 2"),
     (["--world", "0"], "must be >= 1"),
+    (["--world", "2", "--ctas-per-sm", "2"], "--ctas-per-sm: the graphs of several ranks"),
+    (["--ctas-per-sm", "9"], "--ctas-per-sm must be 1 to 8, got 9"),
+    (["--ctas-per-sm", "0"], "must be >= 1"),
+    (["--ctas-per-sm", "2", "--artifact", __file__], "--ctas-per-sm is a compile option"),
 ])
 def test_cli_tensor_parallel_argument_errors(args, message, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(llama_dict()))
@@ -790,3 +794,25 @@ def test_more_workers_than_sms_make_ptxas_fit_two_ctas_an_sm():
         assert int(re.search(r"Used (\d+) registers", art.ptxas_log).group(1)) <= 128
         assert re.search(r"\b0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads",
                          art.ptxas_log), art.ptxas_log
+
+
+def test_a_generation_graph_of_two_ctas_an_sm_fills_twice_the_sms():
+    """generation_graph(cfg, ctas_per_sm=2): 2 x 132 CTAs less the
+    scheduler's, the graph says so (convert-mega-to-gpu admits them without
+    max-ctas) and the kernel fits them; a bad value names the argument, and
+    a compile option given with a prebuilt artifact is refused."""
+    import re
+
+    import tilemega
+    from tilemega import mega
+    from tilemega.mega.engine import Engine
+
+    graph = mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=2)
+    assert graph.workers == 263 and "ctas_per_sm = 2" in graph.to_mlir()
+    art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
+    assert art.kernels[-1]["grid"][0] == 263
+    assert re.search(r"^\.minnctapersm 2$", art.ptx, re.M)
+    with pytest.raises(ValueError, match="ctas_per_sm must be 1 to 8, got 0"):
+        mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=0)
+    with pytest.raises(ValueError, match="ctas_per_sm=2 is a compile option, but artifact="):
+        Engine.from_model(None, artifact="gen.json", ctas_per_sm=2)

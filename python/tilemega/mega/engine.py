@@ -44,22 +44,31 @@ from . import generation_state as gs
 from .checkpoint import from_transformers, load_tensors, read_config
 
 
-def compile_generation(cfg, progress=None):
+def compile_generation(cfg, progress=None, ctas_per_sm=None):
     """The artifact JSON path of cfg's generation graph, compiled or from the
-    disk cache (needs the compiler)."""
+    disk cache (needs the compiler). ctas_per_sm: CTAs sharing an SM
+    (models.generation_graph; None: its default)."""
     from .. import cache
     from .models import generation_graph
 
     start = time.perf_counter()
     if progress:
         progress(f"building the generation graph ({cfg.layers} layers)")
-    text = generation_graph(cfg).to_mlir()
+    text = generation_graph(cfg, ctas_per_sm=ctas_per_sm).to_mlir()
     if progress:
         progress("compiling (cached on disk after the first time)")
     entry = cache.compile_cached(text, name="generate")
     if progress:
         progress(f"compiled in {time.perf_counter() - start:.1f} s ({entry.source})")
     return _artifact_path(entry)
+
+
+def _no_compile_option(artifact, ctas_per_sm):
+    """A prebuilt artifact was compiled already: ValueError for a compile
+    option given with it, rather than silently ignoring it."""
+    if ctas_per_sm is not None:
+        raise ValueError(f"ctas_per_sm={ctas_per_sm!r} is a compile option, but artifact="
+                         f"{artifact!r} is prebuilt: pass one or the other")
 
 
 def _artifact_path(entry):
@@ -168,15 +177,19 @@ class Engine:
 
     @classmethod
     def from_pretrained(cls, path, max_seq_len=4096, artifact=None, device="cuda",
-                        eos_token_id=None, progress=None, prefill=None, **options):
+                        eos_token_id=None, progress=None, prefill=None, ctas_per_sm=None,
+                        **options):
         """From a checkpoint folder (config.json + safetensors). artifact:
         a prebuilt generation artifact (else compiled here, cached);
         prefill: a prebuilt prefill artifact (else compiled here when the
-        compiler is installed; False: the decode steps walk the prompt)."""
+        compiler is installed; False: the decode steps walk the prompt);
+        ctas_per_sm: CTAs of the kernel an SM, when compiled here (2 ran
+        3.5 % faster on an H100: docs/mega.md)."""
         cfg = read_config(path, max_seq_len)
         if artifact is None:
-            artifact = compile_generation(cfg, progress)
+            artifact = compile_generation(cfg, progress, ctas_per_sm)
         else:
+            _no_compile_option(artifact, ctas_per_sm)
             check_artifact(artifact, cfg)
         prefill = _prefill_path(cfg, prefill, progress)
         if progress:
@@ -188,12 +201,14 @@ class Engine:
 
     @classmethod
     def from_model(cls, model, max_seq_len=4096, artifact=None, device="cuda",
-                   eos_token_id=None, prefill=None, **options):
+                   eos_token_id=None, prefill=None, ctas_per_sm=None, **options):
         """From an in-memory transformers LlamaForCausalLM / Qwen2ForCausalLM
-        (artifact and prefill as from_pretrained)."""
+        (artifact, prefill and ctas_per_sm as from_pretrained)."""
+        if artifact is not None:
+            _no_compile_option(artifact, ctas_per_sm)
         cfg, tensors = from_transformers(model, max_seq_len, device)
         if artifact is None:
-            artifact = compile_generation(cfg)
+            artifact = compile_generation(cfg, ctas_per_sm=ctas_per_sm)
         prefill = _prefill_path(cfg, prefill, None)
         return cls(cfg, tensors, artifact, eos_token_id, prefill=prefill, **options)
 
