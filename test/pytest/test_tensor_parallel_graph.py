@@ -178,3 +178,34 @@ def test_the_loopback_artifact_builds_and_its_ranks_bind_every_parameter(tmp_pat
         assert set(mine) == set(params)
         for name, (shape, _) in params.items():
             assert tuple(mine[name].shape) == shape, name
+
+
+def test_a_lone_rank_stops_with_a_message_naming_the_missing_one(compiled):
+    """Rank 0 launched alone (the loopback check's dead peer): every entry
+    whose events can fire does; a later task's worker then times out on an
+    event downstream of the all-reduce (what the H200 run reported), and the
+    watchdog's message follows it upstream to the peer word rank 1 never
+    signalled."""
+    from tilemega.runtime import mega_meta as mm
+    from tilemega.runtime.mega import decode_error
+
+    meta = compiled[2]
+    triggers = [e["trigger"] for e in meta["events"]]
+    counters, ran = [0] * len(triggers), set()
+    while True:
+        ready = [e for e in range(len(meta["waits"])) if e not in ran and
+                 all(counters[w] >= triggers[w] for w in meta["waits"][e])]
+        if not ready:
+            break
+        for e in ready:
+            ran.add(e)
+            for v in meta["signals"][e]:
+                counters[mm.signal_word(v)] += 1      # rank 0's own word of a peer event
+    stalled = next(e for e in range(len(meta["waits"])) if e not in ran and
+                   all("sender" not in meta["events"][w] for w in meta["waits"][e]))
+    event = next(w for w in meta["waits"][stalled] if counters[w] < triggers[w])
+    words = [1, 0, 0, 0, 1, stalled, event, 0, counters[event], triggers[event],
+             1, 0, 0, 0, 0, 0]
+    text = str(decode_error(words, meta, counters=counters, rank=0))
+    assert "its producers wait for" in text and "(from rank 1)" in text, text
+    assert "rank 1 never signalled it" in text, text
