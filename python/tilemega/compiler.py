@@ -179,6 +179,29 @@ _REGISTERS = re.compile(
 _WGMMA_SERIALISED = re.compile(r"^.*\bC75(?:09|1[0-5])\b.*$", re.M)
 
 
+_SPILLS = re.compile(r"Compiling entry function '(\w+)'.*?Function properties for \1\s+"
+                     r"\d+ bytes stack frame, (\d+) bytes spill stores.*?"
+                     r"Used (\d+) registers", re.S)
+_MIN_CTAS = re.compile(r"\.entry (\w+)\([^{]*?\.minnctapersm (\d+)", re.S)
+
+
+def spill_warnings(ptx: str, ptxas_log: str) -> List[str]:
+    """A message for each kernel ptxas spilled registers of (local memory
+    traffic: slower, whatever the cause), naming the minimum CTAs an SM
+    that capped its registers where there is one above 1 (a persistent
+    kernel of several CTAs an SM, mega.ctas_per_sm)."""
+    per_sm = {name: int(n) for name, n in _MIN_CTAS.findall(ptx)}
+    out = []
+    for name, stores, regs in _SPILLS.findall(ptxas_log):
+        if int(stores) == 0:
+            continue
+        why = (f": the most that lets {per_sm[name]} CTAs share an SM, as the graph's "
+               f"ctas_per_sm or max-ctas asks" if per_sm.get(name, 1) > 1 else "")
+        out.append(f"kernel '{name}': ptxas spilled {stores} bytes of registers to local "
+                   f"memory ({regs} registers a thread{why})")
+    return out
+
+
 def wgmma_serialisation_warnings(ptxas_log: str) -> List[str]:
     """The lines of a ptxas log that report a serialised wgmma pipeline."""
     return _WGMMA_SERIALISED.findall(ptxas_log)
@@ -437,6 +460,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             for k in kernels:
                 if k["name"] == kernel_name:
                     k["registers"] = int(regs)
+        import warnings
+        for message in spill_warnings(ptx, log):
+            warnings.warn(message, CompileWarning, stacklevel=2)
     if name is None:
         name = kernels[0]["name"] if len(kernels) == 1 else "module"
     return CompiledModule(name=name, chip=chip, ptx=ptx, cubin=cubin,

@@ -816,3 +816,20 @@ def test_a_generation_graph_of_two_ctas_an_sm_fills_twice_the_sms():
         mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=0)
     with pytest.raises(ValueError, match="ctas_per_sm=2 is a compile option, but artifact="):
         Engine.from_model(None, artifact="gen.json", ctas_per_sm=2)
+
+
+def test_registers_capped_into_spills_by_ctas_per_sm_are_a_compile_warning():
+    """Eight CTAs of 256 threads an SM leave 32 registers a thread: ptxas
+    spills, and tilemega.compile says so, naming the CTAs an SM that capped
+    them (a slow kernel is not silent)."""
+    import tilemega
+    from ptxas_policy import ptxas_checks_enabled
+    from tilemega import mega
+    from tilemega.compiler import CompileWarning
+
+    if not ptxas_checks_enabled():
+        pytest.skip("needs ptxas")
+    graph = mega.generation_graph(ModelConfig(**SMALL), workers=8 * 132 - 1, ctas_per_sm=8)
+    with pytest.warns(CompileWarning, match=r"kernel 'generate': ptxas spilled \d+ bytes .*"
+                                            r"\(32 registers a thread: the most that lets 8 CTAs"):
+        tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
