@@ -1,8 +1,10 @@
 """A/B of generation artifacts of the Llama-3.2-1B configuration in one
 process: ms/token of each (prompt 512 + 128 greedy tokens, as
 bench/generate.py times its engine row: (generate(128) - generate(1)) / 127,
-median of 5, the artifacts alternated), and whether their tokens equal the
-first one's. For experiments on the persistent kernel; bench/generate.py
+median of 5, the artifacts alternated), whether their tokens equal the
+first one's, and each one's verdict as bench/generate.py judges its rows
+(transformers-float32's greedy tokens until a bf16 near tie; artifacts
+that sum in another order, e.g. more workers, may part at a near tie). For experiments on the persistent kernel; bench/generate.py
 stays the run on record.
 
     python bench/generate_ab.py build DIR        # compiler machine: DIR/<variant>/gen_llama1b.*
@@ -67,7 +69,18 @@ def compare(artifacts, prefill):
     from generate import timed
     from tilemega.mega.engine import Engine
 
+    import torch
+
     model = tg.hf_model("llama")
+    # The judge of each variant's tokens, as bench/generate.py's rows: equal
+    # to transformers-float32's greedy ones up to a bf16 near tie.
+    with torch.no_grad():
+        ref_out = model.generate(torch.tensor([PROMPT], device="cuda"), do_sample=False,
+                                 max_new_tokens=NEW, min_new_tokens=NEW, output_scores=True,
+                                 return_dict_in_generate=True, pad_token_id=0,
+                                 eos_token_id=None)
+    ref_tokens = ref_out.sequences[0, len(PROMPT):].tolist()
+    _, noise = tg.bf16_noise(model, tg.bf16_copy(model), PROMPT + ref_tokens)
     engines = {label: Engine.from_model(model, max_seq_len=4096, artifact=path,
                                         prefill=prefill)
                for label, path in artifacts.items()}
@@ -90,6 +103,12 @@ def compare(artifacts, prefill):
                       "first_difference": next((i for i, (x, y) in
                                                 enumerate(zip(tokens[label], first))
                                                 if x != y), None)}
+        found = tg.first_difference_is_a_near_tie(
+            tokens[label], ref_tokens, lambda i: tg.top2_gap(ref_out.scores[i][0]),
+            lambda i: noise[len(PROMPT) - 1 + i])
+        # (index, float32's top-2 gap, 3 x bf16 noise, gap within it) or None.
+        out[label]["vs_float32"] = found
+        out[label]["verdict"] = "pass" if found is None or found[3] else "FAILED"
     return out
 
 
