@@ -106,9 +106,9 @@ def MegaFreshThreadIds : Pass<"mega-fresh-thread-ids", "::mlir::ModuleOp"> {
     then computes each body's per-thread addresses inside its case rather
     than once before the worker loop, where every body's stayed live at
     the same time (register pressure: the Llama-3.2-1B generation kernel
-    238 registers without, 137 with). Run after the CSE that merges the
-    thread ids; `tilemega-tile-to-ptx-pipeline` runs it with
-    `mega-fresh-thread-ids`.
+    238 registers without, 139 with). Run after the CSE that merges the
+    thread ids; `tilemega-tile-to-ptx-pipeline` runs it unless
+    `mega-fresh-thread-ids=false`.
 
     ```mlir
     %tid = gpu.thread_id x
