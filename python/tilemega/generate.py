@@ -136,8 +136,11 @@ def parse_args(argv=None):
             parser.error("--ctas-per-sm is a compile option: --artifact is compiled already")
         if args.world > 1:
             parser.error("--ctas-per-sm: the graphs of several ranks run one CTA an SM")
-        if args.ctas_per_sm > 8:
-            parser.error(f"--ctas-per-sm must be 1 to 8, got {args.ctas_per_sm}")
+        from .mega.graph import check_ctas_per_sm
+        try:
+            check_ctas_per_sm(args.ctas_per_sm)
+        except ValueError as e:
+            parser.error(f"--ctas-per-sm: {e}")
     if args.world > 1:
         from .mega import tensor_parallel as tp
 

@@ -116,6 +116,13 @@ def default_workers(scheduler_ctas=0, ctas_per_sm=1):
     return default_target_info()["sm_count"] * ctas_per_sm - scheduler_ctas
 
 
+def check_ctas_per_sm(value):
+    """ValueError unless `value` is a number of CTAs that may share an SM
+    (1 to 8: beyond, 256-thread CTAs get under 32 registers a thread)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 8:
+        raise ValueError(f"ctas_per_sm must be 1 to 8, got {value!r}")
+
+
 class Graph:
     def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1, ctas_per_sm=1):
         """workers: worker CTAs, ctas_per_sm an SM; None: every SM of the
@@ -125,9 +132,7 @@ class Graph:
         that many x the SMs and caps the registers to fit them)."""
         if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= 8:
             raise ValueError(f"ranks must be 1 to 8 (the GPUs of one node), got {ranks!r}")
-        if isinstance(ctas_per_sm, bool) or not isinstance(ctas_per_sm, int) or \
-                not 1 <= ctas_per_sm <= 8:
-            raise ValueError(f"ctas_per_sm must be 1 to 8, got {ctas_per_sm!r}")
+        check_ctas_per_sm(ctas_per_sm)
         if not _NAME.match(name) or "." in name:
             raise ValueError(f"graph name {name!r} must be an identifier")
         if workers is None:
