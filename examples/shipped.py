@@ -127,11 +127,8 @@ def kind_of(name, meta):
 def compile_all(out):
     """Compile every shipped artifact into `out`; {name: json path}."""
     paths = {}
-    # compile_ranks (gen_small_tp2) joins once a verdict of its current PTX
-    # is on record: its loopback check passed on the H200 but for the
-    # dead-peer message, fixed since, and no device was left to rerun it.
     for part in (compile_examples, compile_bench, compile_mega, compile_generation,
-                 compile_peers):
+                 compile_peers, compile_ranks):
         start = time.time()
         got = part(out)
         clash = set(got) & set(paths)

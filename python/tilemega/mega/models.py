@@ -213,9 +213,8 @@ def generation_threads(cfg: ModelConfig) -> int:
 
 # CTAs an SM of a one-GPU generation kernel. Two fit (per-body thread ids
 # keep the registers under 128, the shared memory is under half an SM's)
-# and ran 3.5 % faster on the H100, but the shipped builds' float64
-# verdicts are not on record yet (docs/mega.md): one until they are.
-GENERATION_CTAS_PER_SM = 1
+# and ran 3.5 % faster on the H100 (docs/results/generate_ab_options_h100.json).
+GENERATION_CTAS_PER_SM = 2
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
