@@ -7,7 +7,7 @@ first one's, and each one's verdict as bench/generate.py judges its rows
 that sum in another order, e.g. more workers, may part at a near tie). For experiments on the persistent kernel; bench/generate.py
 stays the run on record.
 
-    python bench/generate_ab.py build DIR        # compiler machine: DIR/<variant>/gen_llama1b.*
+    python bench/generate_ab.py build DIR [VARIANT ...]   # compiler machine: DIR/<variant>/gen_llama1b.*
     PYTHONPATH=python python3 bench/generate_ab.py run DIR [VARIANT ...]   # GPU machine
     PYTHONPATH=python python3 bench/generate_ab.py A.json B.json ... --prefill PREFILL.json
 
@@ -38,7 +38,7 @@ VARIANTS = {
 }
 
 
-def build(out):
+def build(out, wanted=None):
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
     import generation
     import tilemega
@@ -46,16 +46,15 @@ def build(out):
     from tilemega.mega.prefill import compile_prefill
 
     cfg = generation.config("gen_llama1b")
-    sms = tilemega.compiler.default_target_info()["sm_count"]
-    for variant, options in VARIANTS.items():
-        options = dict(options)
+    for variant in wanted or VARIANTS:
+        if variant not in VARIANTS:
+            raise SystemExit(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
+        options = dict(VARIANTS[variant])
         per_sm = options.pop("ctas_per_sm", 1)
-        # One CTA left for a JIT queue's scheduler, as default_workers does.
-        workers = sms * per_sm - 1
-        text = mega.generation_graph(cfg, workers=workers).to_mlir()
-        art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b",
-                               mega_max_ctas=None if per_sm == 1 else sms * per_sm,
-                               **options)
+        # The graph's own CTAs an SM (its workers fill them, less the JIT
+        # queue's scheduler), so that the kernel admits as many.
+        text = mega.generation_graph(cfg, ctas_per_sm=per_sm).to_mlir()
+        art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b", **options)
         print("built", art.save(os.path.join(out, variant)), flush=True)
     print("built", compile_prefill(generation.config("gen_llama1b"), out,
                                    "prefill_gen_llama1b"), flush=True)
@@ -114,7 +113,7 @@ def compare(artifacts, prefill):
 
 def main(argv):
     if argv[:1] == ["build"]:
-        return build(argv[1])
+        return build(argv[1], argv[2:])
     if argv[:1] == ["run"]:
         folder, wanted = argv[1], argv[2:] or list(VARIANTS)
         artifacts = {v: os.path.join(folder, v, "gen_llama1b.json") for v in wanted}

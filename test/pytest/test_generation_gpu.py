@@ -330,6 +330,27 @@ def test_the_prefill_and_the_decode_kernel_share_one_graph_launch(case):
         assert torch.equal(engine.tensors[n][:, :len(prompt) - 1], r), n
 
 
+def test_each_generation_sees_its_own_prompt(case):
+    """A generation's prompt, state and prefill spans reach the device from
+    one reused pinned buffer, by copies inside its graph launch
+    (staging.py): prompts of two prefill chunks, one and none, generated in
+    a row and again in the other order, give the same tokens, and the same
+    as start()'s own copies followed by the launch alone."""
+    import torch
+
+    kind, model, engine, seq = case
+    prompts = [seq[:300].tolist(), seq[1000:1016].tolist(), seq[2000:2001].tolist()]
+    first = [engine.generate(p, max_new_tokens=8, eos_token_id=[]) for p in prompts]
+    again = [engine.generate(p, max_new_tokens=8, eos_token_id=[]) for p in prompts[::-1]]
+    assert first == again[::-1]
+    for p, want in zip(prompts, first):
+        engine.start(p, max_new_tokens=8, eos_token_id=[])
+        engine._launch_generation()
+        torch.cuda.synchronize()
+        engine._check_kernel(len(p))
+        assert engine._read_tokens(len(p), len(p) + 8) == want
+
+
 def test_generation_stops_at_any_of_several_eos_ids(case):
     kind, model, engine, seq = case
     prompt = seq[:16].tolist()

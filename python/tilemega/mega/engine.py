@@ -137,6 +137,7 @@ class Engine:
 
         from ..runtime import load_mega
         from .prefill import Prefill
+        from .staging import HostStaging
 
         check_artifact(artifact, cfg)
         self.cfg, self.tensors = cfg, tensors
@@ -157,6 +158,15 @@ class Engine:
         self._poll = torch.cuda.Stream()
         self._launched_on = None      # the stream of the last generation's launch
         self._finished = torch.cuda.Event()
+        # The prompt's cache rows from the prefill kernels (a prefill
+        # artifact's path), else (None) by the decode steps themselves.
+        self.prefill = None if prefill is None else Prefill(cfg, tensors, prefill)
+        # A generation's inputs (prompt, state, sampling, prefill spans)
+        # go from one pinned buffer by copies its graph holds (staging.py).
+        targets = {name: tensors[name] for name in ("tokens", "gen", "sampling")}
+        if self.prefill is not None:
+            targets["spans"] = self.prefill.spans
+        self._staging = HostStaging(targets)
         # Buffers allocated, residency checked and the launch packed now, not
         # inside the first generation.
         self.kernel.prepare()
@@ -167,11 +177,9 @@ class Engine:
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
         self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
         self.last_launch_host_s = None   # host time of the last generation's launch
+        self.last_start_host_s = None    # from generate()/stream() to the launch's return
         self.last_prefill_s = None       # host-timed prefill of the last start()
         self._failed = False             # a watchdog stopped the last generation
-        # The prompt's cache rows from the prefill kernels (a prefill
-        # artifact's path), else (None) by the decode steps themselves.
-        self.prefill = None if prefill is None else Prefill(cfg, tensors, prefill)
 
     # -- construction ---------------------------------------------------------------
 
@@ -222,9 +230,12 @@ class Engine:
         if not ids:
             raise ValueError("prompt_ids is empty: a generation needs at least one token")
         S, V = self.cfg.max_seq_len, self.cfg.vocab
-        for i, t in enumerate(ids):
-            if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
-                raise ValueError(f"prompt_ids[{i}] = {t!r} is not a token id in [0, {V})")
+        # The common case in a few C loops (a prompt's ids are host time of
+        # every generation); the loop below only to name the first bad id.
+        if set(map(type, ids)) != {int} or min(ids) < 0 or max(ids) >= V:
+            for i, t in enumerate(ids):
+                if isinstance(t, bool) or not isinstance(t, int) or not 0 <= t < V:
+                    raise ValueError(f"prompt_ids[{i}] = {t!r} is not a token id in [0, {V})")
         if len(ids) > S - room:
             raise ValueError(f"the prompt has {len(ids)} tokens; max_seq_len {S} leaves room "
                              f"for at most {S - room}")
@@ -266,6 +277,10 @@ class Engine:
         state words."""
         words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id,
                                       teacher_forced, temperature, top_k, top_p, seed)
+        # On the caller's stream, as step() runs.
+        stream = self._torch.cuda.current_stream()
+        self._staging.enqueue(int(stream.cuda_stream))
+        self._staging.consumed(stream)
         self.last_prefill_s = None
         if chunks:
             self.prefill.run(words[gs.POS])
@@ -274,9 +289,9 @@ class Engine:
 
     def _prepare(self, prompt_ids, max_new_tokens, eos_token_id, teacher_forced,
                  temperature, top_k, top_p, seed):
-        """start() but the prefill: the state words, and the number of
-        prefill chunks the prompt needs (their spans written)."""
-        torch = self._torch
+        """The inputs of a generation checked and staged (not yet copied:
+        start() enqueues the copies, a generation's graph holds them): the
+        state words, and the number of prefill chunks the prompt needs."""
         ids = self._check_prompt(prompt_ids, max_new_tokens, room=0 if teacher_forced else 1)
         if self._failed:               # a watchdog stop left events and state half-way
             self.kernel.reset()
@@ -293,12 +308,15 @@ class Engine:
         # _prefill) and the decode steps start at the prompt's last token.
         first = given - 1 if self.prefill is not None and not teacher_forced else 0
         words = gs.initial(first, given, end, eos, seed)
-        # On the caller's stream, as step() runs; a generation's launch
-        # waits for it (_launch_generation).
-        self.tensors["tokens"][:len(ids)].copy_(torch.tensor(ids, dtype=torch.int32))
-        self.tensors["gen"].copy_(torch.tensor(words, dtype=torch.int32))
-        self.tensors["sampling"].copy_(torch.tensor(sampling, dtype=torch.float32))
-        return words, (self.prefill.set_spans(first) if first > 0 else 0)
+        staging = self._staging
+        staging.write("tokens", ids)
+        staging.write("gen", words)
+        staging.write("sampling", sampling, "f")
+        chunks = 0
+        if self.prefill is not None:
+            chunks, spans = self.prefill.span_rows(first)
+            staging.write("spans", spans)
+        return words, chunks
 
     def _check_kernel(self, given):
         """kernel.check(), the watchdog's error extended with what the stopped
@@ -330,8 +348,9 @@ class Engine:
         self.kernel.launch(stream=stream)
 
     def _capture_launch(self):
-        """The persistent kernel's launch captured once into a CUDA graph
-        (its five buffers never change), or None where the capture fails.
+        """The staged inputs' copies and the persistent kernel's launch
+        captured once into a CUDA graph (the kernel's five buffers and the
+        staging buffer never change), or None where the capture fails.
         Measured on the H200 inside generate (bench/generate_launch.py,
         docs/results/generate_launch_probe_h200.json): the graph's launch
         6.6 us of host time once a trivial launch before it has paid the
@@ -342,7 +361,8 @@ class Engine:
 
         self._torch.cuda.synchronize()
         try:
-            return self.kernel.capture(self._run_handle)
+            return self.kernel.capture(self._run_handle,
+                                       before=lambda: self._staging.enqueue(self._run_handle))
         except LaunchError as exc:
             # Generations still run, by the direct launch; the reason stays
             # visible (benchmarks record it beside the launch's host time).
@@ -352,9 +372,10 @@ class Engine:
             self._torch.cuda.synchronize()
 
     def _prefill_and_launch(self, chunks):
-        """The graph of `chunks` prefill chunks followed by the persistent
-        kernel's launch (captured the first time a prompt needs that many
-        chunks, on the engine's stream), or None where the capture fails."""
+        """The graph of the staged inputs' copies, `chunks` prefill chunks
+        and the persistent kernel's launch (captured the first time a prompt
+        needs that many chunks, on the engine's stream), or None where the
+        capture fails."""
         if self._graph is None:                 # the launch itself is not captured
             return None
         graph = self._with_prefill.get(chunks)
@@ -365,6 +386,7 @@ class Engine:
             self.prefill.warm()
 
             def prefill():
+                self._staging.enqueue(self._run_handle)
                 with torch.cuda.stream(self._run):
                     self.prefill.enqueue(chunks)
 
@@ -396,14 +418,17 @@ class Engine:
         handle = int(stream.cuda_stream)
         self._set_limit(self.cfg.max_seq_len, stream)
         graph = self._prefill_and_launch(chunks) if chunks else self._graph
-        if chunks and graph is None:           # no capture: launch by launch
-            self.prefill.enqueue(chunks)
+        if graph is None:                      # no capture: call by call
+            self._staging.enqueue(handle)
+            if chunks:
+                self.prefill.enqueue(chunks)
         began = time.perf_counter()
         if graph is not None:
             graph.launch(handle)
         else:
             self.kernel.launch(stream=handle)
         self.last_launch_host_s = time.perf_counter() - began
+        self._staging.consumed(stream)
 
     def state(self) -> List[int]:
         """The state words (synchronises)."""
@@ -434,12 +459,14 @@ class Engine:
         is counted (the newest one's store may not be visible yet) or the
         kernel finished. A watchdog stop raises MegaKernelError; at the end
         the streamed ids are checked against the final tokens."""
+        began = time.perf_counter()
         words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
                                       temperature, top_k, top_p, seed)
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return
         self._launch_generation(chunks)
+        self.last_start_host_s = time.perf_counter() - began
         self._finished.record(self._launched_on)
         streamed = []
         while True:
@@ -462,12 +489,14 @@ class Engine:
     def generate(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
                  top_k=None, top_p=None, seed=0) -> List[int]:
         """The generated ids (without the prompt): one launch, then one read."""
+        began = time.perf_counter()
         words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
                                       temperature, top_k, top_p, seed)
         given, end = words[gs.GIVEN], words[gs.END]
         if end - 1 <= words[gs.POS]:
             return []
         self._launch_generation(chunks)
+        self.last_start_host_s = time.perf_counter() - began
         self._launched_on.synchronize()
         self._check_kernel(given)
         produced = self._read_state()[gs.GENERATED]

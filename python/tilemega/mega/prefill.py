@@ -127,19 +127,27 @@ class Prefill:
             k("silu_mul")(self.gu, self.a)
             k("down")(self.a, t[p + "wd"], self.x1, self.x)
 
-    def set_spans(self, positions):
-        """Writes the span of each chunk of rows 0 .. positions - 1 (on
-        torch's current stream, ordered before what follows there) and
-        returns the number of chunks."""
-        torch = self._torch
+    def span_rows(self, positions):
+        """(chunks, rows): the number of chunks of rows 0 .. positions - 1
+        and the `spans` tensor's words for them (flat, every row of it)."""
         if not 0 <= positions <= self.cfg.max_seq_len - 1:
             raise ValueError(f"prefill of {positions} rows: the cache has "
                              f"{self.cfg.max_seq_len} (max_seq_len), the last one is the "
                              "decode step's")
         chunks = -(-positions // self.C)
-        rows = [[c * self.C, min(self.C, positions - c * self.C), 0, 0] for c in range(chunks)]
-        rows += [[0, 0, 0, 0]] * (self.max_chunks + 1 - chunks)  # unused rows write nothing
-        self.spans.copy_(torch.tensor(rows, dtype=torch.int32))
+        rows = []
+        for c in range(chunks):
+            rows += [c * self.C, min(self.C, positions - c * self.C), 0, 0]
+        rows += [0, 0, 0, 0] * (self.max_chunks + 1 - chunks)  # unused rows write nothing
+        return chunks, rows
+
+    def set_spans(self, positions):
+        """Writes the span of each chunk of rows 0 .. positions - 1 (on
+        torch's current stream, ordered before what follows there) and
+        returns the number of chunks."""
+        chunks, rows = self.span_rows(positions)
+        torch = self._torch
+        self.spans.copy_(torch.tensor(rows, dtype=torch.int32).view(-1, 4))
         return chunks
 
     def enqueue(self, chunks):

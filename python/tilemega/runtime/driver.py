@@ -310,6 +310,15 @@ def stream_wait_event(stream: int, event):
     call(drv.cuStreamWaitEvent(drv.CUstream(stream), event, 0), "cuStreamWaitEvent")
 
 
+def copy_to_device(device_ptr: int, host_ptr: int, nbytes: int, stream: int):
+    """cuMemcpyHtoDAsync of `nbytes` from pinned host memory on `stream`:
+    asynchronous (the host buffer must stay unchanged until the copy ran)
+    and, on a stream being captured, a memcpy node of the graph."""
+    drv = cuda()
+    call(drv.cuMemcpyHtoDAsync(drv.CUdeviceptr(device_ptr), host_ptr, nbytes,
+                               drv.CUstream(stream)), "cuMemcpyHtoDAsync")
+
+
 def stream_is_capturing(stream: int) -> bool:
     """Whether `stream` is being captured into a CUDA graph right now."""
     drv = cuda()
