@@ -210,6 +210,18 @@ def main(argv=None):
             idle.append(e.last_launch_host_s * 1e6)
             torch.cuda.synchronize()
             e._check_kernel(len(prompt))
+        # A diagnostic of the launch's host time in generate: the same
+        # generations of one token with Python's collector off (the process
+        # holds transformers' and torch.compile's objects).
+        import gc
+        gc_off = []
+        for _ in range(6):
+            gc.disable()
+            try:
+                timed(lambda: e.generate(prompt, max_new_tokens=1, eos_token_id=[]))
+            finally:
+                gc.enable()
+            gc_off.append(e.last_launch_host_s * 1e6)
         # The launch alone, back to back on the current stream (the state
         # is DONE: each launch runs one step and stops).
         alone = []
@@ -226,6 +238,7 @@ def main(argv=None):
                      host_us_launch_in_generate_all=host,
                      host_us_start_in_generate=sorted(start)[2],
                      host_us_start_in_generate_all=start,
+                     host_us_launch_in_generate_gc_off_all=gc_off,
                      host_us_launch_device_idle=sorted(idle)[2],
                      host_us_launch_back_to_back=sorted(alone)[20])
         return state["ms_per_token"]
