@@ -108,7 +108,7 @@ def parse_args(argv=None):
     parser.add_argument("--seed", type=_seed, default=0, help="sampling seed (64-bit)")
     parser.add_argument("--ctas-per-sm", type=_positive, default=None,
                         help="CTAs of the generation kernel an SM when it is compiled "
-                             "here (default 1; 2 fits the Llama-3.2-1B kernel)")
+                             "here (default 2 on one GPU, where they fit; 1 over ranks)")
     parser.add_argument("--world", type=_positive, default=1,
                         help="GPUs to split the model over (tensor parallel, one process; "
                              "the decode steps walk the prompt)")

@@ -809,6 +809,9 @@ def test_a_generation_graph_of_two_ctas_an_sm_fills_twice_the_sms():
 
     graph = mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=2)
     assert graph.workers == 263 and "ctas_per_sm = 2" in graph.to_mlir()
+    # The default on one GPU (GENERATION_CTAS_PER_SM); one CTA on request.
+    assert mega.generation_graph(ModelConfig(**SMALL)).to_mlir() == graph.to_mlir()
+    assert mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=1).workers == 131
     art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
     assert art.kernels[-1]["grid"][0] == 263
     assert re.search(r"^\.minnctapersm 2$", art.ptx, re.M)

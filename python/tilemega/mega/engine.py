@@ -191,8 +191,9 @@ class Engine:
         a prebuilt generation artifact (else compiled here, cached);
         prefill: a prebuilt prefill artifact (else compiled here when the
         compiler is installed; False: the decode steps walk the prompt);
-        ctas_per_sm: CTAs of the kernel an SM, when compiled here (2 ran
-        3.5 % faster on an H100: docs/mega.md)."""
+        ctas_per_sm: CTAs of the kernel an SM, when compiled here (None:
+        models.GENERATION_CTAS_PER_SM, 2, which ran 2.8-3.5 % faster than
+        1 on an H100: docs/mega.md)."""
         cfg = read_config(path, max_seq_len)
         if artifact is None:
             artifact = compile_generation(cfg, progress, ctas_per_sm)

@@ -213,7 +213,8 @@ def generation_threads(cfg: ModelConfig) -> int:
 
 # CTAs an SM of a one-GPU generation kernel. Two fit (per-body thread ids
 # keep the registers under 128, the shared memory is under half an SM's)
-# and ran 3.5 % faster on the H100 (docs/results/generate_ab_options_h100.json).
+# and ran 3.5 % and 2.8 % faster than one on an H100, in two A/Bs
+# (docs/results/generate_ab_options_h100.json, generate_ab_ctas_h100.json).
 GENERATION_CTAS_PER_SM = 2
 
 
