@@ -538,6 +538,25 @@ def test_prefill_kernels_build_for_both_architectures_and_name_their_config():
         prefill.prefill_bodies(ModelConfig(**SMALL), C=100)
 
 
+def test_chunk_spans_cover_the_prompt_rows_and_fill_the_whole_spans_tensor():
+    """The spans a generation stages for its prefill (engine._prepare):
+    a (start, count) row a 256-row chunk of rows 0 .. P - 1, then rows that
+    write nothing, always max_chunks + 1 rows; the last cache row is the
+    decode step's, so P = max_seq_len - 1 is the most."""
+    from tilemega.mega.prefill import chunk_spans, max_chunks
+
+    assert max_chunks(4096) == 16 and max_chunks(257) == 1 and max_chunks(258) == 2
+    chunks, words = chunk_spans(511, 4096)
+    assert chunks == 2 and len(words) == 4 * 17
+    assert words[:8] == [0, 256, 0, 0, 256, 255, 0, 0] and not any(words[8:])
+    assert chunk_spans(0, 4096) == (0, [0] * 68)
+    chunks, words = chunk_spans(4095, 4096)
+    assert chunks == 16 and words[60:68] == [3840, 255, 0, 0, 0, 0, 0, 0]
+    for bad in (-1, 4096):
+        with pytest.raises(ValueError, match=f"prefill of {bad} rows: the cache has 4096"):
+            chunk_spans(bad, 4096)
+
+
 # ---------------------------------------------------------------- rope
 
 

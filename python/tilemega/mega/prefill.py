@@ -23,6 +23,28 @@ from . import prefill_bodies as pb
 CHUNK = 256
 
 
+def max_chunks(max_seq_len, C=CHUNK):
+    """The most chunks a prompt needs: rows 0 .. max_seq_len - 2 (the last
+    row is the decode step's)."""
+    return -(-(max_seq_len - 1) // C)
+
+
+def chunk_spans(positions, max_seq_len, C=CHUNK):
+    """(chunks, words): the number of C-row chunks of cache rows 0 ..
+    positions - 1 and the words of a `spans` tensor for them - a row
+    (start, count, 0, 0) a chunk, then rows (0, 0, 0, 0), which write
+    nothing, up to the tensor's max_chunks + 1 rows (Prefill)."""
+    if not 0 <= positions <= max_seq_len - 1:
+        raise ValueError(f"prefill of {positions} rows: the cache has {max_seq_len} "
+                         "(max_seq_len), the last one is the decode step's")
+    chunks = -(-positions // C)
+    words = []
+    for c in range(chunks):
+        words += [c * C, min(C, positions - c * C), 0, 0]
+    words += [0, 0, 0, 0] * (max_chunks(max_seq_len, C) + 1 - chunks)
+    return chunks, words
+
+
 def prefill_bodies(cfg, C=CHUNK):
     """{role: Body} of cfg's prefill kernels."""
     H, D, S, V = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab
@@ -89,7 +111,7 @@ class Prefill:
         def buf(*shape):
             return torch.zeros(shape, dtype=torch.bfloat16, device="cuda")
 
-        self.max_chunks = -(-(cfg.max_seq_len - 1) // C)
+        self.max_chunks = max_chunks(cfg.max_seq_len, C)
         # One row a chunk, and a last one that stays (0, 0) for warm(); rows
         # of 4 words, so that each chunk's span is 16-byte aligned as the
         # kernels' vector loads of it need.
@@ -128,18 +150,8 @@ class Prefill:
             k("down")(self.a, t[p + "wd"], self.x1, self.x)
 
     def span_rows(self, positions):
-        """(chunks, rows): the number of chunks of rows 0 .. positions - 1
-        and the `spans` tensor's words for them (flat, every row of it)."""
-        if not 0 <= positions <= self.cfg.max_seq_len - 1:
-            raise ValueError(f"prefill of {positions} rows: the cache has "
-                             f"{self.cfg.max_seq_len} (max_seq_len), the last one is the "
-                             "decode step's")
-        chunks = -(-positions // self.C)
-        rows = []
-        for c in range(chunks):
-            rows += [c * self.C, min(self.C, positions - c * self.C), 0, 0]
-        rows += [0, 0, 0, 0] * (self.max_chunks + 1 - chunks)  # unused rows write nothing
-        return chunks, rows
+        """chunk_spans of this prefill's cache and chunk."""
+        return chunk_spans(positions, self.cfg.max_seq_len, self.C)
 
     def set_spans(self, positions):
         """Writes the span of each chunk of rows 0 .. positions - 1 (on
