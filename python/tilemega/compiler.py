@@ -332,7 +332,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     assemble: also run ptxas (when found) to produce a cubin.
     mega_*: options of mega graphs (docs/mega.md): the queue policy (auto,
         aot or jit), per-task timestamps, the watchdog, the resident CTAs
-        (None: the chip's SM count, `target_info(chip)["sm_count"]`), and
+        (None: the chip's SM count, `target_info(chip)["sm_count"]`, x the
+        graph's ctas_per_sm), and
         early loads (graphs without a JIT queue: a task's weight tiles start
         loading before its events fire; convert-mega-to-gpu early-loads),
         streamed units (a task's units through one ring of pipeline
@@ -374,8 +375,11 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         raise ValueError(f"mega_policy must be auto, aot or jit, got {mega_policy!r}")
     if int(mega_watchdog_ms) < 1:
         raise ValueError(f"mega_watchdog_ms must be >= 1, got {mega_watchdog_ms!r}")
-    max_ctas = target["sm_count"] if mega_max_ctas is None else int(mega_max_ctas)
-    if max_ctas < 1:
+    # None passes 0: convert-mega-to-gpu then admits the SM count x the
+    # graph's own ctas_per_sm (an explicit SM count would cap a graph of two
+    # CTAs an SM at one as soon as any other mega option is given).
+    max_ctas = 0 if mega_max_ctas is None else int(mega_max_ctas)
+    if mega_max_ctas is not None and max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
     wgmma = resolve_wgmma(wgmma, chip)
     wgmma_in_flight = resolve_wgmma_in_flight(wgmma_in_flight, wgmma)
@@ -389,7 +393,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))
-    if mega != ("auto", False, 2000, target["sm_count"], 0, 1, True, False, True):
+    if mega != ("auto", False, 2000, 0, 0, 1, True, False, True):
         options += (f" mega-policy={mega_policy} mega-timeline={int(bool(mega_timeline))}"
                     f" mega-watchdog-ms={int(mega_watchdog_ms)} mega-max-ctas={max_ctas}"
                     f" mega-prefetch-bytes={int(mega_prefetch_bytes)}"

@@ -834,6 +834,11 @@ def test_a_generation_graph_of_two_ctas_an_sm_fills_twice_the_sms():
     art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
     assert art.kernels[-1]["grid"][0] == 263
     assert re.search(r"^\.minnctapersm 2$", art.ptx, re.M)
+    # Any other mega option keeps the graph's CTAs an SM (mega_max_ctas
+    # unset admits the SMs x ctas_per_sm, not the SM count alone).
+    timed = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test",
+                             mega_timeline=True, assemble=False)
+    assert timed.kernels[-1]["grid"][0] == 263
     with pytest.raises(ValueError, match="ctas_per_sm must be 1 to 8, got 0"):
         mega.generation_graph(ModelConfig(**SMALL), ctas_per_sm=0)
     with pytest.raises(ValueError, match="ctas_per_sm=2 is a compile option, but artifact="):
