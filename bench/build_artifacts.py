@@ -168,6 +168,12 @@ ATTENTIONS.update({
     "bench_attention_d128_s8192_s3": _attention(8192, num_stages=3),
     "bench_attention_d128_s8192_bm128": _attention(8192, block_m=128),
 })
+# P @ V with P from registers (register_p), beside each shape's P through
+# shared memory.
+ATTENTIONS.update({
+    f"bench_attention_d{d}_s{s}{'_causal' if c else ''}_rp": _attention(s, d, c, register_p=True)
+    for d, s in ((128, 2048), (128, 8192), (128, 16384), (64, 4096)) for c in (False, True)
+})
 
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)

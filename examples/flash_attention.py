@@ -38,7 +38,7 @@ from example_config import with_defaults
 # 128): two CTAs an SM, one's softmax under the other's wgmma (1.10x SDPA
 # flash at 8k where 128-row blocks, one CTA an SM, gave 1.01x; bench/).
 DEFAULTS = dict(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=128, causal=False,
-                block_m=64, block_n=64, num_stages=2, dtype="bf16")
+                block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False)
 
 # wgmma's operand rows (TileTensorCores.h kWgmmaRowElems).
 PART = 64
@@ -107,7 +107,10 @@ def build(name="flash_attention", **overrides):
             q_s = [T.alloc_shared((BM, PART), dtype) for _ in range(parts)]
             k_s = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
             v_s = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
-            p_s = T.alloc_shared((BM, BN), dtype)
+            # P in registers (register_p: wgmma's register-A form reads the
+            # fragment softmax wrote, in the scores' layout) or through a
+            # swizzled shared tile.
+            p_s = (T.alloc_fragment if cfg["register_p"] else T.alloc_shared)((BM, BN), dtype)
             sc = T.alloc_fragment((BM, BN), "float32")
             acc = [T.alloc_fragment((BM, PART), "float32") for _ in range(parts)]
             m = T.alloc_fragment((BM,), "float32")
@@ -140,7 +143,11 @@ def build(name="flash_attention", **overrides):
                 for i, j in T.Parallel(BM, BN):
                     sc[i, j] = T.exp2(T.fma(sc[i, j], c, -m[i]))
                 T.reduce_sum(sc, l, dim=1, clear=False)
-                T.copy(sc, p_s)
+                if cfg["register_p"]:
+                    for i, j in T.Parallel(BM, BN):
+                        p_s[i, j] = T.cast(sc[i, j], dtype)
+                else:
+                    T.copy(sc, p_s)
                 for x in range(parts):
                     for i, j in T.Parallel(BM, PART):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]

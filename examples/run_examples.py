@@ -137,6 +137,17 @@ EXAMPLES = [
      {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True}),
     ("flash_attention_d64_bm64_s3", "flash_attention",
      {"heads": 4, "kv_heads": 4, "seq": 768, "head_dim": 64, "block_m": 64, "num_stages": 3}),
+    # P @ V with P from registers (wgmma's register-A form,
+    # tile.wgmma_register_a): head_dim 128 and 64, causal, GQA, 128-row blocks.
+    ("flash_attention_d128_rp", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 1024, "register_p": True}),
+    ("flash_attention_d128_bm128_rp", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 1024, "block_m": 128, "register_p": True}),
+    ("flash_attention_d128_causal_gqa4_rp", "flash_attention",
+     {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True, "register_p": True}),
+    ("flash_attention_d64_causal_gqa7_rp", "flash_attention",
+     {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
+      "register_p": True}),
     # GQA decode attention, 32 query heads over 8 KV heads of 64, 1024 keys:
     # flash-decoding (a split kernel over 8 x 16 blocks + a combine kernel in
     # one artifact), and the single-kernel form (one block per KV head, 16

@@ -3,6 +3,7 @@
 #include "tilemega/InitAll.h"
 
 #include "tilemega/Conversion/MegaToLLVM/MegaToLLVM.h"
+#include "tilemega/Conversion/TileToLLVM/TileToLLVM.h"
 #include "tilemega/Conversion/Passes.h"
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Mega/Transforms/Passes.h"
@@ -63,6 +64,7 @@ void tilemega::registerAllTileMegaDialects(DialectRegistry &registry) {
   ub::registerConvertUBToLLVMInterface(registry);
   vector::registerConvertVectorToLLVMInterface(registry);
   mega::registerConvertMegaToLLVMInterface(registry);
+  tile::registerConvertTileToLLVMInterface(registry);
   // gpu-module-to-binary: the NVVM target and the LLVM IR translations.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerBuiltinDialectTranslation(registry);

@@ -119,6 +119,38 @@ OperandWalk walkOperand(bool majorK, MemRefType type) {
   return walk;
 }
 
+/// The four 32-bit A registers of the k-step at column `k0` of a fragment A
+/// (wgmma's register form): the thread's elements at rows +0 / +8 and
+/// columns k0 + 2 (l % 4) + {0, 1} (+ 8), two 16-bit elements a register,
+/// the first in the low half. They are the slots the accumulator layout
+/// gives the thread in A's M x K (ThreadOwnership::findSlot, relative to
+/// the thread's first element, as the D registers are found).
+SmallVector<Value, 4> registerA(OpBuilder &b, Location loc, Value storage,
+                                const ThreadOwnership &ownership, int64_t k0) {
+  Type i16 = b.getI16Type(), i32 = b.getI32Type();
+  SmallVector<Value, 4> regs;
+  for (int64_t r = 0; r < 4; ++r) {
+    Value packed;
+    for (int64_t half = 0; half < 2; ++half) {
+      int64_t e = 2 * r + half;
+      int64_t slot = ownership.findSlot({8 * ((e / 2) % 2), k0 + 8 * (e / 4) + e % 2});
+      assert(slot >= 0 && "the mma ownership holds every A register");
+      Value v = memref::LoadOp::create(
+          b, loc, storage, ValueRange{arith::ConstantIndexOp::create(b, loc, slot)});
+      Value bits = arith::ExtUIOp::create(
+          b, loc, i32, arith::BitcastOp::create(b, loc, i16, v));
+      packed = half == 0 ? bits
+                         : arith::OrIOp::create(
+                               b, loc, packed,
+                               arith::ShLIOp::create(
+                                   b, loc, bits,
+                                   arith::ConstantIntOp::create(b, loc, 16, 32)));
+    }
+    regs.push_back(packed);
+  }
+  return regs;
+}
+
 /// `wgmma.wait_group 0` right after the loop tile-pipeline marked around an
 /// in-flight gemm (once per loop): nothing after it may read an accumulator
 /// a wgmma is still writing.
@@ -155,6 +187,9 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       return rewriter.notifyMatchFailure(op, choice.whyNot);
     MemRefType aType = op.getA().getType(), cType = op.getC().getType();
     ThreadOwnership ownership = getOwnership(choice.layout, cType.getShape());
+    ThreadOwnership aOwnership =
+        tile::isFragment(aType) ? getOwnership(choice.layout, aType.getShape())
+                                : ThreadOwnership();
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     int64_t n = cType.getDimSize(1);
@@ -163,7 +198,9 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     int64_t k = aMajorK ? aType.getDimSize(1) : aType.getDimSize(0);
     int64_t tileK = tile::getWgmmaTileK(aType.getElementTypeBitWidth());
     int64_t kSteps = k / tileK;
-    OperandWalk aWalk = walkOperand(aMajorK, aType);
+    // A fragment A is wgmma's register form (chooseWgmma checked its layout).
+    bool aInRegisters = tile::isFragment(aType);
+    OperandWalk aWalk = aInRegisters ? OperandWalk() : walkOperand(aMajorK, aType);
     OperandWalk bWalk = walkOperand(bMajorK, op.getB().getType());
 
     // The tiles' writers were generic-proxy stores; wgmma reads through the
@@ -171,7 +208,8 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     // each thread's mbarrier wait made them visible to it; published gemms
     // come after a fence and barrier with no shared write since.
     if (!state.publishedGemms.contains(op) &&
-        (!state.onlyTmaWrites(op.getA()) || !state.onlyTmaWrites(op.getB()))) {
+        ((!aInRegisters && !state.onlyTmaWrites(op.getA())) ||
+         !state.onlyTmaWrites(op.getB()))) {
       NVVM::FenceProxyOp::create(
           rewriter, loc, NVVM::ProxyKind::async_shared,
           NVVM::SharedSpaceAttr::get(ctx, NVVM::SharedSpace::shared_cta));
@@ -189,8 +227,12 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
         arith::MulIOp::create(
             rewriter, loc, group,
             arith::ConstantIndexOp::create(rewriter, loc, aWalk.groupBytes)));
-    Value aAddress = arith::AddIOp::create(
-        rewriter, loc, sharedAddress(rewriter, loc, adaptor.getA()), groupPart);
+    Value aAddress =
+        aInRegisters
+            ? Value()
+            : arith::AddIOp::create(rewriter, loc,
+                                    sharedAddress(rewriter, loc, adaptor.getA()),
+                                    groupPart);
     Value bAddress = sharedAddress(rewriter, loc, adaptor.getB());
 
     // The accumulator registers as wgmma's D struct, d[4t + e].
@@ -222,6 +264,23 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     auto shape = NVVM::MMAShapeAttr::get(ctx, tile::kWgmmaTileM, n, tileK);
     NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
     for (int64_t s = 0; s < kSteps; ++s) {
+      // scale-d = 0 rather than zeroed registers: no non-wgmma instruction
+      // writes the accumulator inside the pipeline (ptxas C7515).
+      bool accumulate = !(op.getClearAccum() && s == 0);
+      if (aInRegisters) {
+        Value descB = descriptor(
+            rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, bAddress,
+                                  cI64(rewriter, loc, s * bWalk.stepBytes)),
+            bWalk.leadingBytes);
+        SmallVector<Value, 4> a =
+            registerA(rewriter, loc, adaptor.getA(), aOwnership, s * tileK);
+        d = tile::WgmmaRegisterAOp::create(rewriter, loc, dType, d, a[0], a[1],
+                                           a[2], a[3], descB, TypeAttr::get(in),
+                                           rewriter.getBoolAttr(accumulate),
+                                           rewriter.getBoolAttr(!bMajorK));
+        continue;
+      }
       Value descA = descriptor(
           rewriter, loc,
           arith::AddIOp::create(rewriter, loc, aAddress,
@@ -232,11 +291,8 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
           arith::AddIOp::create(rewriter, loc, bAddress,
                                 cI64(rewriter, loc, s * bWalk.stepBytes)),
           bWalk.leadingBytes);
-      // scale-d = 0 rather than zeroed registers: no non-wgmma instruction
-      // writes the accumulator inside the pipeline (ptxas C7515).
-      NVVM::WGMMAScaleOut scaleD = op.getClearAccum() && s == 0
-                                       ? NVVM::WGMMAScaleOut::zero
-                                       : NVVM::WGMMAScaleOut::one;
+      NVVM::WGMMAScaleOut scaleD =
+          accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero;
       d = NVVM::WgmmaMmaAsyncOp::create(
           rewriter, loc, dType, d, descA, descB, shape, inType, inType,
           NVVM::WGMMATypes::f32, scaleD, NVVM::WGMMAScaleIn::one,

@@ -7,6 +7,7 @@
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Target/TargetInfo.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -812,6 +813,34 @@ LogicalResult AsyncWaitOp::verify() {
   int64_t pending = getPendingAttr().getInt();
   if (pending < 0)
     return emitOpError() << "pending must be >= 0, got " << pending;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WgmmaRegisterAOp
+//===----------------------------------------------------------------------===//
+
+int64_t WgmmaRegisterAOp::getN() {
+  auto d = dyn_cast<LLVM::LLVMStructType>(getD().getType());
+  return d ? 2 * static_cast<int64_t>(d.getBody().size()) : 0;
+}
+
+LogicalResult WgmmaRegisterAOp::verify() {
+  auto d = dyn_cast<LLVM::LLVMStructType>(getD().getType());
+  if (!d || d.isIdentified() ||
+      !llvm::all_of(d.getBody(), [](Type t) { return t.isF32(); }))
+    return emitOpError() << "d must be a literal LLVM struct of f32 (wgmma's D "
+                            "fragment), got "
+                         << getD().getType();
+  int64_t n = getN();
+  if (n < 8 || n > kWgmmaMaxN || n % 8 != 0)
+    return emitOpError() << "d holds " << n / 2 << " f32, so N = " << n
+                         << ", which is not a wgmma N (a multiple of 8 up to "
+                         << kWgmmaMaxN << ")";
+  Type in = getInputType();
+  if (!in.isBF16() && !in.isF16())
+    return emitOpError() << "A in registers takes 16-bit inputs (bf16, f16), got "
+                         << in;
   return success();
 }
 

@@ -182,10 +182,29 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
   // 8-bit floats have no mma.sync form: only the accumulator half of its
   // rule applies; their operands are checked below.
   TensorCoreChoice choice;
+  // A fragment A is wgmma's register form (16-bit inputs): its registers
+  // must hold what the accumulator layout gives each thread of A's M x K.
+  bool aInRegisters = isFragment(aType);
   if (eightBit) {
     choice.tensorCoreInputs = true;
     if (!isShared(aType) || !isShared(bType)) {
       choice.whyNot = "wgmma reads A and B from shared memory here";
+      return choice;
+    }
+    choice = chooseMmaAccumulator(gemm, accLayout, choice);
+  } else if (aInRegisters) {
+    choice.tensorCoreInputs = in.isF16() || in.isBF16();
+    if (!isTensorCoreAccumulation(in, cType.getElementType()) ||
+        !choice.tensorCoreInputs) {
+      choice.whyNot = "wgmma takes A from registers for bf16 and f16 inputs only";
+      return choice;
+    }
+    if (!isShared(bType)) {
+      choice.whyNot = "wgmma reads B from shared memory";
+      return choice;
+    }
+    if (gemm.getTransposeA()) {
+      choice.whyNot = "wgmma reads A from registers as M x K (no transpose_a)";
       return choice;
     }
     choice = chooseMmaAccumulator(gemm, accLayout, choice);
@@ -220,6 +239,8 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
   for (auto [name, value, majorK] :
        {std::tuple<StringRef, Value, bool>{"A", gemm.getA(), aMajorK},
         {"B", gemm.getB(), bMajorK}}) {
+    if (name == "A" && aInRegisters)
+      continue;
     auto type = cast<MemRefType>(value.getType());
     int64_t row = type.getDimSize(1);
     SwizzleAttr swizzle = getSharedSwizzle(value);
@@ -238,6 +259,15 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
       return decline();
     }
   }
+  if (aInRegisters)
+    if (auto alloc = gemm.getA().getDefiningOp<AllocFragmentOp>())
+      if (Attribute aLayout = alloc.getLayoutAttr();
+          aLayout && aLayout != choice.layout) {
+        os << "A in registers must have the accumulator's layout "
+           << choice.layout << " (the threads' A registers are their D "
+           << "registers of the same rows and columns); got " << aLayout;
+        return decline();
+      }
   ArrayRef<int64_t> warps = choice.layout.getWarpsPerBlock();
   if (warps[1] != 1 || warps[0] % kWarpgroupWarps != 0 ||
       m != warps[0] * (kWgmmaTileM / kWarpgroupWarps)) {

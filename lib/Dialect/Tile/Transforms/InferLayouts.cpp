@@ -345,6 +345,22 @@ struct TileInferLayoutsPass
         decidedBy[groups.getLeaderValue(c)] = gemm;
         return;
       }
+      if (auto a = gemm.getA().getDefiningOp<AllocFragmentOp>();
+          a && wgmma) {
+        // wgmma's register form: a thread's A registers are the slots the
+        // accumulator's layout gives it in A's M x K, so A's fragment (and
+        // whatever shares tile.parallel bodies with it: the scores P was
+        // computed from) takes the accumulator's layout.
+        if (MmaLayoutAttr hopper = proposeWgmmaLayout(gemm, threads)) {
+          if (failed(seed(a, hopper, gemm))) {
+            failedGemm = true;
+            return;
+          }
+          layoutOf[groups.getLeaderValue(c)] = hopper;
+          decidedBy[groups.getLeaderValue(c)] = gemm;
+          return;
+        }
+      }
       TensorCoreChoice choice = chooseTensorCores(gemm, threads);
       if (!choice.usesTensorCores()) {
         warnIfSimt(gemm, choice);

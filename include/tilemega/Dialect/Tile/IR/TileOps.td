@@ -615,4 +615,47 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Lowered forms (created by convert-tile-to-gpu, outside tile.kernel)
+//===----------------------------------------------------------------------===//
+
+// Read and write effects: it reads B's shared tile and must keep its place
+// between the warpgroup's wgmma.fence and commit.
+def Tile_WgmmaRegisterAOp : Op<Tile_Dialect, "wgmma_register_a", [
+    AllTypesMatch<["d", "result"]>, MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "One wgmma.mma_async k-step with A from registers";
+  let description = [{
+    One step of `wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T` with the
+    A operand in registers: `a0`..`a3` are the thread's four 32-bit
+    registers of A's 64 x 16 slice (two 16-bit elements each, the first in
+    the low half: rows l / 4 and l / 4 + 8 of the warp's 16, columns
+    2 (l % 4) + {0, 1} and the same plus 8 - the mma accumulator layout of
+    those 16 columns), `b_desc` the shared-memory matrix descriptor of B,
+    `d` the accumulator (an LLVM struct of N / 2 f32, wgmma's D fragment).
+    `scale_d` false starts from zero rather than from `d`; `transpose_b`
+    reads B N-major (imm-trans-b). NVVM's `nvvm.wgmma.mma_async` has only
+    the shared x shared form, so this op lowers to the instruction's PTX
+    (TileToLLVM, its one place), as FlashAttention-3's P @ V needs: P
+    stays in the registers softmax computed it in.
+
+    ```mlir
+    %d1 = tile.wgmma_register_a %d0, [%a0, %a1, %a2, %a3], %desc
+        {input_type = bf16, scale_d = true, transpose_b = true}
+        : !llvm.struct<(f32, f32, ...)>
+    ```
+  }];
+  let arguments = (ins AnyType:$d, I32:$a0, I32:$a1, I32:$a2, I32:$a3,
+                       I64:$b_desc, TypeAttr:$input_type, BoolAttr:$scale_d,
+                       BoolAttr:$transpose_b);
+  let results = (outs AnyType:$result);
+  let assemblyFormat = [{
+    $d `,` `[` $a0 `,` $a1 `,` $a2 `,` $a3 `]` `,` $b_desc attr-dict `:` type($d)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// wgmma's N: two columns per f32 of the thread's D fragment.
+    int64_t getN();
+  }];
+}
+
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD
