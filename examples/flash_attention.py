@@ -10,8 +10,10 @@ over blocks of block_n keys with FlashAttention-2's online softmax (in base
     S_blk = Q K_blk^T                     wgmma, Q and K K-major in shared
     m' = max(m, rowmax(S_blk) c); alpha = exp2(m - m')
     P = exp2(S_blk c - m'); l = l alpha + rowsum(P); O = O alpha + P V_blk
-                                          wgmma, P through a shared tile,
-                                          V as stored (N-major)
+                                          wgmma, P through a shared tile
+                                          (or, register_p, from the
+                                          registers: wgmma's register-A
+                                          form), V as stored (N-major)
 
 wgmma reads operands in rows of 64 16-bit elements under the 128-byte
 swizzle (tile::chooseWgmma), so head_dim 128 is two 64-wide halves: Q K^T

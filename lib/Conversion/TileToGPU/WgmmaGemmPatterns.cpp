@@ -37,6 +37,14 @@
 // leading byte offset is the distance between blocks, and warpgroup g's
 // part of A is block g.
 //
+// A 16-bit fragment A is wgmma's register form: its layout is the
+// accumulator's (chooseWgmma), so the thread's A elements of k-step s are
+// the slots at rows +0 / +8 and columns 16 s + 2 (l % 4) + {0, 1} (+ 8),
+// packed two to a 32-bit register (registerA), and each step is a
+// tile.wgmma_register_a (NVVM has no such op; TileToLLVM writes its PTX).
+// No descriptor of A and no proxy fence for it: registers are not shared
+// memory.
+//
 // A shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"):
 // bits 0-13 the start address >> 4, 16-29 the leading byte offset >> 4 (not
 // used by swizzled K-major layouts: 1; MN-major: the column-block stride),

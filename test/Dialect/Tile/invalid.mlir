@@ -1061,3 +1061,34 @@ func.func @barriers_type() {
   }
   return
 }
+
+//===----------------------------------------------------------------------===//
+// tile.wgmma_register_a (the lowered form, outside tile.kernel)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @wgmma_register_a_odd_n(%d: !llvm.struct<(f32, f32, f32)>, %a: i32, %desc: i64) {
+  // expected-error @+1 {{d holds 3 f32, so N = 6, which is not a wgmma N (a multiple of 8 up to 256)}}
+  %r = tile.wgmma_register_a %d, [%a, %a, %a, %a], %desc
+      {input_type = bf16, scale_d = true, transpose_b = true} : !llvm.struct<(f32, f32, f32)>
+  return
+}
+
+// -----
+
+func.func @wgmma_register_a_not_f32(%d: !llvm.struct<(f32, f32, f32, i32)>, %a: i32, %desc: i64) {
+  // expected-error @+1 {{d must be a literal LLVM struct of f32 (wgmma's D fragment)}}
+  %r = tile.wgmma_register_a %d, [%a, %a, %a, %a], %desc
+      {input_type = bf16, scale_d = true, transpose_b = true} : !llvm.struct<(f32, f32, f32, i32)>
+  return
+}
+
+// -----
+
+func.func @wgmma_register_a_fp8(%d: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %desc: i64) {
+  // expected-error @+1 {{A in registers takes 16-bit inputs (bf16, f16), got 'f8E4M3FN'}}
+  %r = tile.wgmma_register_a %d, [%a, %a, %a, %a], %desc
+      {input_type = f8E4M3FN, scale_d = true, transpose_b = false} : !llvm.struct<(f32, f32, f32, f32)>
+  return
+}

@@ -243,3 +243,11 @@ func.func @bulk_copies(%A: memref<128x256xbf16>, %k: index, %stage: index, %pari
   }
   return
 }
+
+// CHECK-LABEL: func.func @wgmma_register_a
+// CHECK:         tile.wgmma_register_a %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {input_type = bf16, scale_d = true, transpose_b = false} : !llvm.struct<(f32, f32, f32, f32)>
+func.func @wgmma_register_a(%d: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %desc: i64) {
+  %r = tile.wgmma_register_a %d, [%a, %a, %a, %a], %desc
+      {input_type = bf16, scale_d = true, transpose_b = false} : !llvm.struct<(f32, f32, f32, f32)>
+  return
+}

@@ -214,8 +214,10 @@ void inferTensorCoreSwizzles(KernelOp kernel) {
 /// tile::chooseWgmma accepts it, giving the operand tiles that have no
 /// swizzle yet tile::getWgmmaOperandSwizzle's (rows of 64 16-bit elements:
 /// the 128-byte swizzle; wider MN-major rows: the same in 64-column
-/// blocks); null, with the tiles as they were, otherwise.
-MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
+/// blocks); null, with the tiles as they were (and chooseWgmma's reason in
+/// `why`, when given), otherwise.
+MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads,
+                                 std::string *why = nullptr) {
   int64_t warps = threads / 32;
   auto layout = MmaLayoutAttr::get(gemm.getContext(), ArrayRef<int64_t>{warps, 1});
   SmallVector<AllocSharedOp> swizzled;
@@ -231,8 +233,11 @@ MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads) {
       swizzled.push_back(alloc);
     }
   }
-  if (chooseWgmma(gemm, layout).usesTensorCores())
+  TensorCoreChoice choice = chooseWgmma(gemm, layout);
+  if (choice.usesTensorCores())
     return layout;
+  if (why)
+    *why = choice.whyNot;
   for (AllocSharedOp alloc : swizzled)
     alloc.removeSwizzleAttr();
   return nullptr;
@@ -351,15 +356,25 @@ struct TileInferLayoutsPass
         // accumulator's layout gives it in A's M x K, so A's fragment (and
         // whatever shares tile.parallel bodies with it: the scores P was
         // computed from) takes the accumulator's layout.
-        if (MmaLayoutAttr hopper = proposeWgmmaLayout(gemm, threads)) {
-          if (failed(seed(a, hopper, gemm))) {
-            failedGemm = true;
-            return;
-          }
-          layoutOf[groups.getLeaderValue(c)] = hopper;
-          decidedBy[groups.getLeaderValue(c)] = gemm;
+        std::string why;
+        MmaLayoutAttr hopper = proposeWgmmaLayout(gemm, threads, &why);
+        if (!hopper) {
+          // No other lowering multiplies a fragment A: say why this one
+          // cannot, here rather than as a CUDA-core fallback that fails.
+          gemm.emitOpError()
+              << "takes A from registers (a fragment), which only wgmma's "
+                 "register form does, and cannot: "
+              << why;
+          failedGemm = true;
           return;
         }
+        if (failed(seed(a, hopper, gemm))) {
+          failedGemm = true;
+          return;
+        }
+        layoutOf[groups.getLeaderValue(c)] = hopper;
+        decidedBy[groups.getLeaderValue(c)] = gemm;
+        return;
       }
       TensorCoreChoice choice = chooseTensorCores(gemm, threads);
       if (!choice.usesTensorCores()) {
