@@ -284,7 +284,8 @@ class Engine:
         self._staging.consumed(stream)
         self.last_prefill_s = None
         if chunks:
-            self.prefill.run(words[gs.POS])
+            # The spans travelled with the staged copies just enqueued.
+            self.prefill.launch(chunks)
             self.last_prefill_s = self.prefill.last_s
         return words
 

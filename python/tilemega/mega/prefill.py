@@ -189,6 +189,15 @@ class Prefill:
         for that number of chunks)."""
         began = time.perf_counter()
         chunks = self.set_spans(positions)
+        self.launch(chunks, graph)
+        self.last_s = time.perf_counter() - began
+        return chunks
+
+    def launch(self, chunks, graph=True):
+        """The launches of chunks 0 .. chunks - 1 whose spans are already in
+        `spans` (set_spans, or a caller's copy of span_rows: the engine's
+        staging), on torch's current stream; graph as run()."""
+        began = time.perf_counter()
         if chunks and graph:
             g = self._graphs.get(chunks)
             if g is None:
@@ -197,7 +206,6 @@ class Prefill:
         else:
             self.enqueue(chunks)
         self.last_s = time.perf_counter() - began
-        return chunks
 
     def _capture(self, chunks):
         torch = self._torch

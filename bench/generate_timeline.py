@@ -1,0 +1,164 @@
+"""Where the time of a generation step goes: the engine's persistent kernel
+(Llama-3.2-1B configuration, the shipped options: two CTAs an SM, early
+loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
+
+    python bench/generate_timeline.py build DIR                      # compiler machine
+    PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT   # GPU machine
+
+`build` compiles DIR/gen_llama1b_timeline.* (the graph of
+examples/generation.py's gen_llama1b with mega_timeline) and, beside it,
+the same graph without stamps (DIR/gen_llama1b.*, what examples/shipped.py
+ships) and the prompt's prefill kernels. `run` generates 128 tokens after
+a 512-token prompt with both, in one process: each one's tokens are judged
+as bench/generate.py judges its rows (transformers-float32's greedy tokens
+until a bf16 near tie) before anything is timed, ms/token of both (the
+stamps' cost), then the timeline of the last decode step (every entry
+writes its stamps at each step; the last step's remain). Writes
+OUT/generate_timeline.json: per task of that step (graph order) its
+instances, first start, last end and mean instance time; per role of a
+layer (qkv, attention, merge, wo, wgu, wd) the mean over the layers of its
+span (first start to last end) and period (first start to the next
+task's first start, the boundary included); and OUT/generate_timeline.png
+(CTA x time)."""
+import json
+import os
+import re
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+PROMPT = list(range(1, 513))
+NEW = 128
+TIMELINE = "gen_llama1b_timeline"
+
+
+def build(out):
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    import generation
+    import tilemega
+    from tilemega import mega
+    from tilemega.mega.prefill import compile_prefill
+
+    cfg = generation.config("gen_llama1b")
+    text = mega.generation_graph(cfg).to_mlir()
+    for name, options in ((TIMELINE, dict(mega_timeline=True)), ("gen_llama1b", {})):
+        art = tilemega.compile(text, chip="sm_90a", name=name, **options)
+        print("built", art.save(out), flush=True)
+    print("built", compile_prefill(cfg, out, "prefill_gen_llama1b"), flush=True)
+
+
+def task_table(rows, meta):
+    """[(task name, instances, first start us, last end us, mean us)] in
+    graph order, times from the step's first start."""
+    spans = {}
+    for entry, (start, end, _, _) in enumerate(rows):
+        if end > 0:
+            spans.setdefault(meta["entries"]["task"][entry], []).append((int(start), int(end)))
+    origin = min(s for runs in spans.values() for s, _ in runs)
+    table = []
+    for task, runs in sorted(spans.items()):
+        table.append((meta["tasks"][task]["name"], len(runs),
+                      (min(s for s, _ in runs) - origin) / 1e3,
+                      (max(e for _, e in runs) - origin) / 1e3,
+                      sum(e - s for s, e in runs) / len(runs) / 1e3))
+    return table
+
+
+def per_role(table):
+    """{role: (mean span us, mean period us, layers)} over the layers' tasks
+    (names t<i>_l<layer>_<role>); the period runs to the next task's first
+    start in graph order."""
+    acc = {}
+    for i, (name, _, start, end, _) in enumerate(table):
+        m = re.fullmatch(r"t\d+_l\d+_(\w+)", name)
+        if not m or i + 1 == len(table):
+            continue
+        spans, periods = acc.setdefault(m.group(1), ([], []))
+        spans.append(end - start)
+        periods.append(table[i + 1][2] - start)
+    return {role: (sum(s) / len(s), sum(p) / len(p), len(s)) for role, (s, p) in acc.items()}
+
+
+def run(folder, out):
+    sys.path.insert(0, os.path.join(ROOT, "test", "pytest"))
+    sys.path.insert(0, HERE)
+    import common
+    import test_generation_gpu as tg
+    from generate import timed
+    from tilemega.mega.engine import Engine
+    from tilemega.runtime import mega_timeline
+
+    import torch
+
+    model = tg.hf_model("llama")
+    with torch.no_grad():
+        ref_out = model.generate(torch.tensor([PROMPT], device="cuda"), do_sample=False,
+                                 max_new_tokens=NEW, min_new_tokens=NEW, output_scores=True,
+                                 return_dict_in_generate=True, pad_token_id=0,
+                                 eos_token_id=None)
+    ref_tokens = ref_out.sequences[0, len(PROMPT):].tolist()
+    _, noise = tg.bf16_noise(model, tg.bf16_copy(model), PROMPT + ref_tokens)
+    prefill = os.path.join(folder, "prefill_gen_llama1b.json")
+    engines = {name: Engine.from_model(model, max_seq_len=4096, prefill=prefill,
+                                       artifact=os.path.join(folder, name + ".json"))
+               for name in (TIMELINE, "gen_llama1b")}
+    doc = {"run": common.run_info(), "prompt": len(PROMPT), "new_tokens": NEW, "engines": {}}
+    failed = False
+    for name, engine in engines.items():
+        tokens = engine.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
+        found = tg.first_difference_is_a_near_tie(
+            tokens, ref_tokens, lambda i: tg.top2_gap(ref_out.scores[i][0]),
+            lambda i: noise[len(PROMPT) - 1 + i])
+        verdict = "pass" if found is None or found[3] else "FAILED"
+        failed |= verdict != "pass"
+        doc["engines"][name] = {"verdict": verdict, "vs_float32": found}
+        print(name, verdict, found, flush=True)
+    if failed:
+        print(json.dumps(doc, indent=1))
+        raise SystemExit("a build's tokens part from transformers-float32's beyond a near "
+                         "tie: nothing timed")
+    runs = {name: ([], []) for name in engines}
+    for _ in range(5):
+        for name, e in engines.items():
+            runs[name][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
+                                                          eos_token_id=[]))[0])
+            runs[name][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
+                                                          eos_token_id=[]))[0])
+    for name, (ones, alls) in runs.items():
+        doc["engines"][name]["ms_per_token"] = (sorted(alls)[2] - sorted(ones)[2]) / (NEW - 1)
+    # The last generate() was one of NEW tokens: its last step's stamps.
+    kernel = engines[TIMELINE].kernel
+    rows = kernel.timeline()
+    table = task_table(rows, kernel.meta)
+    doc["step_us"] = max(t[3] for t in table)
+    doc["tasks"] = [dict(zip(("task", "instances", "first_start_us", "last_end_us",
+                              "mean_us"), t)) for t in table]
+    doc["roles"] = {role: {"span_us": s, "period_us": p, "layers": n}
+                    for role, (s, p, n) in per_role(table).items()}
+    summary = mega_timeline.summarize(rows, kernel.meta)
+    doc["summary"] = mega_timeline.format_summary(summary, kernel.meta)
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "generate_timeline.json"), "w") as f:
+        json.dump(doc, f, indent=1, default=float)
+    try:
+        mega_timeline.render(rows, kernel.meta, os.path.join(out, "generate_timeline.png"),
+                             title="Llama-3.2-1B generation step (timeline build)")
+    except ImportError as exc:                   # no matplotlib: the JSON stands
+        print("no picture:", exc)
+    print(doc["summary"])
+    for role, v in doc["roles"].items():
+        print(f"{role:12s} span {v['span_us']:7.2f} us  period {v['period_us']:7.2f} us")
+    for name, e in doc["engines"].items():
+        print(f"{name}: {e['ms_per_token']:.4f} ms/token")
+
+
+def main(argv):
+    if argv[:1] == ["build"] and len(argv) == 2:
+        return build(argv[1])
+    if argv[:1] == ["run"] and len(argv) == 4 and argv[2] == "--out":
+        return run(argv[1], argv[3])
+    raise SystemExit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
