@@ -873,3 +873,33 @@ def test_registers_capped_into_spills_by_ctas_per_sm_are_a_compile_warning():
                                                 r".*\(32 registers a thread: the most that "
                                                 r"lets 8 CTAs"):
             tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
+
+
+def test_generation_timeline_tables_per_task_and_per_role():
+    """bench/generate_timeline.py's tables from a step's stamps: per task
+    (graph order) instances, first start, last end, mean; per layer role
+    the mean span and period over the layers (the period runs to the next
+    task's first start); entries never stamped are left out."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "generate_timeline", os.path.join(ROOT, "bench", "generate_timeline.py"))
+    gt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gt)
+    names = ["t0_embed", "t1_l0_qkv", "t2_l0_wo", "t3_l1_qkv", "t4_l1_wo", "t5_lm_head"]
+    meta = {"tasks": [{"name": n} for n in names],
+            "entries": {"task": [0, 1, 1, 2, 3, 4, 5, 5]}}
+    us = 1000
+    rows = [(5 * us, 6 * us, 0, 0),                       # embed
+            (6 * us, 8 * us, 0, 0), (7 * us, 10 * us, 1, 0),  # l0 qkv: 2 instances
+            (11 * us, 12 * us, 0, 0),                     # l0 wo
+            (12 * us, 15 * us, 0, 0),                     # l1 qkv
+            (16 * us, 18 * us, 0, 0),                     # l1 wo
+            (19 * us, 20 * us, 0, 0), (0, 0, 0, 0)]       # lm head, one never ran
+    table = gt.task_table(rows, meta)
+    assert table == [("t0_embed", 1, 0.0, 1.0, 1.0), ("t1_l0_qkv", 2, 1.0, 5.0, 2.5),
+                     ("t2_l0_wo", 1, 6.0, 7.0, 1.0), ("t3_l1_qkv", 1, 7.0, 10.0, 3.0),
+                     ("t4_l1_wo", 1, 11.0, 13.0, 2.0), ("t5_lm_head", 1, 14.0, 15.0, 1.0)]
+    roles = gt.per_role(table)
+    assert roles == {"qkv": ((4.0 + 3.0) / 2, (5.0 + 4.0) / 2, 2),
+                     "wo": ((1.0 + 2.0) / 2, (1.0 + 3.0) / 2, 2)}
