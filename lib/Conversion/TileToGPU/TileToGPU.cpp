@@ -61,7 +61,7 @@ struct ConvertTileToGPUPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tile::TileDialect>();
     // The lowered form of a register-A wgmma (TileToLLVM lowers it).
-    target.addLegalOp<tile::WgmmaRegisterAOp>();
+    target.addLegalOp<tile::WgmmaRegisterAOp, tile::WgmmaFenceRegistersOp>();
     target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect>();

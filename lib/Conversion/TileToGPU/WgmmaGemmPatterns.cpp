@@ -40,7 +40,10 @@
 // A 16-bit fragment A is wgmma's register form: its layout is the
 // accumulator's (chooseWgmma), so the thread's A elements of k-step s are
 // the slots at rows +0 / +8 and columns 16 s + 2 (l % 4) + {0, 1} (+ 8),
-// packed two to a 32-bit register (registerA), and each step is a
+// packed two to a 32-bit register (registerA) before the warpgroup's fence,
+// through which they pass (tile.wgmma_fence_registers: LLVM would sink the
+// packing after a plain fence, and PTX wants the fence between a register's
+// last write and the wgmma reading it), and each step is a
 // tile.wgmma_register_a (NVVM has no such op; TileToLLVM writes its PTX).
 // No descriptor of A and no proxy fence for it: registers are not shared
 // memory.
@@ -270,7 +273,19 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
                               : isa<Float8E4M3FNType>(in) ? NVVM::WGMMATypes::e4m3
                                                            : NVVM::WGMMATypes::e5m2;
     auto shape = NVVM::MMAShapeAttr::get(ctx, tile::kWgmmaTileM, n, tileK);
-    NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    // Register A: every step's A registers are packed before the fence and
+    // pass through it (tile.wgmma_fence_registers), as PTX requires of
+    // registers a wgmma reads.
+    SmallVector<Value> aRegisters;
+    if (aInRegisters) {
+      for (int64_t s = 0; s < kSteps; ++s)
+        llvm::append_range(aRegisters, registerA(rewriter, loc, adaptor.getA(),
+                                                 aOwnership, s * tileK));
+      auto fence = tile::WgmmaFenceRegistersOp::create(rewriter, loc, aRegisters);
+      aRegisters.assign(fence.getResults().begin(), fence.getResults().end());
+    } else {
+      NVVM::WgmmaFenceAlignedOp::create(rewriter, loc);
+    }
     for (int64_t s = 0; s < kSteps; ++s) {
       // scale-d = 0 rather than zeroed registers: no non-wgmma instruction
       // writes the accumulator inside the pipeline (ptxas C7515).
@@ -281,8 +296,7 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
             arith::AddIOp::create(rewriter, loc, bAddress,
                                   cI64(rewriter, loc, s * bWalk.stepBytes)),
             bWalk.leadingBytes);
-        SmallVector<Value, 4> a =
-            registerA(rewriter, loc, adaptor.getA(), aOwnership, s * tileK);
+        ArrayRef<Value> a = ArrayRef<Value>(aRegisters).slice(4 * s, 4);
         d = tile::WgmmaRegisterAOp::create(rewriter, loc, dType, d, a[0], a[1],
                                            a[2], a[3], descB, TypeAttr::get(in),
                                            rewriter.getBoolAttr(accumulate),

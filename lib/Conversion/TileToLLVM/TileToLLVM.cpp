@@ -82,13 +82,53 @@ struct WgmmaRegisterALowering : public ConvertOpToLLVMPattern<WgmmaRegisterAOp> 
   }
 };
 
+/// wgmma.fence with the A registers tied through it ("=r" outputs, each
+/// input tied to its output): their values exist before the fence and the
+/// wgmma reads the asm's outputs, so nothing can move their computation
+/// after it.
+struct WgmmaFenceRegistersLowering
+    : public ConvertOpToLLVMPattern<WgmmaFenceRegistersOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(WgmmaFenceRegistersOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t count = static_cast<int64_t>(adaptor.getRegisters().size());
+    Type i32 = rewriter.getI32Type();
+    std::string constraints;
+    for (int64_t i = 0; i < count; ++i)
+      constraints += "=r,";
+    for (int64_t i = 0; i < count; ++i)
+      constraints += std::to_string(i) + (i + 1 < count ? "," : "");
+    Type result = count == 0 ? Type()
+                  : count == 1
+                      ? i32
+                      : LLVM::LLVMStructType::getLiteral(rewriter.getContext(),
+                                                         SmallVector<Type>(count, i32));
+    auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                                LLVM::AsmDialect::AD_ATT);
+    auto fence = LLVM::InlineAsmOp::create(
+        rewriter, loc, result, adaptor.getRegisters(), "wgmma.fence.sync.aligned;",
+        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, asmDialect, ArrayAttr());
+    SmallVector<Value> values;
+    if (count == 1)
+      values.push_back(fence.getResult(0));
+    for (int64_t i = 0; count > 1 && i < count; ++i)
+      values.push_back(LLVM::ExtractValueOp::create(rewriter, loc, fence.getResult(0), i));
+    rewriter.replaceOp(op, values);
+    return success();
+  }
+};
+
 struct TileToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
   void populateConvertToLLVMConversionPatterns(
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
-    target.addIllegalOp<WgmmaRegisterAOp>();
+    target.addIllegalOp<WgmmaRegisterAOp, WgmmaFenceRegistersOp>();
     populateTileToLLVMConversionPatterns(converter, patterns);
   }
 };
@@ -97,7 +137,7 @@ struct TileToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
 
 void tile::populateTileToLLVMConversionPatterns(LLVMTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
-  patterns.add<WgmmaRegisterALowering>(converter);
+  patterns.add<WgmmaRegisterALowering, WgmmaFenceRegistersLowering>(converter);
 }
 
 void tile::registerConvertTileToLLVMInterface(DialectRegistry &registry) {

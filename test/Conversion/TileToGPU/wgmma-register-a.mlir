@@ -7,8 +7,9 @@
 // accumulator's layout (16 rows a warp), B the 128-byte swizzle (V as
 // stored: K x N, N-major); the lowering packs each k-step's eight A
 // elements of the thread into four 32-bit registers (two bf16 each, the
-// lower column in the low half) and issues tile.wgmma_register_a per
-// k-step of 16: scale-d 0 on the first (clear_accum), B read N-major
+// lower column in the low half), all steps' before the warpgroup's fence
+// that they pass through (tile.wgmma_fence_registers, no plain
+// wgmma.fence), and issues tile.wgmma_register_a per k-step of 16: scale-d 0 on the first (clear_accum), B read N-major
 // (transpose_b = true). No descriptor of A, no shared tile of P.
 
 // INFER-LABEL: func.func @p_times_v
@@ -18,10 +19,12 @@
 // INFER:         tile.alloc_fragment {layout = #[[M]]} : memref<64x64xf32, #tile.fragment>
 
 // CHECK-LABEL: gpu.func @p_times_v
-// CHECK:         nvvm.wgmma.fence.aligned
+// CHECK-NOT:     nvvm.wgmma.fence.aligned
 // CHECK:         arith.bitcast %{{.*}} : bf16 to i16
 // CHECK:         arith.shli %{{.*}}, %c16_i32
-// CHECK:         tile.wgmma_register_a %{{.*}}, [%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} {input_type = bf16, scale_d = false, transpose_b = true} : !llvm.struct<(f32
+// CHECK:         %[[R:.*]]:16 = tile.wgmma_fence_registers {{(%[^,]+, ){15}%[^,]+$}}
+// CHECK-NOT:     arith.shli
+// CHECK:         tile.wgmma_register_a %{{.*}}, [%[[R]]#0, %[[R]]#1, %[[R]]#2, %[[R]]#3], %{{.*}} {input_type = bf16, scale_d = false, transpose_b = true} : !llvm.struct<(f32
 // CHECK-COUNT-3: tile.wgmma_register_a %{{.*}} {input_type = bf16, scale_d = true, transpose_b = true}
 // CHECK-NOT:     tile.wgmma_register_a
 // CHECK-NOT:     nvvm.wgmma.mma_async

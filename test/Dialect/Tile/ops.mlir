@@ -251,3 +251,10 @@ func.func @wgmma_register_a(%d: !llvm.struct<(f32, f32, f32, f32)>, %a: i32, %de
       {input_type = bf16, scale_d = true, transpose_b = false} : !llvm.struct<(f32, f32, f32, f32)>
   return
 }
+
+// CHECK-LABEL: func.func @wgmma_fence_registers
+// CHECK:         %{{.*}}:2 = tile.wgmma_fence_registers %{{.*}}, %{{.*}}
+func.func @wgmma_fence_registers(%a: i32, %b: i32) -> (i32, i32) {
+  %r:2 = tile.wgmma_fence_registers %a, %b
+  return %r#0, %r#1 : i32, i32
+}

@@ -817,6 +817,18 @@ LogicalResult AsyncWaitOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// WgmmaFenceRegistersOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgmmaFenceRegistersOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  for (Value v : operands)
+    inferred.push_back(v.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // WgmmaRegisterAOp
 //===----------------------------------------------------------------------===//
 

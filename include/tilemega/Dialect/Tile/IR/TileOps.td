@@ -6,6 +6,7 @@
 include "tilemega/Dialect/Tile/IR/TileDialect.td"
 include "tilemega/Dialect/Tile/IR/TileAttrs.td"
 include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ViewLikeInterface.td"
 
@@ -656,6 +657,31 @@ def Tile_WgmmaRegisterAOp : Op<Tile_Dialect, "wgmma_register_a", [
     /// wgmma's N: two columns per f32 of the thread's D fragment.
     int64_t getN();
   }];
+}
+
+// Read and write effects: it is the warpgroup's wgmma.fence, ordered with
+// every other memory and wgmma operation.
+def Tile_WgmmaFenceRegistersOp : Op<Tile_Dialect, "wgmma_fence_registers", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wgmma.fence, after which the given A registers are written";
+  let description = [{
+    The warpgroup's `wgmma.fence.sync.aligned` with the 32-bit registers a
+    register-A wgmma will read passed through it: its results are the same
+    values, so they are computed before the fence and nothing rewrites them
+    between the fence and the wgmma (PTX requires the fence between a
+    register's last write and the wgmma that reads it as A; packed after
+    the fence, as LLVM otherwise sinks them to their use, ptxas must
+    serialise). Lowered with `tile.wgmma_register_a` (TileToLLVM) to the
+    instruction as inline PTX whose outputs are tied to these inputs.
+
+    ```mlir
+    %r0, %r1 = tile.wgmma_fence_registers %a0, %a1
+    ```
+  }];
+  let arguments = (ins Variadic<I32>:$registers);
+  let results = (outs Variadic<I32>:$fenced);
+  let assemblyFormat = "$registers attr-dict";
 }
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD
