@@ -252,3 +252,50 @@ def test_tma_store_is_checked_at_the_users_line():
             T.copy(acc, C, tma_store=True)
     with pytest.raises(tilemega.language.TileLangError, match="tma_store copies a shared tile"):
         bad.ir()
+
+
+def p_times_v(dtype="bfloat16"):
+    """O = P @ V with P a fragment (softmax's output in FlashAttention):
+    wgmma's register-A form. One warpgroup, P 64 x 64 computed from a
+    fragment of scores, V 64 x 64 as stored (K x N)."""
+    @tilemega.jit(cache=False)
+    def kernel(S: T.Tensor((64, 64), "float32"), V: T.Tensor((64, 64), dtype),
+               O: T.Tensor((64, 64), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            sc = T.alloc_fragment((64, 64), "float32")
+            p = T.alloc_fragment((64, 64), dtype)
+            v_s = T.alloc_shared((64, 64), dtype)
+            o = T.alloc_fragment((64, 64), "float32")
+            T.copy(S[0, 0], sc)
+            T.copy(V[0, 0], v_s)
+            for i, j in T.Parallel(64, 64):
+                p[i, j] = T.cast(sc[i, j], dtype)
+            T.gemm(p, v_s, o, clear_accum=True)
+            T.copy(o, O[0, 0])
+    return kernel
+
+
+def test_a_fragment_a_takes_wgmmas_register_form():
+    """Four k-steps of m64n64k16 with four A registers each, packed before
+    the fence they pass through; no shared tile of P."""
+    art = tilemega.compile(p_times_v().ir(), chip="sm_90a", assemble=ptxas_checks_enabled())
+    steps = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.bf16\.bf16 \{[^}]*\}, "
+                       r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, p, 1, 1, 1;", art.ptx)
+    assert len(steps) == 4, art.ptx[-3000:]
+    fence = art.ptx.index("wgmma.fence.sync.aligned")
+    assert fence < art.ptx.index("wgmma.mma_async")
+    # No packing (shift into the high half) between the fence and the last step.
+    assert not re.search(r"shl\.b32", art.ptx[fence:art.ptx.rindex("wgmma.mma_async")])
+
+
+def test_a_fragment_a_wgmma_cannot_take_is_an_error_at_the_users_line():
+    """f32 has no register-A form, and nothing else multiplies a fragment A:
+    the error names why, at the gemm's line in the T.* source."""
+    from tilemega.compiler import CompileError
+
+    with pytest.raises(CompileError, match=r"test_wgmma\.py\":\d+:\d+: .tile\.gemm. op "
+                                           r"takes A from registers "
+                                           r"\(a fragment\), which only wgmma's register "
+                                           r"form does, and cannot: wgmma takes A from "
+                                           r"registers for bf16 and f16 inputs only"):
+        p_times_v("float32").compile()

@@ -212,10 +212,19 @@ struct GemmSimtLowering : TileLoweringPattern<tile::GemmOp> {
   matchAndRewrite(tile::GemmOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    if (!isSharedValue(op.getA()) || !isSharedValue(op.getB()))
-      return op.emitOpError("with fragment operands A or B needs the "
-                            "tensor-core lowering, which this build does not "
-                            "have yet; keep A and B in shared memory");
+    // The wgmma lowering (benefit 3) took every gemm with a fragment A it
+    // can: what reaches here has no lowering.
+    if (!isSharedValue(op.getB()))
+      return op.emitOpError("reads B from a fragment, which no lowering "
+                            "multiplies: keep B in shared memory");
+    if (!isSharedValue(op.getA()))
+      return op.emitOpError()
+             << "reads A from registers (a fragment), which only wgmma's "
+                "register form multiplies (sm_90a with wgmma, bf16 or f16 "
+                "into f32, B in shared memory): "
+             << (state.wgmma ? tile::chooseWgmma(op, getFragmentLayout(op.getC())).whyNot
+                             : std::string("the wgmma lowering is off"))
+             << "; or keep A in shared memory";
     Attribute layout = getFragmentLayout(op.getC());
     if (!layout)
       return op.emitOpError("accumulates into a fragment without a layout: "

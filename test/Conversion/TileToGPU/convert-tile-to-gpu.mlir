@@ -216,9 +216,23 @@ func.func @gemm_fragment_operand() {
     %a = tile.alloc_fragment : memref<4x32xf32, #tile.fragment>
     %bb = tile.alloc_shared : memref<32x32xf32, #gpu.address_space<workgroup>>
     %c = tile.alloc_fragment : memref<4x32xf32, #tile.fragment>
-    // expected-error @+2 {{'tile.gemm' op with fragment operands A or B needs the tensor-core lowering, which this build does not have yet; keep A and B in shared memory}}
+    // expected-error @+2 {{'tile.gemm' op reads A from registers (a fragment), which only wgmma's register form multiplies (sm_90a with wgmma, bf16 or f16 into f32, B in shared memory): the wgmma lowering is off; or keep A in shared memory}}
     // expected-error @+1 {{failed to legalize operation 'tile.gemm'}}
     tile.gemm %a, %bb, %c : memref<4x32xf32, #tile.fragment>, memref<32x32xf32, #gpu.address_space<workgroup>>, memref<4x32xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @gemm_fragment_b() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %a = tile.alloc_shared : memref<4x32xf32, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_fragment : memref<32x32xf32, #tile.fragment>
+    %c = tile.alloc_fragment : memref<4x32xf32, #tile.fragment>
+    // expected-error @+2 {{'tile.gemm' op reads B from a fragment, which no lowering multiplies: keep B in shared memory}}
+    // expected-error @+1 {{failed to legalize operation 'tile.gemm'}}
+    tile.gemm %a, %bb, %c : memref<4x32xf32, #gpu.address_space<workgroup>>, memref<32x32xf32, #tile.fragment>, memref<4x32xf32, #tile.fragment>
   }
   return
 }
