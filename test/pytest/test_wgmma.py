@@ -299,3 +299,13 @@ def test_a_fragment_a_wgmma_cannot_take_is_an_error_at_the_users_line():
                                            r"form does, and cannot: wgmma takes A from "
                                            r"registers for bf16 and f16 inputs only"):
         p_times_v("float32").compile()
+
+
+def test_a_fragment_a_without_wgmma_is_an_error_that_says_so():
+    """On a chip without wgmma (sm_90) nothing multiplies a fragment A."""
+    from tilemega.compiler import CompileError
+
+    with pytest.raises(CompileError, match=r"reads A from registers \(a fragment\), which "
+                                           r"only wgmma's register form multiplies \(sm_90a "
+                                           r"with wgmma.*: the wgmma lowering is off"):
+        tilemega.compile(p_times_v().ir(), chip="sm_90", assemble=False)
