@@ -60,6 +60,45 @@ def build(out, wanted=None):
                                    "prefill_gen_llama1b"), flush=True)
 
 
+def float32_judge(model, tg, torch):
+    """judge(tokens) -> (found, verdict) for a build's NEW greedy tokens after
+    PROMPT, as bench/generate.py judges its rows: equal to
+    transformers-float32's greedy ones up to a bf16 near tie. found is
+    (index, float32's top-2 gap, 3 x bf16 noise, gap within it) or None."""
+    with torch.no_grad():
+        ref_out = model.generate(torch.tensor([PROMPT], device="cuda"), do_sample=False,
+                                 max_new_tokens=NEW, min_new_tokens=NEW, output_scores=True,
+                                 return_dict_in_generate=True, pad_token_id=0,
+                                 eos_token_id=None)
+    ref_tokens = ref_out.sequences[0, len(PROMPT):].tolist()
+    _, noise = tg.bf16_noise(model, tg.bf16_copy(model), PROMPT + ref_tokens)
+
+    def judge(tokens):
+        found = tg.first_difference_is_a_near_tie(
+            tokens, ref_tokens, lambda i: tg.top2_gap(ref_out.scores[i][0]),
+            lambda i: noise[len(PROMPT) - 1 + i])
+        return found, "pass" if found is None or found[3] else "FAILED"
+    return judge
+
+
+def timed_generations(engines, timed):
+    """{label: (ms/token, time to first token ms, generate(NEW) ms sorted)}:
+    (generate(NEW) - generate(1)) / (NEW - 1), medians of 5, the engines
+    alternated."""
+    runs = {label: ([], []) for label in engines}
+    for _ in range(5):
+        for label, e in engines.items():
+            runs[label][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
+                                                           eos_token_id=[]))[0])
+            runs[label][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
+                                                           eos_token_id=[]))[0])
+    out = {}
+    for label, (ones, alls) in runs.items():
+        one, whole = sorted(ones)[2], sorted(alls)[2]
+        out[label] = ((whole - one) / (NEW - 1), one, sorted(alls))
+    return out
+
+
 def compare(artifacts, prefill):
     """{label: path} -> the A/B document."""
     sys.path.insert(0, os.path.join(os.path.dirname(HERE), "test", "pytest"))
@@ -71,43 +110,22 @@ def compare(artifacts, prefill):
     import torch
 
     model = tg.hf_model("llama")
-    # The judge of each variant's tokens, as bench/generate.py's rows: equal
-    # to transformers-float32's greedy ones up to a bf16 near tie.
-    with torch.no_grad():
-        ref_out = model.generate(torch.tensor([PROMPT], device="cuda"), do_sample=False,
-                                 max_new_tokens=NEW, min_new_tokens=NEW, output_scores=True,
-                                 return_dict_in_generate=True, pad_token_id=0,
-                                 eos_token_id=None)
-    ref_tokens = ref_out.sequences[0, len(PROMPT):].tolist()
-    _, noise = tg.bf16_noise(model, tg.bf16_copy(model), PROMPT + ref_tokens)
+    judge = float32_judge(model, tg, torch)
     engines = {label: Engine.from_model(model, max_seq_len=4096, artifact=path,
                                         prefill=prefill)
                for label, path in artifacts.items()}
     tokens = {label: e.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
               for label, e in engines.items()}
-    runs = {label: ([], []) for label in engines}
-    for _ in range(5):
-        for label, e in engines.items():
-            runs[label][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
-                                                           eos_token_id=[]))[0])
-            runs[label][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
-                                                           eos_token_id=[]))[0])
     first = tokens[next(iter(tokens))]
     out = {}
-    for label, (ones, alls) in runs.items():
-        one, whole = sorted(ones)[2], sorted(alls)[2]
-        out[label] = {"ms_per_token": (whole - one) / (NEW - 1), "ttft_ms": one,
-                      "generate_128_ms": sorted(alls),
+    for label, (per_token, one, alls) in timed_generations(engines, timed).items():
+        out[label] = {"ms_per_token": per_token, "ttft_ms": one,
+                      "generate_128_ms": alls,
                       "tokens_equal_first": tokens[label] == first,
                       "first_difference": next((i for i, (x, y) in
                                                 enumerate(zip(tokens[label], first))
                                                 if x != y), None)}
-        found = tg.first_difference_is_a_near_tie(
-            tokens[label], ref_tokens, lambda i: tg.top2_gap(ref_out.scores[i][0]),
-            lambda i: noise[len(PROMPT) - 1 + i])
-        # (index, float32's top-2 gap, 3 x bf16 noise, gap within it) or None.
-        out[label]["vs_float32"] = found
-        out[label]["verdict"] = "pass" if found is None or found[3] else "FAILED"
+        out[label]["vs_float32"], out[label]["verdict"] = judge(tokens[label])
     return out
 
 

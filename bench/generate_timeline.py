@@ -27,8 +27,10 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PROMPT = list(range(1, 513))
-NEW = 128
+sys.path.insert(0, HERE)
+import generate_ab  # noqa: E402  (the A/B's prompt, judge and timing)
+
+PROMPT, NEW = generate_ab.PROMPT, generate_ab.NEW
 TIMELINE = "gen_llama1b_timeline"
 
 
@@ -91,13 +93,7 @@ def run(folder, out):
     import torch
 
     model = tg.hf_model("llama")
-    with torch.no_grad():
-        ref_out = model.generate(torch.tensor([PROMPT], device="cuda"), do_sample=False,
-                                 max_new_tokens=NEW, min_new_tokens=NEW, output_scores=True,
-                                 return_dict_in_generate=True, pad_token_id=0,
-                                 eos_token_id=None)
-    ref_tokens = ref_out.sequences[0, len(PROMPT):].tolist()
-    _, noise = tg.bf16_noise(model, tg.bf16_copy(model), PROMPT + ref_tokens)
+    judge = generate_ab.float32_judge(model, tg, torch)
     prefill = os.path.join(folder, "prefill_gen_llama1b.json")
     engines = {name: Engine.from_model(model, max_seq_len=4096, prefill=prefill,
                                        artifact=os.path.join(folder, name + ".json"))
@@ -105,11 +101,7 @@ def run(folder, out):
     doc = {"run": common.run_info(), "prompt": len(PROMPT), "new_tokens": NEW, "engines": {}}
     failed = False
     for name, engine in engines.items():
-        tokens = engine.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
-        found = tg.first_difference_is_a_near_tie(
-            tokens, ref_tokens, lambda i: tg.top2_gap(ref_out.scores[i][0]),
-            lambda i: noise[len(PROMPT) - 1 + i])
-        verdict = "pass" if found is None or found[3] else "FAILED"
+        found, verdict = judge(engine.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[]))
         failed |= verdict != "pass"
         doc["engines"][name] = {"verdict": verdict, "vs_float32": found}
         print(name, verdict, found, flush=True)
@@ -117,15 +109,8 @@ def run(folder, out):
         print(json.dumps(doc, indent=1))
         raise SystemExit("a build's tokens part from transformers-float32's beyond a near "
                          "tie: nothing timed")
-    runs = {name: ([], []) for name in engines}
-    for _ in range(5):
-        for name, e in engines.items():
-            runs[name][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
-                                                          eos_token_id=[]))[0])
-            runs[name][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
-                                                          eos_token_id=[]))[0])
-    for name, (ones, alls) in runs.items():
-        doc["engines"][name]["ms_per_token"] = (sorted(alls)[2] - sorted(ones)[2]) / (NEW - 1)
+    for name, (per_token, _, _) in generate_ab.timed_generations(engines, timed).items():
+        doc["engines"][name]["ms_per_token"] = per_token
     # The last generate() was one of NEW tokens: its last step's stamps.
     kernel = engines[TIMELINE].kernel
     rows = kernel.timeline()
