@@ -124,28 +124,44 @@ def compile_something():
 
 def prefill_variants(e, n=21):
     """Host time (us, sorted) of the launch in n generations of 4 tokens
-    after the 511-row prefill, per variant: `shared`, the prefill's chunks
-    and the kernel in one graph (what generate() does); `separate`, start()'s
-    prefill graph, then the kernel's graph alone (generate() before
-    11f085a); each also `_after_query`, with a cuStreamQuery (untimed) just
-    before the launch: whether the cost is the launch's or that of the
-    first driver call after the host's copies. `prepare_and_launch`: from
-    generate()'s prompt checks to the shared launch's return. The tokens of
-    all variants must agree."""
+    after the 511-row prefill, per variant: `shared`, the staged copies,
+    the prefill's chunks and the kernel in one graph (what generate() does);
+    `copies_outside`, the same graph without the copies' memcpy nodes, the
+    copies enqueued by the launch just before it (timed with it): whether
+    memcpy nodes from host memory make the graph's launch dearer;
+    `separate`, start()'s prefill graph, then the kernel's graph alone
+    (generate() before 11f085a); `shared_after_query` with a cuStreamQuery
+    (untimed) just before the launch: whether the cost is the launch's or
+    that of the first driver call after the host's copies; `control`, a
+    graph of one trivial kernel launched where the shared launch would be,
+    and `shared_after_control`, the shared launch right after it: what
+    this host's driver charges any graph launch at that point.
+    `prepare_and_launch`: from generate()'s prompt checks to the shared
+    launch's return. The tokens of all variants must agree."""
     stream = torch.cuda.current_stream()
-    res = {k: [] for k in ("shared", "shared_after_query", "separate",
-                           "separate_after_query", "prepare_and_launch")}
+    control = control_graph(e)
+    variants = ("shared", "copies_outside", "shared_after_query", "separate",
+                "shared_after_control")
+    res = {k: [] for k in variants + ("control", "prepare_and_launch")}
     tokens = set()
     for _ in range(n):
-        for variant in ("shared", "shared_after_query", "separate", "separate_after_query"):
+        for variant in variants:
             began = time.perf_counter()
-            if variant.startswith("shared"):
-                words, chunks = e._prepare(PROMPT, 4, [], False, None, None, None, 0)
-            else:
+            if variant == "separate":
                 words, chunks = e.start(PROMPT, 4, []), 0
-            if variant.endswith("_after_query"):
+            else:
+                words, chunks = e._prepare(PROMPT, 4, [], False, None, None, None, 0)
+            if variant == "shared_after_query":
                 stream.query()
-            e._launch_generation(chunks)
+            if variant == "shared_after_control":
+                at = time.perf_counter()
+                control.launch(int(stream.cuda_stream))
+                res["control"].append(round((time.perf_counter() - at) * 1e6, 1))
+            e.copies_in_graph = variant != "copies_outside"
+            try:
+                e._launch_generation(chunks)
+            finally:
+                e.copies_in_graph = True
             if variant == "shared":
                 res["prepare_and_launch"].append(round((time.perf_counter() - began) * 1e6, 1))
             res[variant].append(round(e.last_launch_host_s * 1e6, 1))

@@ -314,7 +314,7 @@ def test_the_prefill_and_the_decode_kernel_share_one_graph_launch(case):
     kind, model, engine, seq = case
     prompt, new = seq[:300].tolist(), 12          # rows 0 .. 298: two chunks
     ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
-    assert 2 in engine._with_prefill, "the two-chunk graph was not captured"
+    assert (2, True) in engine._graphs, "the two-chunk graph was not captured"
     assert engine.kernel.steps_done() == new
     rows = {n: engine.tensors[n][:, :len(prompt) - 1].clone()
             for n in ("l0.k_cache", f"l{engine.cfg.layers - 1}.v_cache")}

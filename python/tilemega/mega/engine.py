@@ -171,8 +171,13 @@ class Engine:
         # inside the first generation.
         self.kernel.prepare()
         self.launch_capture_error = None  # why the launch runs uncaptured, if it does
+        # The staged copies as the graph's memcpy nodes (True), or enqueued
+        # by the launch itself just before the graph (False; a measurement
+        # knob of bench/generate_launch.py: which costs the host less).
+        self.copies_in_graph = True
         self._graph = self._capture_launch()
-        self._with_prefill = {}          # prefill chunks -> graph of them + the launch
+        # (prefill chunks, copies in graph) -> the graph of them + the launch
+        self._graphs = {(0, True): self._graph}
         self._limit = None
         self._host_gen = torch.zeros(gs.GEN_WORDS, dtype=torch.int32).pin_memory()
         self._host_tokens = torch.zeros(cfg.max_seq_len, dtype=torch.int32).pin_memory()
@@ -373,29 +378,32 @@ class Engine:
         finally:
             self._torch.cuda.synchronize()
 
-    def _prefill_and_launch(self, chunks):
-        """The graph of the staged inputs' copies, `chunks` prefill chunks
-        and the persistent kernel's launch (captured the first time a prompt
-        needs that many chunks, on the engine's stream), or None where the
-        capture fails."""
+    def _graph_for(self, chunks):
+        """The graph of `chunks` prefill chunks (spans written by _prepare)
+        and the persistent kernel's launch, headed by the staged inputs'
+        copies where copies_in_graph; captured the first time it is needed,
+        on the engine's stream. None where the capture fails."""
         if self._graph is None:                 # the launch itself is not captured
             return None
-        graph = self._with_prefill.get(chunks)
+        key = (chunks, self.copies_in_graph)
+        graph = self._graphs.get(key)
         if graph is None:
             from ..runtime import LaunchError
 
             torch = self._torch
-            self.prefill.warm()
+            if chunks:
+                self.prefill.warm()
 
-            def prefill():
-                self._staging.enqueue(self._run_handle)
-                with torch.cuda.stream(self._run):
-                    self.prefill.enqueue(chunks)
+            def before():
+                if self.copies_in_graph:
+                    self._staging.enqueue(self._run_handle)
+                if chunks:
+                    with torch.cuda.stream(self._run):
+                        self.prefill.enqueue(chunks)
 
             torch.cuda.synchronize()
             try:
-                graph = self._with_prefill[chunks] = self.kernel.capture(self._run_handle,
-                                                                         before=prefill)
+                graph = self._graphs[key] = self.kernel.capture(self._run_handle, before=before)
             except LaunchError as exc:
                 self.launch_capture_error = str(exc)
             finally:
@@ -419,13 +427,15 @@ class Engine:
         self._launched_on = stream
         handle = int(stream.cuda_stream)
         self._set_limit(self.cfg.max_seq_len, stream)
-        graph = self._prefill_and_launch(chunks) if chunks else self._graph
+        graph = self._graph_for(chunks)
         if graph is None:                      # no capture: call by call
             self._staging.enqueue(handle)
             if chunks:
                 self.prefill.enqueue(chunks)
         began = time.perf_counter()
         if graph is not None:
+            if not self.copies_in_graph:       # timed: part of the launch's cost
+                self._staging.enqueue(handle)
             graph.launch(handle)
         else:
             self.kernel.launch(stream=handle)
