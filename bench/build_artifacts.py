@@ -102,6 +102,17 @@ HOPPER_GEMMS = {
              warp_specialize=True)
        for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
                        ("tn", 4096))},
+    # The same in clusters of two row tiles: each producer loads half of the
+    # B tile both blocks read, multicast into both (T.Kernel(cluster=2)).
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c2":
+       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True, cluster=2)
+       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
+                       ("tn", 4096))},
+    "bench_gemm_hopper_bf16_tn_3000x5000x1234_stage_c_g8_ws_c2": dict(
+        M=3000, N=5000, K=1234, block_n=256, num_stages=4, stage_c=True, group_m=8,
+        transpose_a=True, transpose_b=False, warp_specialize=True, cluster=2),
     # Persistent (one block an SM walking the tiles in grouped order): the
     # producer loads the next tile's k-tiles while the consumers store C.
     **{f"bench_gemm_hopper_bf16_{form}_{n}_persistent":

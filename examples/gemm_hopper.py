@@ -34,6 +34,13 @@ to `num_stages` k-tiles ahead on full / empty mbarriers while the consumer
 warpgroups only wait for data and compute, with no block barrier per
 k-tile.
 
+`cluster` (with warp_specialize) launches clusters of that many
+consecutive row tiles (`T.Kernel(..., cluster=n)`): they read the same B
+tile each k-step, so the producer of each loads 1/n of it into all n blocks
+(TMA multicast), and each stage goes back to the producers once the
+consumers of all n blocks are done with it. `group_m` then counts row
+tiles in panels of whole clusters.
+
 `stage_c` stores the block's C through a shared tile: the accumulator's
 fragment goes to shared memory (4-byte pieces, conflict-free under a
 swizzle that permutes each row's 16-byte chunks by the row), then rows go to
@@ -55,7 +62,7 @@ from example_config import with_defaults
 DEFAULTS = dict(M=1024, N=1024, K=1024, block_m=128, block_n=128, num_stages=4,
                 dtype="bf16", wgmma_in_flight=False, stage_c=False, group_m=0,
                 transpose_a=False, transpose_b=True, warp_specialize=False,
-                persistent=0, tma_store=False)
+                persistent=0, tma_store=False, cluster=1)
 
 # wgmma reads K in 64-element rows (TileTensorCores.h kWgmmaRowElems).
 BLOCK_K = 64
@@ -75,6 +82,15 @@ def config(**overrides):
     if cfg["persistent"] and not cfg["warp_specialize"]:
         raise ValueError("persistent needs warp_specialize (the producer warpgroup runs "
                          "ahead into the next tile while the consumers store C)")
+    if cfg["cluster"] != 1:
+        if not cfg["warp_specialize"] or cfg["persistent"]:
+            raise ValueError("cluster needs warp_specialize and no persistent (the "
+                             "multicast copies run in the producer warpgroup of a block "
+                             "a tile)")
+        grid_m = -(-cfg["M"] // cfg["block_m"])
+        if grid_m % cfg["cluster"] or cfg["group_m"] % cfg["cluster"]:
+            raise ValueError(f"cluster={cfg['cluster']} must divide the {grid_m} row "
+                             f"tiles and group_m={cfg['group_m']}")
     if cfg["warp_specialize"] and cfg["block_m"] % 128:
         raise ValueError(f"warp_specialize needs block_m a multiple of 128 (whole "
                          f"consumer warpgroups), got {cfg['block_m']}")
@@ -126,10 +142,13 @@ def build(name="gemm_hopper", **overrides):
     def kernel(A: T.Tensor(a_shape, dtype), B: T.Tensor(b_shape, dtype),
                C: T.Tensor((M, N), dtype)):
         grid_m, grid_n = T.ceildiv(M, BM), T.ceildiv(N, BN)
-        with T.Kernel(grid_m, grid_n, threads=threads(cfg)) as (bx, by):
+        cluster = cfg["cluster"]
+        with T.Kernel(grid_m, grid_n, threads=threads(cfg),
+                      cluster=cluster if cluster > 1 else None) as (bx, by):
             if group:
-                # Panels of `group` row tiles (bx), walked across the columns.
-                T.use_swizzle(group, order="column")
+                # Panels of `group` row tiles (bx), walked across the columns
+                # (the raster orders clusters: group // cluster of them).
+                T.use_swizzle(group // cluster, order="column")
             a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")

@@ -18,6 +18,13 @@
 //   tile.mbarrier_wait                every thread: mbarrier.try_wait.parity
 //                                     until the phase completes
 //   tile.mbarrier_arrive              each warp's first lane: mbarrier.arrive
+//                                     (with `cluster`: on the barrier of
+//                                     every block of the cluster, mapa +
+//                                     mbarrier.arrive.release.cluster)
+//   tile.bulk_copy {multicast = N}    thread 0: its block's N-th of the
+//                                     box's pieces, each into every block
+//                                     of the cluster (.multicast::cluster)
+//   tile.cluster_sync                 barrier.cluster.arrive + wait
 //
 // In a region one thread runs (a warp-specialised kernel's producer,
 // WarpSpecialize.cpp) the thread-0 guards are left out.
@@ -107,6 +114,63 @@ void forEachBox(OpBuilder &b, Location loc, const tile::BulkCopyChoice &choice,
   }
 }
 
+/// This block's share of a multicast copy split into `choice.pieces()`
+/// pieces over a cluster of `multicast` blocks: pieces rank * k .. rank * k
+/// + k - 1 (k = pieces / multicast, rank the block's in its cluster), each
+/// piece's TMA coordinates (innermost first) and first element in the tile
+/// handed to `emit` (choice's rowSplit: piece p is column block p /
+/// rowSplit, rows (p % rowSplit) box[0] on).
+void forEachPieceOfBlock(OpBuilder &b, Location loc,
+                         const tile::BulkCopyChoice &choice,
+                         ArrayRef<OpFoldResult> offsets, int64_t tileElems,
+                         int64_t multicast,
+                         function_ref<void(ArrayRef<Value>, Value)> emit) {
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  int64_t perBlock = choice.pieces() / multicast;
+  int64_t pieceElems = tileElems / choice.pieces();
+  Value rank = arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(),
+      NVVM::ClusterId::create(b, loc, b.getI32Type()));
+  Value base = arith::MulIOp::create(b, loc, rank, index(perBlock));
+  for (int64_t k = 0; k < perBlock; ++k) {
+    Value piece = arith::AddIOp::create(b, loc, base, index(k));
+    Value block = arith::DivUIOp::create(b, loc, piece, index(choice.rowSplit));
+    Value part = arith::RemUIOp::create(b, loc, piece, index(choice.rowSplit));
+    SmallVector<Value> coordinates;
+    for (auto [d, offset] : llvm::enumerate(llvm::reverse(offsets))) {
+      Value at = getValueOrCreateConstantIndexOp(b, loc, offset);
+      if (d == 0)                                  // the column block
+        at = arith::AddIOp::create(
+            b, loc, at,
+            arith::MulIOp::create(b, loc, block, index(choice.box.back())));
+      if (d + 1 == offsets.size())                 // the rows' part
+        at = arith::AddIOp::create(
+            b, loc, at,
+            arith::MulIOp::create(b, loc, part, index(choice.box.front())));
+      coordinates.push_back(
+          arith::IndexCastOp::create(b, loc, b.getI32Type(), at));
+    }
+    emit(coordinates, arith::MulIOp::create(b, loc, piece, index(pieceElems)));
+  }
+}
+
+struct ClusterSyncLowering : TileLoweringPattern<tile::ClusterSyncOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::ClusterSyncOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    // Default semantics: arrive releases, wait acquires (the barriers'
+    // initialisation is seen by the cluster's other blocks).
+    NVVM::ClusterArriveOp::create(rewriter, loc, UnitAttr());
+    NVVM::ClusterWaitOp::create(rewriter, loc, UnitAttr());
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 struct MbarrierInitLowering : TileLoweringPattern<tile::MbarrierInitOp> {
   using TileLoweringPattern::TileLoweringPattern;
   LogicalResult
@@ -166,11 +230,27 @@ struct MbarrierArriveLowering : TileLoweringPattern<tile::MbarrierArriveOp> {
                 arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
                                       lane, i32(rewriter, loc, 0)),
                 [&](OpBuilder &b) {
-                  NVVM::MBarrierArriveOp::create(
-                      b, loc, Type(),
-                      sharedPointer(b, loc, adaptor.getBarriers(),
-                                    adaptor.getIndex()),
-                      Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+                  Value barrier = sharedPointer(b, loc, adaptor.getBarriers(),
+                                                adaptor.getIndex());
+                  std::optional<int64_t> cluster = op.getCluster();
+                  if (!cluster) {
+                    NVVM::MBarrierArriveOp::create(
+                        b, loc, Type(), barrier, Value(),
+                        NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+                    return;
+                  }
+                  // The same barrier in every block of the cluster (this
+                  // one's too), released at cluster scope.
+                  auto remote = LLVM::LLVMPointerType::get(
+                      b.getContext(), static_cast<unsigned>(
+                                          NVVM::NVVMMemorySpace::SharedCluster));
+                  for (int64_t rank = 0; rank < *cluster; ++rank)
+                    NVVM::MBarrierArriveOp::create(
+                        b, loc, Type(),
+                        NVVM::MapaOp::create(b, loc, remote, barrier,
+                                             i32(b, loc, rank)),
+                        Value(), NVVM::MemScopeKind::CLUSTER,
+                        /*relaxed=*/false);
                 });
     rewriter.eraseOp(op);
     return success();
@@ -208,24 +288,38 @@ struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
     Location loc = op.getLoc();
     SmallVector<OpFoldResult> offsets = op.getMixedSrcOffsets();
     MemRefType dstType = op.getDst().getType();
+    int64_t multicast = op.getMulticast().value_or(1);
     tile::BulkCopyChoice choice = tile::chooseBulkCopy(
         op.getSrc().getType(), dstType, dstType.getShape(),
-        tile::getSharedSwizzle(op.getDst()));
+        tile::getSharedSwizzle(op.getDst()), multicast);
     if (!choice.ok())
       return op.emitOpError() << "cannot be one TMA box: " << choice.whyNot;
+    auto issue = [&](OpBuilder &b, ArrayRef<Value> coordinates, Value first,
+                     Value mask) {
+      NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+          b, loc,
+          sharedPointer(b, loc, adaptor.getDst(), first, /*cluster=*/true),
+          tensorMap, coordinates,
+          sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
+          ValueRange(), mask, Value(), NVVM::TMALoadMode::TILE,
+          /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
+    };
     inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
-      forEachBox(b, loc, choice, offsets, dstType.getNumElements(),
-                 [&](ArrayRef<Value> coordinates, Value first) {
-                   NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-                       b, loc,
-                       sharedPointer(b, loc, adaptor.getDst(), first,
-                                     /*cluster=*/true),
-                       tensorMap, coordinates,
-                       sharedPointer(b, loc, adaptor.getBarriers(),
-                                     adaptor.getIndex()),
-                       ValueRange(), Value(), Value(), NVVM::TMALoadMode::TILE,
-                       /*isCTAOnly=*/false, NVVM::CTAGroupKindAttr(), Value());
-                 });
+      if (multicast == 1) {
+        forEachBox(b, loc, choice, offsets, dstType.getNumElements(),
+                   [&](ArrayRef<Value> coordinates, Value first) {
+                     issue(b, coordinates, first, Value());
+                   });
+        return;
+      }
+      Value mask = LLVM::ConstantOp::create(
+          b, loc, b.getI16Type(),
+          b.getI16IntegerAttr((int64_t(1) << multicast) - 1));
+      forEachPieceOfBlock(b, loc, choice, offsets, dstType.getNumElements(),
+                          multicast,
+                          [&](ArrayRef<Value> coordinates, Value first) {
+                            issue(b, coordinates, first, mask);
+                          });
     });
     rewriter.eraseOp(op);
     return success();
@@ -278,7 +372,8 @@ struct BulkStoreLowering : TileLoweringPattern<tile::CopyOp> {
 void tile_to_gpu::populateBulkCopyPatterns(RewritePatternSet &patterns,
                                            TypeConverter &converter,
                                            KernelLoweringState &state) {
-  patterns.add<MbarrierInitLowering, MbarrierArriveExpectTxLowering,
+  patterns.add<ClusterSyncLowering, MbarrierInitLowering,
+               MbarrierArriveExpectTxLowering,
                MbarrierArriveLowering, MbarrierWaitLowering, BulkCopyLowering,
                BulkStoreLowering>(
       converter, patterns.getContext(), state);

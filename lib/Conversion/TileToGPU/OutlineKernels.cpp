@@ -165,7 +165,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       tile::BulkCopyChoice choice = tile::chooseBulkCopy(
           copy.getSrc().getType(), copy.getDst().getType(),
           copy.getDst().getType().getShape(),
-          tile::getSharedSwizzle(copy.getDst()));
+          tile::getSharedSwizzle(copy.getDst()),
+          copy.getMulticast().value_or(1));
       ArrayRef<int64_t> box = choice.box;
       int64_t swizzleBytes = choice.swizzleBytes;
       auto *found = llvm::find_if(tensorMaps, [&](const TensorMap &m) {
@@ -232,6 +233,11 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       grid[i] = static_cast<int32_t>(g);
     gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
     gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
+    // Clusters along the first grid dimension (.reqnctapercluster: a plain
+    // launch groups the blocks so).
+    if (std::optional<int64_t> cluster = kernel.getCluster())
+      gpuFunc.setKnownClusterSizeAttr(b.getDenseI32ArrayAttr(
+          {static_cast<int32_t>(*cluster), 1, 1}));
     // A persistent kernel (convert-mega-to-gpu) keeps its CTAs resident for
     // its whole life, usually one an SM: telling ptxas so lets it use every
     // register. Left to its own occupancy guess it may cap a large one at

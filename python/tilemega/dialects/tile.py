@@ -28,8 +28,9 @@ def _check_ints(name, values, *, minimum):
     return values
 
 
-def kernel(grid, threads, *, loc=None, ip=None) -> KernelOp:
-    """Creates `tile.kernel` with one block index argument per grid dimension."""
+def kernel(grid, threads, *, cluster=None, loc=None, ip=None) -> KernelOp:
+    """Creates `tile.kernel` with one block index argument per grid dimension
+    (`cluster`: blocks per cluster along the first one, or None)."""
     grid = _check_ints("grid", grid, minimum=1)
     if len(grid) > 3:
         raise ValueError(f"grid has at most 3 dimensions, got {grid!r}")
@@ -38,6 +39,8 @@ def kernel(grid, threads, *, loc=None, ip=None) -> KernelOp:
             f"threads must be a positive multiple of 32 and at most 1024, got {threads!r}")
     op = KernelOp(DenseI64ArrayAttr.get(grid),
                   IntegerAttr.get(IntegerType.get_signless(64), threads),
+                  cluster=None if cluster is None else
+                  IntegerAttr.get(IntegerType.get_signless(64), cluster),
                   loc=loc, ip=ip)
     op.body.blocks.append(*([IndexType.get()] * len(grid)))
     return op

@@ -29,11 +29,19 @@ class Kernel:
     Grid sizes and `threads` are compile-time ints (symbolic dimensions are
     fine: kernels are specialised per shape). `threads` is a multiple of 32,
     at most 1024. The block indices are index values.
+
+    `cluster=N` (sm_90a, 2 to 8) launches the blocks in clusters of N
+    consecutive values of the first index (which must be a multiple of N):
+    a warp-specialised T.Pipelined loop then multicasts each TMA copy whose
+    box is the same for the whole cluster (offsets that do not depend on
+    `bx`, or only through `bx // N`), each block loading 1/N of it for all.
+    With T.use_swizzle the raster orders clusters, not blocks.
     """
 
-    def __init__(self, *grid, threads=128):
+    def __init__(self, *grid, threads=128, cluster=None):
         self.grid = grid
         self.threads = threads
+        self.cluster = cluster
         self.scope: Optional[Scope] = None
         self.raster = None
 
@@ -63,8 +71,17 @@ class Kernel:
         for i, (g, lim) in enumerate(zip(grid, limits)):
             if g > lim:
                 user_error(api, f"grid[{i}] = {g} is over CUDA's limit of {lim} blocks")
+        cluster = None
+        if self.cluster is not None:
+            cluster = static_int(self.cluster, "cluster", api)
+            if not 2 <= cluster <= 8:
+                user_error(api, f"cluster must be 2 to 8 blocks, got {cluster}")
+            if grid[0] % cluster:
+                user_error(api, f"clusters of {cluster} blocks along the first grid "
+                                f"dimension need it to be a multiple of {cluster}, "
+                                f"got grid[0] = {grid[0]}")
         with user_location(), state.func_scope.end_point():
-            op = tile.kernel(grid=grid, threads=threads)
+            op = tile.kernel(grid=grid, threads=threads, cluster=cluster)
         block = op.body.blocks[0]
         state.kernel = op
         state.threads = threads
@@ -74,13 +91,15 @@ class Kernel:
         state.push(scope)
         self.scope = scope
         self.grid_sizes = grid
+        self.cluster_size = cluster or 1
         ids = tuple(Expr(a, index, scope, True, nonneg=True) for a in block.arguments)
         return ids[0] if len(ids) == 1 else ids
 
     def __exit__(self, exc_type, exc, tb):
         current(None).pop(self.scope)
         if exc_type is None and self.raster is not None:
-            _rasterize(self.scope.block, self.grid_sizes, *self.raster)
+            _rasterize(self.scope.block, self.grid_sizes, *self.raster,
+                       cluster=self.cluster_size)
         return False
 
 
@@ -189,15 +208,26 @@ class _ArithOps:
         return a.select(a.cmpi(a.CmpIPredicate.ne, nonzero, self.const(0)), x, y)
 
 
-def _rasterize(block, grid, panel, order, position):
+def _rasterize(block, grid, panel, order, position, cluster=1):
     """Replaces the block indices of the first two grid dimensions by the
-    panelled raster (raster_indices), computed at the kernel's start."""
+    panelled raster (raster_indices), computed at the kernel's start. In a
+    kernel of clusters of N along the first index the raster orders the
+    clusters (index bx // N of a grid[0] / N wide one) and the block keeps
+    its place in its cluster (bx % N): a cluster's blocks share the second
+    index, which is what lets their copies multicast."""
     from ..ir import InsertionPoint, Location
 
     before = {op.operation for op in block.operations}
     with Location.file(*position), InsertionPoint.at_block_begin(block):
-        new0, new1 = raster_indices(block.arguments[0], block.arguments[1],
-                                    grid[0], grid[1], panel, order, _ArithOps())
+        ops = _ArithOps()
+        b0 = block.arguments[0]
+        if cluster > 1:
+            b0 = ops.div(b0, ops.const(cluster))
+        new0, new1 = raster_indices(b0, block.arguments[1], grid[0] // cluster,
+                                    grid[1], panel, order, ops)
+        if cluster > 1:
+            new0 = ops.add(ops.mul(new0, ops.const(cluster)),
+                           ops.rem(block.arguments[0], ops.const(cluster)))
     new_ops = [op.operation for op in block.operations if op.operation not in before]
     # Uses in the remap itself keep the launch's indices.
     block.arguments[0].replace_all_uses_except(new0, new_ops)

@@ -2,7 +2,11 @@
 
 #include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -18,9 +22,10 @@ static BulkCopyChoice refuse(const Twine &why) {
   return choice;
 }
 
-BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
-                                    ArrayRef<int64_t> sizes,
-                                    SwizzleAttr swizzle) {
+/// The box (or column-block boxes) of one block's whole copy.
+static BulkCopyChoice chooseWholeCopy(MemRefType global, MemRefType tile,
+                                      ArrayRef<int64_t> sizes,
+                                      SwizzleAttr swizzle) {
   if (!isGlobal(global) || !isShared(tile))
     return refuse("TMA copies from global to shared memory");
   Type elem = global.getElementType();
@@ -83,6 +88,66 @@ BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
     return refuse("the tile is not a whole number of 8-row swizzle atoms");
   choice.swizzleBytes = span;
   return choice;
+}
+
+BulkCopyChoice tile::chooseBulkCopy(MemRefType global, MemRefType tile,
+                                    ArrayRef<int64_t> sizes,
+                                    SwizzleAttr swizzle, int64_t multicast) {
+  BulkCopyChoice choice = chooseWholeCopy(global, tile, sizes, swizzle);
+  if (!choice.ok() || multicast == 1 || choice.boxes % multicast == 0)
+    return choice;
+  // Split each box's rows among the cluster's blocks.
+  int64_t elemBytes = tile.getElementTypeBitWidth() / 8;
+  int64_t pieceBytes =
+      tile.getNumElements() / choice.boxes / multicast * elemBytes;
+  if (choice.box.size() < 2 || choice.box[0] % multicast ||
+      pieceBytes % choice.sharedAlignment())
+    return refuse("the box (" + Twine(choice.boxes) + " of " +
+                  Twine(choice.box[0]) + " rows) does not split into " +
+                  Twine(multicast) + " pieces of whole " +
+                  Twine(choice.sharedAlignment()) +
+                  "-byte swizzle atoms, one for each block of the cluster");
+  choice.box[0] /= multicast;
+  choice.rowSplit = multicast;
+  return choice;
+}
+
+bool tile::isClusterUniform(Value value, int64_t cluster) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Operation *owner = arg.getOwner()->getParentOp();
+    if (isa<FunctionOpInterface>(owner))
+      return true;
+    if (isa<KernelOp>(owner))
+      return arg.getArgNumber() != 0;
+    auto boundsUniform = [&](ValueRange bounds) {
+      return llvm::all_of(
+          bounds, [&](Value v) { return isClusterUniform(v, cluster); });
+    };
+    if (auto loop = dyn_cast<scf::ForOp>(owner))
+      return arg == loop.getInductionVar() &&
+             boundsUniform({loop.getLowerBound(), loop.getUpperBound(),
+                            loop.getStep()});
+    if (auto loop = dyn_cast<PipelinedOp>(owner))
+      return arg == loop.getInductionVar() &&
+             boundsUniform({loop.getLowerBound(), loop.getUpperBound(),
+                            loop.getStep()});
+    return false;
+  }
+  Operation *def = value.getDefiningOp();
+  if (def->getNumRegions() || !isMemoryEffectFree(def))
+    return false;
+  // The first block index divided by a multiple of the cluster size: the
+  // cluster's index (clusters are `cluster` consecutive blocks).
+  if (isa<arith::DivUIOp, arith::DivSIOp, arith::FloorDivSIOp>(def)) {
+    auto arg = dyn_cast<BlockArgument>(def->getOperand(0));
+    std::optional<int64_t> divisor = getConstantIntValue(def->getOperand(1));
+    if (arg && isa<KernelOp>(arg.getOwner()->getParentOp()) &&
+        arg.getArgNumber() == 0 && divisor && *divisor > 0 &&
+        *divisor % cluster == 0)
+      return true;
+  }
+  return llvm::all_of(def->getOperands(),
+                      [&](Value v) { return isClusterUniform(v, cluster); });
 }
 
 BlockArgument tile::getBulkCopyArgument(Value src) {

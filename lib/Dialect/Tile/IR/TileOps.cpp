@@ -144,6 +144,13 @@ ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
       parser.parseKeyword("in") || parseIntList(parser, grid) ||
       parser.parseKeyword("threads") || parser.parseInteger(threads))
     return failure();
+  int64_t cluster;
+  if (succeeded(parser.parseOptionalKeyword("cluster"))) {
+    if (parser.parseInteger(cluster))
+      return failure();
+    result.addAttribute(getClusterAttrName(result.name),
+                        parser.getBuilder().getI64IntegerAttr(cluster));
+  }
   Builder &b = parser.getBuilder();
   for (OpAsmParser::Argument &arg : indices)
     arg.type = b.getIndexType();
@@ -164,8 +171,11 @@ void KernelOp::print(OpAsmPrinter &p) {
   p << ") in ";
   printIntList(p, getGrid());
   p << " threads " << getThreads();
-  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
-                                     {getGridAttrName(), getThreadsAttrName()});
+  if (std::optional<int64_t> cluster = getCluster())
+    p << " cluster " << *cluster;
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(),
+      {getGridAttrName(), getThreadsAttrName(), getClusterAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
@@ -191,6 +201,19 @@ LogicalResult KernelOp::verify() {
     return emitOpError() << "thread count must be a positive multiple of 32 "
                             "and at most "
                          << maxThreads << ", got " << threads;
+  if (std::optional<int64_t> cluster = getCluster()) {
+    // 8: the portable cluster size every sm_90 part launches.
+    if (*cluster < 2 || *cluster > 8)
+      return emitOpError() << "cluster must be 2 to 8 blocks, got " << *cluster;
+    if (grid[0] % *cluster)
+      return emitOpError() << "clusters of " << *cluster
+                           << " blocks along the first grid dimension need it "
+                              "to be a multiple of "
+                           << *cluster << ", got " << grid[0];
+    if ((*this)->hasAttr(TileDialect::getPersistentAttrName()))
+      return emitOpError() << "is a persistent mega-kernel, which runs no "
+                              "clusters";
+  }
   return success();
 }
 
@@ -454,10 +477,39 @@ LogicalResult BulkCopyOp::verify() {
     return emitOpError("source must be an argument of the kernel's function "
                        "or a reshape (collapse_shape / expand_shape) of one "
                        "(the runtime builds its tensor map from it)");
-  BulkCopyChoice choice = chooseBulkCopy(
-      srcType, dstType, dstType.getShape(), getSharedSwizzle(getDst()));
+  int64_t multicast = getMulticast().value_or(1);
+  if (multicast != 1) {
+    auto kernel = (*this)->getParentOfType<KernelOp>();
+    if (!kernel || kernel.getCluster().value_or(1) != multicast)
+      return emitOpError() << "multicasts to " << multicast
+                           << " blocks, but its kernel's cluster is "
+                           << (kernel ? kernel.getCluster().value_or(1) : 1);
+  }
+  BulkCopyChoice choice =
+      chooseBulkCopy(srcType, dstType, dstType.getShape(),
+                     getSharedSwizzle(getDst()), multicast);
   if (!choice.ok())
     return emitOpError() << "cannot be one TMA box: " << choice.whyNot;
+  return success();
+}
+
+LogicalResult MbarrierArriveOp::verify() {
+  std::optional<int64_t> cluster = getCluster();
+  if (!cluster)
+    return success();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (kernel && kernel.getCluster() != cluster)
+    return emitOpError() << "arrives on the barriers of a cluster of "
+                         << *cluster << " blocks, but its kernel's cluster is "
+                         << kernel.getCluster().value_or(1);
+  return success();
+}
+
+LogicalResult ClusterSyncOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (kernel && !kernel.getCluster())
+    return emitOpError("synchronises a cluster, but its kernel has none (no "
+                       "`cluster`)");
   return success();
 }
 

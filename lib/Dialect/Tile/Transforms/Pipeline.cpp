@@ -311,6 +311,7 @@ struct TilePipelinePass
       return failure();
     DenseSet<Operation *> existing;
     kernel.walk([&](Operation *op) { existing.insert(op); });
+    multicasting = false;
     for (auto &[op, list] : producers) {
       auto loop = cast<PipelinedOp>(op);
       if (loop.getWarpSpecialize()) {
@@ -330,6 +331,16 @@ struct TilePipelinePass
         loop.emitWarning() << "tma has no effect: the loop has no "
                               "global-to-shared copy to pipeline";
     }
+    if (std::optional<int64_t> cluster = kernel.getCluster();
+        cluster && !multicasting)
+      return kernel.emitOpError()
+             << "runs clusters of " << *cluster
+             << " blocks, but multicasts no copy: a cluster shares the TMA "
+                "copies of a warp-specialised T.Pipelined loop whose source "
+                "box is the same in all its blocks (offsets that do not "
+                "depend on the first block index, but through its quotient "
+                "by "
+             << *cluster << ")";
     for (Operation *alloc : pipelinedAllocs)
       if (alloc->use_empty())
         alloc->erase();
@@ -393,6 +404,9 @@ struct TilePipelinePass
 
   /// The loops whose producers become TMA bulk copies (decideBulkCopies).
   DenseSet<Operation *> bulkLoops;
+  /// Whether the kernel being pipelined multicasts a copy (its cluster's
+  /// reason to exist).
+  bool multicasting = false;
   /// Whether the kernel being pipelined lets tiles share bytes by live range.
   bool tilesShareBytes = true;
   /// Per prefetch point, the last op hoisted to it (the next loop's early
@@ -732,7 +746,7 @@ struct TilePipelinePass
                              mapping.lookupOrDefault(copy.getSrc()), offsets,
                              copy.getStaticSrcOffsetsAttr(),
                              stageView(ob, loc, p.buffer, stage), barriers,
-                             stage);
+                             stage, /*multicast=*/nullptr);
         }
         return;
       }
@@ -980,6 +994,25 @@ struct TilePipelinePass
     SmallVector<GemmOp> inFlight = inFlightGemmsOf(loop);
     Block &top = kernel.getBody().front();
 
+    // In a kernel of clusters: the copies every block of a cluster makes
+    // alike are multicast, each block loading 1/N of the box into all N.
+    int64_t cluster = kernel.getCluster().value_or(1);
+    DenseSet<Operation *> multicastCopies;
+    if (cluster > 1)
+      for (Producer &p : list)
+        if (isMulticast(p.copy, cluster))
+          multicastCopies.insert(p.copy);
+    multicasting = !multicastCopies.empty();
+    auto multicastOf = [&](Producer &p) -> IntegerAttr {
+      if (!multicastCopies.contains(p.copy))
+        return nullptr;
+      return IntegerAttr::get(IntegerType::get(ctx, 64), cluster);
+    };
+    // A multicast stage is handed back to every block of the cluster.
+    IntegerAttr arriveCluster =
+        multicasting ? IntegerAttr::get(IntegerType::get(ctx, 64), cluster)
+                     : nullptr;
+
     // The allocations first (they compute nothing), then the stage buffers
     // and the two rows of mbarriers.
     Operation *last = nullptr;
@@ -1007,8 +1040,13 @@ struct TilePipelinePass
     auto initFull = MbarrierInitOp::create(b, loc, full);
     auto initEmpty = MbarrierInitOp::create(b, loc, empty);
     initFull.setCount(1);
-    initEmpty.setCount(kernel.getThreads() / 32);
+    // Every consumer warp of every block the stage's multicasts write.
+    initEmpty.setCount(kernel.getThreads() / 32 * (multicasting ? cluster : 1));
     gpu::BarrierOp::create(b, loc);
+    // The cluster's barriers are initialised before any block's multicast
+    // copy or remote arrival reaches them.
+    if (multicasting)
+      ClusterSyncOp::create(b, loc);
     auto producer = ProducerOp::create(b, loc);
     Block *producerBody = &producer.getBody().emplaceBlock();
 
@@ -1017,6 +1055,17 @@ struct TilePipelinePass
     auto tripsOf = [&](OpBuilder &ob) {
       Value span = ob.createOrFold<arith::SubIOp>(loc, ub, lb);
       return ob.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+    };
+    // The pipeline's iterations over the whole kernel (every tile's).
+    auto totalTrips = [&](OpBuilder &ob) -> Value {
+      Value trips = tripsOf(ob);
+      if (!outer)
+        return trips;
+      Value span = ob.createOrFold<arith::SubIOp>(loc, outer.getUpperBound(),
+                                                  outer.getLowerBound());
+      Value tiles =
+          ob.createOrFold<arith::CeilDivSIOp>(loc, span, outer.getStep());
+      return ob.createOrFold<arith::MulIOp>(loc, tiles, trips);
     };
     auto index = [&](OpBuilder &ob, int64_t v) -> Value {
       return arith::ConstantIndexOp::create(ob, loc, v);
@@ -1080,8 +1129,13 @@ struct TilePipelinePass
         BulkCopyOp::create(ib, p.copy.getLoc(),
                            mapping.lookupOrDefault(p.copy.getSrc()), offsets,
                            p.copy.getStaticSrcOffsetsAttr(),
-                           stageView(ib, loc, p.buffer, stage), full, stage);
+                           stageView(ib, loc, p.buffer, stage), full, stage,
+                           multicastOf(p));
       }
+    }
+    if (multicasting) {
+      OpBuilder tb = OpBuilder::atBlockEnd(producerBody);
+      emitProducerTail(tb, loc, empty, numStages, totalTrips(tb));
     }
     IRMapping seeded;
     if (outer)
@@ -1106,7 +1160,7 @@ struct TilePipelinePass
     {
       OpBuilder eb(terminator);
       if (inFlight.empty()) {
-        MbarrierArriveOp::create(eb, loc, empty, stage);
+        MbarrierArriveOp::create(eb, loc, empty, stage, arriveCluster);
       } else {
         // Iteration i - 1's wgmma is done once iteration i's gemm waited.
         Value previous = arith::CmpIOp::create(
@@ -1115,7 +1169,8 @@ struct TilePipelinePass
         OpBuilder ab = OpBuilder::atBlockTerminator(ifPrevious.thenBlock());
         Value before = arith::SubIOp::create(ab, loc, g, index(ab, 1));
         MbarrierArriveOp::create(ab, loc, empty,
-                                 getStage(ab, loc, before, numStages));
+                                 getStage(ab, loc, before, numStages),
+                                 arriveCluster);
       }
     }
     b.setInsertionPointAfter(forOp);
@@ -1131,7 +1186,8 @@ struct TilePipelinePass
       Value lastI = arith::SubIOp::create(lb2, loc, trips, index(lb2, 1));
       Value lastG = globalOf(lb2, outerIv, lastI);
       MbarrierArriveOp::create(lb2, loc, empty,
-                               getStage(lb2, loc, lastG, numStages));
+                               getStage(lb2, loc, lastG, numStages),
+                               arriveCluster);
       b.setInsertionPointAfter(ifAny);
     }
     // After the loop, later writers of shared memory wait for every
@@ -1140,6 +1196,51 @@ struct TilePipelinePass
     // The body goes between the wait and the hand-back.
     moveBody(loop, list, forOp, terminator->getPrevNode(), iv, inFlight);
     return success();
+  }
+
+  /// Whether the warp-specialised copy `copy` in a kernel of clusters of
+  /// `cluster` is multicast: every block of a cluster copies the same box
+  /// (tile::isClusterUniform of its offsets) and the box splits into a
+  /// piece for each (tile::chooseBulkCopy with the multicast).
+  bool isMulticast(CopyOp copy, int64_t cluster) {
+    if (!llvm::all_of(copy.getSrcOffsets(), [&](Value offset) {
+          return isClusterUniform(offset, cluster);
+        }))
+      return false;
+    tile::BulkCopyChoice choice = chooseBulkCopy(
+        copy.getSrc().getType(), copy.getDst().getType(), copy.getSizes(),
+        getSharedSwizzle(copy.getDst()), cluster);
+    LLVM_DEBUG(if (!choice.ok()) llvm::dbgs()
+               << "tile-pipeline: " << copy.getLoc()
+               << " is not multicast: " << choice.whyNot << "\n");
+    return choice.ok();
+  }
+
+  /// The producer's tail in a kernel whose stages other blocks write: it
+  /// waits until the consumers of every block of the cluster have handed
+  /// back each stage's last fill (the waits a further N iterations would
+  /// make), so that the block does not leave while the cluster's other
+  /// blocks still arrive on its barriers.
+  void emitProducerTail(OpBuilder &b, Location loc, Value empty,
+                        int64_t numStages, Value total) {
+    auto index = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    auto tail = scf::ForOp::create(b, loc, index(0), index(numStages), index(1));
+    OpBuilder ib = OpBuilder::atBlockTerminator(tail.getBody());
+    Value g = arith::AddIOp::create(ib, loc, total, tail.getInductionVar());
+    Value filled = arith::CmpIOp::create(ib, loc, arith::CmpIPredicate::uge, g,
+                                         arith::ConstantIndexOp::create(ib, loc, numStages));
+    auto ifFilled = scf::IfOp::create(ib, loc, filled, false);
+    OpBuilder wb = OpBuilder::atBlockTerminator(ifFilled.thenBlock());
+    Value n = arith::ConstantIndexOp::create(wb, loc, numStages);
+    Value phase = arith::AddIOp::create(
+        wb, loc, arith::DivUIOp::create(wb, loc, g, n),
+        arith::ConstantIndexOp::create(wb, loc, 1));
+    Value parity = arith::RemUIOp::create(
+        wb, loc, phase, arith::ConstantIndexOp::create(wb, loc, 2));
+    MbarrierWaitOp::create(wb, loc, empty, getStage(wb, loc, g, numStages),
+                           parity);
   }
 
   /// Makes the producer's region use nothing the kernel computes after it:

@@ -33,7 +33,15 @@ struct BulkCopyChoice {
   /// source and at element j * (box elements) of the tile.
   SmallVector<int64_t> box;
   int64_t boxes = 1;
+  /// Multicast over a cluster: each column block's box split into
+  /// `rowSplit` boxes of box[0] rows (box[0] is already the split one), so
+  /// that the tile's pieces() boxes share out evenly over the cluster's
+  /// blocks. Piece p is column block p / rowSplit, rows (p % rowSplit)
+  /// box[0] on, at element p * (piece elements) of the tile.
+  int64_t rowSplit = 1;
   std::string whyNot;
+
+  int64_t pieces() const { return boxes * rowSplit; }
 
   bool ok() const { return whyNot.empty(); }
   /// The shared alignment the destination needs: one swizzle atom (8 rows of
@@ -54,8 +62,23 @@ struct BulkCopyChoice {
 /// for spans of 16 << b bytes) with rows of exactly the span and a whole
 /// number of 8-row atoms. A tile whose swizzle splits its rows into column
 /// blocks is one box per block, each block's rows the span.
+///
+/// With `multicast` N > 1 (a copy each block of a cluster of N issues 1/N
+/// of, tile.bulk_copy's `multicast`): the tile's boxes are N, or a multiple
+/// of N, column blocks; else each block's rows split N ways, into pieces
+/// each a whole number of swizzle atoms (or of TMA's 128 bytes).
 BulkCopyChoice chooseBulkCopy(MemRefType global, MemRefType tile,
-                              ArrayRef<int64_t> sizes, SwizzleAttr swizzle);
+                              ArrayRef<int64_t> sizes, SwizzleAttr swizzle,
+                              int64_t multicast = 1);
+
+/// Whether `value` (an index in a tile.kernel whose blocks form clusters of
+/// `cluster` along the first grid dimension) is the same in every block of
+/// a cluster, so that a copy of a box at such offsets may be multicast:
+/// constants, the function's arguments, the block indices of the other
+/// dimensions, the first one's quotient by a multiple of `cluster` (the
+/// cluster's index), induction variables of loops with such bounds, and
+/// side-effect-free ops of such operands. Anything else is not.
+bool isClusterUniform(Value value, int64_t cluster);
 
 /// The function argument whose tensor map a bulk copy from `src` reads
 /// through: `src` itself, or the argument `src` is a row-major reshape of

@@ -48,6 +48,15 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
     arguments are global tensors, its scalar arguments are passed by value.
     The thread count is a positive multiple of 32 and at most 1024.
 
+    `cluster N` (sm_90) launches the blocks in thread-block clusters of N
+    (2 to 8) consecutive blocks along the first grid dimension, which must
+    be a multiple of N: blocks N c .. N c + N - 1 of that dimension (the
+    same other indices) form cluster c. A warp-specialised pipeline
+    multicasts every TMA copy whose source box is the same for all blocks
+    of a cluster (its offsets do not depend on the first block index but
+    through its quotient by N, tile::isClusterUniform): each block loads
+    1/N of the box into every block's tile.
+
     ```mlir
     func.func @add_one(%A: memref<256x256xf32>, %B: memref<256x256xf32>) {
       tile.kernel blocks(%bx, %by) in [4, 2] threads 128 {
@@ -57,7 +66,8 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
     }
     ```
   }];
-  let arguments = (ins DenseI64ArrayAttr:$grid, I64Attr:$threads);
+  let arguments = (ins DenseI64ArrayAttr:$grid, I64Attr:$threads,
+                       OptionalAttr<I64Attr>:$cluster);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -488,6 +498,10 @@ def Tile_MbarrierArriveOp : Tile_Op<"mbarrier_arrive", []> {
     (`mbarrier.arrive`, release semantics at CTA scope): a warp-specialised
     pipeline's consumers hand a stage back to the producer so, on an
     "empty" barrier initialised with one arrival per consumer warp.
+    With `cluster = N` each warp arrives on barrier `index` of every block
+    of its cluster of N (`mapa` + `mbarrier.arrive.release.cluster` on the
+    shared::cluster address): the stage is handed back to every producer
+    whose multicast copies write it.
 
     ```mlir
     tile.mbarrier_arrive %empty[%stage]
@@ -495,10 +509,12 @@ def Tile_MbarrierArriveOp : Tile_Op<"mbarrier_arrive", []> {
     ```
   }];
   let arguments = (ins Arg<Tile_Barriers, "mbarriers", [MemRead, MemWrite]>:$barriers,
-                       Index:$index);
+                       Index:$index,
+                       OptionalAttr<I64Attr>:$cluster);
   let assemblyFormat = [{
     $barriers `[` $index `]` attr-dict `:` type($barriers)
   }];
+  let hasVerifier = 1;
 }
 
 def Tile_ProducerOp : Tile_Op<"producer", [
@@ -531,6 +547,23 @@ def Tile_ProducerOp : Tile_Op<"producer", [
     /// Threads of the producer warpgroup (one warpgroup).
     static constexpr int64_t kThreads = 128;
   }];
+}
+
+def Tile_ClusterSyncOp : Tile_Op<"cluster_sync", []> {
+  let summary = "Synchronise every thread of the block's cluster";
+  let description = [{
+    Every thread of every block of the kernel's cluster arrives and waits
+    (`barrier.cluster.arrive` + `barrier.cluster.wait`, release / acquire):
+    what a block wrote before it (its mbarriers' initialisation) is seen by
+    the cluster's other blocks after it, before their multicast copies and
+    remote arrivals reach that block. Only in a kernel with a `cluster`.
+
+    ```mlir
+    tile.cluster_sync
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
 }
 
 def Tile_MbarrierArriveExpectTxOp : Tile_Op<"mbarrier_arrive_expect_tx", []> {
@@ -591,6 +624,12 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
     box extents up to 256, and a destination swizzle that is one of TMA's
     modes.
 
+    With `multicast = N` (a kernel of clusters of N blocks whose blocks all
+    copy the same box) block r of the cluster copies its N-th of the box's
+    pieces (tile::chooseBulkCopy's `pieces`) into the tile and barrier
+    `index` of every block of the cluster (`.multicast::cluster`): each
+    block's barrier still receives the whole tile's bytes.
+
     ```mlir
     tile.bulk_copy %A[%row, %k] to %a_stage, %bars[%stage]
         : memref<4096x4096xbf16> to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
@@ -602,7 +641,8 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
     DenseI64ArrayAttr:$static_src_offsets,
     Arg<Tile_SharedBuffer, "destination", [MemWrite]>:$dst,
     Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers,
-    Index:$index);
+    Index:$index,
+    OptionalAttr<I64Attr>:$multicast);
   let assemblyFormat = [{
     $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
     `to` $dst `,` $barriers `[` $index `]`
