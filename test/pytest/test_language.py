@@ -523,6 +523,39 @@ def test_block_raster_is_a_permutation_in_panels(order, g0, g1, panel):
     assert panel_of == sorted(panel_of)
 
 
+@pytest.mark.parametrize("order", ["row", "column"])
+@pytest.mark.parametrize("g0, g1, panel, cluster", [(8, 6, 2, 2), (12, 5, 3, 4), (4, 4, 1, 2)])
+def test_block_raster_in_clusters(order, g0, g1, panel, cluster):
+    # With clusters along the first index the raster orders whole clusters:
+    # every block still gets a distinct tile, and the blocks of a cluster
+    # (launch indices cluster c .. cluster c + cluster - 1) take consecutive
+    # first indices and the same second one (what their multicast needs).
+    from tilemega.language.kernel import raster_indices
+    tiles = {(b0, b1): raster_indices(b0, b1, g0, g1, panel, order, cluster=cluster)
+             for b1 in range(g1) for b0 in range(g0)}
+    assert sorted(tiles.values()) == sorted((x, y) for x in range(g0) for y in range(g1))
+    for (b0, b1), (x, y) in tiles.items():
+        first = tiles[(b0 - b0 % cluster, b1)]
+        assert y == first[1] and x == first[0] + b0 % cluster
+
+
+def test_kernel_cluster_errors():
+    # T.Kernel(cluster=N): 2 to 8 blocks, the first grid dimension a
+    # multiple of N; the kernel carries it.
+    def build(grid, cluster):
+        @tilemega.jit(name="k", cache=False)
+        def k(A: T.Tensor((64,), "float32")):
+            with T.Kernel(*grid, threads=128, cluster=cluster) as ids:
+                for i in T.Parallel(64):
+                    A[i] = 1.0
+        return k.ir()
+    assert "in [4, 2] threads 128 cluster 2 {" in build((4, 2), 2)
+    with pytest.raises(T.TileLangError, match=r"cluster must be 2 to 8 blocks, got 16"):
+        build((32,), 16)
+    with pytest.raises(T.TileLangError, match=r"need it to be a multiple of 2, got grid\[0\] = 3"):
+        build((3, 2), 2)
+
+
 def test_block_raster_ir_replaces_every_use():
     # The remap sits at the kernel's start and every use of the block
     # indices, before the call too, reads the remapped values; disabled, the

@@ -229,6 +229,43 @@ def test_a_persistent_kernel_runs_the_pipeline_across_its_tiles():
         gemm_hopper.config(persistent=4)
 
 
+def test_a_cluster_multicasts_the_shared_operand():
+    """examples/gemm_hopper.py cluster=2 (T.Kernel(cluster=2)): launched in
+    clusters of two row tiles; B's box is the same in both blocks, so each
+    producer copies half of it into both (multicast), A's is not; the
+    consumers hand each stage back to both blocks at CTA scope (at cluster
+    scope it ran 2.3x slower); without a warp-specialised loop nothing can
+    be multicast and the kernel's line says so."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    import gemm_hopper
+    cfg = dict(M=1024, N=1024, K=512, block_n=256, num_stages=4, stage_c=True, group_m=4)
+    art = tilemega.compile(gemm_hopper.build(warp_specialize=True, cluster=2, **cfg),
+                           assemble=ptxas_checks_enabled())
+    ptx = art.ptx
+    assert ".reqnctapercluster 2, 1, 1" in ptx and "barrier.cluster.wait" in ptx
+    copies = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\S*", ptx)
+    assert any(c.endswith(".multicast::cluster") for c in copies)
+    assert any(not c.endswith(".multicast::cluster") for c in copies)
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx
+    assert "release.cluster.shared::cluster" not in ptx
+    (kernel,) = art.kernels
+    # B (param 1) in halves of 128 rows; A (param 0) whole.
+    assert [m["box"] for m in kernel["tensor_maps"]] == [[128, 64], [128, 64]]
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
+        assert not tilemega.compiler.wgmma_serialisation_warnings(art.ptxas_log)
+    with pytest.raises(ValueError, match="cluster needs warp_specialize"):
+        gemm_hopper.config(cluster=2)
+    with pytest.raises(ValueError, match="must divide the 3 row tiles"):
+        gemm_hopper.config(M=384, warp_specialize=True, cluster=2)
+    ir = gemm_hopper.build(**dict(cfg, warp_specialize=True, cluster=2)).replace(
+        "warp_specialize", "ws_off")
+    with pytest.raises(tilemega.CompileError, match="runs clusters of 2 blocks, but "
+                                                    "multicasts no copy"):
+        tilemega.compile(ir)
+
+
 def test_tma_store_is_checked_at_the_users_line():
     """examples/gemm_hopper.py tma_store: C by TMA bulk stores on sm_90a; on a
     chip without TMA the compile names the copy; T.copy checks its flag."""

@@ -19,8 +19,8 @@
 //                                     until the phase completes
 //   tile.mbarrier_arrive              each warp's first lane: mbarrier.arrive
 //                                     (with `cluster`: on the barrier of
-//                                     every block of the cluster, mapa +
-//                                     mbarrier.arrive.release.cluster)
+//                                     every block of the cluster: mapa +
+//                                     mbarrier.arrive.shared::cluster)
 //   tile.bulk_copy {multicast = N}    thread 0: its block's N-th of the
 //                                     box's pieces, each into every block
 //                                     of the cluster (.multicast::cluster)
@@ -240,7 +240,12 @@ struct MbarrierArriveLowering : TileLoweringPattern<tile::MbarrierArriveOp> {
                     return;
                   }
                   // The same barrier in every block of the cluster (this
-                  // one's too), released at cluster scope.
+                  // one's too). Released at CTA scope, as CUTLASS's cluster
+                  // barriers arrive: the warp's reads of the stage (wgmma's,
+                  // waited for) are done before the arrival, which is all a
+                  // producer's later copy into the stage needs. At cluster
+                  // scope (.release.cluster) the same GEMM ran 2.3x slower
+                  // (H100, 4096^3: 0.436 against 0.189 ms).
                   auto remote = LLVM::LLVMPointerType::get(
                       b.getContext(), static_cast<unsigned>(
                                           NVVM::NVVMMemorySpace::SharedCluster));
@@ -249,8 +254,7 @@ struct MbarrierArriveLowering : TileLoweringPattern<tile::MbarrierArriveOp> {
                         b, loc, Type(),
                         NVVM::MapaOp::create(b, loc, remote, barrier,
                                              i32(b, loc, rank)),
-                        Value(), NVVM::MemScopeKind::CLUSTER,
-                        /*relaxed=*/false);
+                        Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
                 });
     rewriter.eraseOp(op);
     return success();

@@ -136,12 +136,20 @@ def set_block_raster(panel_size, order="row", enable=True):
                          user_position())
 
 
-def raster_indices(b0, b1, g0, g1, panel, order, ops=None):
+def raster_indices(b0, b1, g0, g1, panel, order, ops=None, cluster=1):
     """The panelled raster of T.use_swizzle: the block indices that launch
     block (b0, b1) of a (g0, g1) grid takes. One rule for the kernel (ops:
-    arith ops on index values) and for Python (ops None: ints)."""
+    arith ops on index values) and for Python (ops None: ints). With
+    clusters of `cluster` blocks along the first index the raster orders the
+    clusters (b0 // cluster of a g0 / cluster wide grid) and a block keeps
+    its place in its cluster (b0 % cluster), so that a cluster's blocks
+    share the second index."""
     ops = ops or _IntOps()
     c = ops.const
+    if cluster > 1:
+        row, col = raster_indices(ops.div(b0, c(cluster)), b1, g0 // cluster, g1,
+                                  panel, order, ops)
+        return ops.add(ops.mul(row, c(cluster)), ops.rem(b0, c(cluster))), col
     # The launch order: the first index fastest.
     linear = ops.add(b0, ops.mul(b1, c(g0)))
     # "row" panels the second index; "column" the first (swap the sizes,
@@ -210,24 +218,16 @@ class _ArithOps:
 
 def _rasterize(block, grid, panel, order, position, cluster=1):
     """Replaces the block indices of the first two grid dimensions by the
-    panelled raster (raster_indices), computed at the kernel's start. In a
-    kernel of clusters of N along the first index the raster orders the
-    clusters (index bx // N of a grid[0] / N wide one) and the block keeps
-    its place in its cluster (bx % N): a cluster's blocks share the second
-    index, which is what lets their copies multicast."""
+    panelled raster (raster_indices, by clusters in a kernel of clusters: a
+    cluster's blocks share the second index, which lets their copies
+    multicast), computed at the kernel's start."""
     from ..ir import InsertionPoint, Location
 
     before = {op.operation for op in block.operations}
     with Location.file(*position), InsertionPoint.at_block_begin(block):
-        ops = _ArithOps()
-        b0 = block.arguments[0]
-        if cluster > 1:
-            b0 = ops.div(b0, ops.const(cluster))
-        new0, new1 = raster_indices(b0, block.arguments[1], grid[0] // cluster,
-                                    grid[1], panel, order, ops)
-        if cluster > 1:
-            new0 = ops.add(ops.mul(new0, ops.const(cluster)),
-                           ops.rem(block.arguments[0], ops.const(cluster)))
+        new0, new1 = raster_indices(block.arguments[0], block.arguments[1],
+                                    grid[0], grid[1], panel, order, _ArithOps(),
+                                    cluster=cluster)
     new_ops = [op.operation for op in block.operations if op.operation not in before]
     # Uses in the remap itself keep the launch's indices.
     block.arguments[0].replace_all_uses_except(new0, new_ops)

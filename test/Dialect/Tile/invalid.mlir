@@ -1092,3 +1092,47 @@ func.func @wgmma_register_a_fp8(%d: !llvm.struct<(f32, f32, f32, f32)>, %a: i32,
       {input_type = f8E4M3FN, scale_d = true, transpose_b = false} : !llvm.struct<(f32, f32, f32, f32)>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Clusters
+//===----------------------------------------------------------------------===//
+
+func.func @cluster_too_large() {
+  // expected-error @+1 {{cluster must be 2 to 8 blocks, got 16}}
+  tile.kernel blocks(%b) in [32] threads 128 cluster 16 {
+  }
+  return
+}
+
+// -----
+
+func.func @cluster_grid_not_multiple() {
+  // expected-error @+1 {{clusters of 2 blocks along the first grid dimension need it to be a multiple of 2, got 3}}
+  tile.kernel blocks(%b, %c) in [3, 2] threads 128 cluster 2 {
+  }
+  return
+}
+
+// -----
+
+func.func @cluster_sync_without_cluster() {
+  tile.kernel blocks(%b) in [2] threads 128 {
+    // expected-error @+1 {{synchronises a cluster, but its kernel has none}}
+    tile.cluster_sync
+  }
+  return
+}
+
+// -----
+
+func.func @arrive_other_cluster() {
+  tile.kernel blocks(%b) in [4] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{arrives on the barriers of a cluster of 4 blocks, but its kernel's cluster is 2}}
+    tile.mbarrier_arrive %bars[%c0] {cluster = 4 : i64} : memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}

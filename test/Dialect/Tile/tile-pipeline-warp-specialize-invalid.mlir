@@ -152,3 +152,26 @@ func.func @loaded_address(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>, %I:
   }
   return
 }
+
+// -----
+
+// A cluster whose blocks copy different boxes (B's offsets use %bx itself)
+// has nothing to multicast: the cluster is an error, not silently useless.
+func.func @cluster_nothing_shared(%A: memref<512x512xbf16>, %B: memref<512x512xbf16>, %C: memref<512x512xf32>) {
+  // expected-error @+1 {{runs clusters of 2 blocks, but multicasts no copy}}
+  tile.kernel blocks(%bx) in [4] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %row = arith.muli %bx, %c128 : index
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%row, %col] to %a[0, 0] sizes [128, 64] : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %a[0, 0] to %C[%row, %col] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<512x512xf32>
+    }
+  }
+  return
+}

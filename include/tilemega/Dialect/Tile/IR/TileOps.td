@@ -499,9 +499,9 @@ def Tile_MbarrierArriveOp : Tile_Op<"mbarrier_arrive", []> {
     pipeline's consumers hand a stage back to the producer so, on an
     "empty" barrier initialised with one arrival per consumer warp.
     With `cluster = N` each warp arrives on barrier `index` of every block
-    of its cluster of N (`mapa` + `mbarrier.arrive.release.cluster` on the
-    shared::cluster address): the stage is handed back to every producer
-    whose multicast copies write it.
+    of its cluster of N (`mapa` + `mbarrier.arrive` on the shared::cluster
+    address, release at CTA scope): the stage is handed back to every
+    producer whose multicast copies write it.
 
     ```mlir
     tile.mbarrier_arrive %empty[%stage]
