@@ -110,9 +110,15 @@ HOPPER_GEMMS = {
              warp_specialize=True, cluster=2)
        for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
                        ("tn", 4096))},
-    "bench_gemm_hopper_bf16_tn_3000x5000x1234_stage_c_g8_ws_c2": dict(
-        M=3000, N=5000, K=1234, block_n=256, num_stages=4, stage_c=True, group_m=8,
-        transpose_a=True, transpose_b=False, warp_specialize=True, cluster=2),
+    **{f"bench_gemm_hopper_bf16_tn_3000x5000x1234{suffix}": dict(
+        M=3000, N=5000, K=1234, stage_c=True, transpose_a=True, transpose_b=False,
+        warp_specialize=True, **dict(dict(block_n=256, num_stages=4, group_m=8, cluster=2),
+                                     **extra))
+       for suffix, extra in (("_stage_c_g8_ws_c2", {}),
+                             ("_stage_c_g8_ws_c2_s3", dict(num_stages=3)),
+                             ("_stage_c_g4_ws_c2", dict(group_m=4)),
+                             ("_stage_c_g8_ws_c4", dict(cluster=4)),
+                             ("_bn128_stage_c_g8_ws_c2", dict(block_n=128)))},
     # Persistent (one block an SM walking the tiles in grouped order): the
     # producer loads the next tile's k-tiles while the consumers store C.
     **{f"bench_gemm_hopper_bf16_{form}_{n}_persistent":
