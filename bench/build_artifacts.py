@@ -110,6 +110,11 @@ HOPPER_GEMMS = {
              warp_specialize=True, cluster=2)
        for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
                        ("tn", 4096))},
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c4":
+       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True, cluster=4)
+       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 8192))},
     **{f"bench_gemm_hopper_bf16_tn_3000x5000x1234{suffix}": dict(
         M=3000, N=5000, K=1234, stage_c=True, transpose_a=True, transpose_b=False,
         warp_specialize=True, **dict(dict(block_n=256, num_stages=4, group_m=8, cluster=2),
@@ -143,6 +148,11 @@ HOPPER_GEMMS = {
              transpose_a=form[0] == "t", transpose_b=form[1] == "t",
              warp_specialize=True, persistent=132, tma_store=True)
        for form, n in (("nt", 4096), ("nt", 8192))},
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c4":
+       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True, cluster=4)
+       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 8192))},
     **{f"bench_gemm_hopper_bf16_tn_3000x5000x1234{suffix}": dict(
         M=3000, N=5000, K=1234, block_n=256, stage_c=True, group_m=8,
         transpose_a=True, transpose_b=False, tma_store=True, **extra)
