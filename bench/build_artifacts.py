@@ -132,6 +132,18 @@ HOPPER_GEMMS = {
              warp_specialize=True, persistent=132)
        for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
                        ("tn", 4096))},
+    # Persistent clusters: 66 (33) clusters of 2 (4) blocks walk tiles of
+    # 2 (4) row tiles, multicasting B.
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_persistent_c{c}":
+       _cube(n, block_n=256, num_stages=3, stage_c=True, group_m=8,
+             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
+             warp_specialize=True, persistent=132, cluster=c)
+       for form, n, c in (("nt", 4096, 2), ("nt", 8192, 2), ("nn", 8192, 2),
+                          ("nt", 8192, 4))},
+    "bench_gemm_hopper_bf16_tn_3000x5000x1234_persistent_c4": dict(
+        M=3000, N=5000, K=1234, block_n=256, num_stages=3, stage_c=True, group_m=8,
+        transpose_a=True, transpose_b=False, warp_specialize=True, persistent=132,
+        cluster=4),
     "bench_gemm_hopper_bf16_nt_4096_bn128_persistent": _cube(
         4096, block_n=128, num_stages=4, stage_c=True, group_m=8,
         warp_specialize=True, persistent=132),

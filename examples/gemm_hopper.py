@@ -35,7 +35,8 @@ warpgroups only wait for data and compute, with no block barrier per
 k-tile.
 
 `cluster` (with warp_specialize) launches clusters of that many
-consecutive row tiles (`T.Kernel(..., cluster=n)`): they read the same B
+consecutive row tiles (`T.Kernel(..., cluster=n)`; persistent: clusters of
+blocks walk tiles of n row tiles, block r taking row r): they read the same B
 tile each k-step, so the producer of each loads 1/n of it into all n blocks
 (TMA multicast), and each stage goes back to the producers once the
 consumers of all n blocks are done with it. `group_m` then counts row
@@ -83,10 +84,12 @@ def config(**overrides):
         raise ValueError("persistent needs warp_specialize (the producer warpgroup runs "
                          "ahead into the next tile while the consumers store C)")
     if cfg["cluster"] != 1:
-        if not cfg["warp_specialize"] or cfg["persistent"]:
-            raise ValueError("cluster needs warp_specialize and no persistent (the "
-                             "multicast copies run in the producer warpgroup of a block "
-                             "a tile)")
+        if not cfg["warp_specialize"]:
+            raise ValueError("cluster needs warp_specialize (the multicast copies run "
+                             "in the producer warpgroup)")
+        if cfg["persistent"] % cfg["cluster"]:
+            raise ValueError(f"cluster={cfg['cluster']} must divide persistent="
+                             f"{cfg['persistent']} (whole clusters of blocks)")
         grid_m = -(-cfg["M"] // cfg["block_m"])
         if grid_m % cfg["cluster"] or cfg["group_m"] % cfg["cluster"]:
             raise ValueError(f"cluster={cfg['cluster']} must divide the {grid_m} row "
@@ -214,14 +217,28 @@ def _build_persistent(name, cfg, T, tilemega, dtype, row_chunks):
     @tilemega.jit(name=name, cache=False)
     def kernel(A: T.Tensor(a_shape_of(cfg), dtype), B: T.Tensor(b_shape_of(cfg), dtype),
                C: T.Tensor((M, N), dtype)):
-        with T.Kernel(blocks_n, threads=threads(cfg)) as block:
+        cluster = cfg["cluster"]
+        with T.Kernel(blocks_n, threads=threads(cfg),
+                      cluster=cluster if cluster > 1 else None) as block:
             a_s = T.alloc_shared((BLOCK_K, BM) if ta else (BM, BLOCK_K), dtype)
             b_s = T.alloc_shared((BN, BLOCK_K) if tb else (BLOCK_K, BN), dtype)
             acc = T.alloc_fragment((BM, BN), "float32")
             c_s = T.alloc_shared((BM, BN), dtype, swizzle=row_chunks) if cfg["stage_c"] \
                 else None
-            for t in T.serial(block, grid_m * grid_n, blocks_n):
-                bx, by = grouped(t, group, grid_m, grid_n) if group else (t // grid_n, t % grid_n)
+            if cluster == 1:
+                for t in T.serial(block, grid_m * grid_n, blocks_n):
+                    bx, by = grouped(t, group, grid_m, grid_n) if group else \
+                        (t // grid_n, t % grid_n)
+                    _tile(T, cfg, A, B, a_s, b_s, acc, bx, by)
+                    _store_c(T, cfg, acc, c_s, C, bx, by)
+                return
+            # Clusters walk tiles of `cluster` row tiles (the same B tiles:
+            # multicast), block r of a cluster taking row r of each.
+            grid_c = grid_m // cluster
+            for t in T.serial(block // cluster, grid_c * grid_n, blocks_n // cluster):
+                cx, by = grouped(t, group // cluster, grid_c, grid_n) if group else \
+                    (t // grid_n, t % grid_n)
+                bx = cx * cluster + block % cluster
                 _tile(T, cfg, A, B, a_s, b_s, acc, bx, by)
                 _store_c(T, cfg, acc, c_s, C, bx, by)
 
