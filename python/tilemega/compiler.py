@@ -183,6 +183,21 @@ _SPILLS = re.compile(r"Compiling entry function '(\w+)'.*?Function properties fo
                      r"\d+ bytes stack frame, (\d+) bytes spill stores.*?"
                      r"Used (\d+) registers", re.S)
 _MIN_CTAS = re.compile(r"\.entry (\w+)\([^{]*?\.minnctapersm (\d+)", re.S)
+# A warp-specialised kernel's register split (WarpSpecialize.cpp): the
+# consumers' setmaxnreg.inc budget after the producer's setmaxnreg.dec.
+_ENTRY = re.compile(r"\.entry (\w+)\(")
+_SETMAXNREG = re.compile(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);")
+
+
+def _register_splits(ptx: str) -> dict:
+    """kernel name -> (consumer, producer) registers of its setmaxnreg split."""
+    out = {}
+    entries = [(m.start(), m.group(1)) for m in _ENTRY.finditer(ptx)] + [(len(ptx), None)]
+    for (start, name), (end, _) in zip(entries, entries[1:]):
+        split = dict((kind, int(n)) for kind, n in _SETMAXNREG.findall(ptx, start, end))
+        if "inc" in split:
+            out[name] = (split["inc"], split.get("dec"))
+    return out
 
 
 def spill_warnings(ptx: str, ptxas_log: str) -> List[str]:
@@ -191,12 +206,18 @@ def spill_warnings(ptx: str, ptxas_log: str) -> List[str]:
     that capped its registers where there is one above 1 (a persistent
     kernel of several CTAs an SM, mega.ctas_per_sm)."""
     per_sm = {name: int(n) for name, n in _MIN_CTAS.findall(ptx)}
+    splits = _register_splits(ptx)
     out = []
     for name, stores, regs in _SPILLS.findall(ptxas_log):
         if int(stores) == 0:
             continue
         why = (f": the most that lets {per_sm[name]} CTAs share an SM, as the graph's "
                f"ctas_per_sm or max-ctas asks" if per_sm.get(name, 1) > 1 else "")
+        if name in splits:
+            consumer, producer = splits[name]
+            why = (f"; a warp-specialised kernel's consumer warpgroups run with "
+                   f"{consumer} registers a thread after setmaxnreg (the producer "
+                   f"warpgroup keeps {producer}): smaller tiles or fewer fragments fit it")
         out.append(f"kernel '{name}': ptxas spilled {stores} bytes of registers to local "
                    f"memory ({regs} registers a thread{why})")
     return out

@@ -259,11 +259,38 @@ def test_a_cluster_multicasts_the_shared_operand():
         gemm_hopper.config(cluster=2)
     with pytest.raises(ValueError, match="must divide the 3 row tiles"):
         gemm_hopper.config(M=384, warp_specialize=True, cluster=2)
+    with pytest.raises(ValueError, match="cluster=4 must divide persistent=130"):
+        gemm_hopper.config(warp_specialize=True, persistent=130, cluster=4)
     ir = gemm_hopper.build(**dict(cfg, warp_specialize=True, cluster=2)).replace(
         "warp_specialize", "ws_off")
     with pytest.raises(tilemega.CompileError, match="runs clusters of 2 blocks, but "
                                                     "multicasts no copy"):
         tilemega.compile(ir)
+
+
+def test_spills_of_a_warp_specialised_kernel_name_its_register_split():
+    """A warp-specialised kernel that spills: tilemega.compile's warning
+    names the consumers' setmaxnreg budget and the producer's share (the
+    limit the tiles ran into), with the bytes spilled."""
+    from tilemega.compiler import spill_warnings
+    ptx = (".visible .entry ws(\n.param .u64 a\n)\n.reqntid 384, 1, 1\n{\n"
+           "setmaxnreg.dec.sync.aligned.u32 40;\nsetmaxnreg.inc.sync.aligned.u32 232;\n}\n"
+           ".visible .entry plain(\n.param .u64 a\n)\n{\n}\n")
+    log = ("ptxas info    : Compiling entry function 'ws' for 'sm_90a'\n"
+           "ptxas info    : Function properties for ws\n"
+           "    96 bytes stack frame, 96 bytes spill stores, 96 bytes spill loads\n"
+           "ptxas info    : Used 168 registers, used 2 barriers\n"
+           "ptxas info    : Compiling entry function 'plain' for 'sm_90a'\n"
+           "ptxas info    : Function properties for plain\n"
+           "    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+           "ptxas info    : Used 255 registers, used 1 barriers\n")
+    assert spill_warnings(ptx, log) == [
+        "kernel 'ws': ptxas spilled 96 bytes of registers to local memory (168 registers a "
+        "thread; a warp-specialised kernel's consumer warpgroups run with 232 registers a "
+        "thread after setmaxnreg (the producer warpgroup keeps 40): smaller tiles or fewer "
+        "fragments fit it)",
+        "kernel 'plain': ptxas spilled 8 bytes of registers to local memory (255 registers "
+        "a thread)"]
 
 
 def test_tma_store_is_checked_at_the_users_line():
