@@ -175,3 +175,26 @@ func.func @cluster_nothing_shared(%A: memref<512x512xbf16>, %B: memref<512x512xb
   }
   return
 }
+
+// -----
+
+// B's box (constant offsets) is the same in both blocks of a cluster, but
+// the loop's trip count depends on %bx: one block would issue copies the other does not
+// (its barrier would wait for ever), so nothing is multicast.
+func.func @cluster_trips_differ(%A: memref<512x512xbf16>, %B: memref<512x512xbf16>, %C: memref<512x512xf32>) {
+  // expected-error @+1 {{runs clusters of 2 blocks, but multicasts no copy}}
+  tile.kernel blocks(%bx) in [4] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %b = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %trips = arith.addi %bx, %c1 : index
+    tile.pipelined %k = %c0 to %trips step %c1 num_stages 2 attributes {warp_specialize} {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %B[%c0, %c0] to %b[0, 0] sizes [128, 64] : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %b[0, 0] to %C[%c0, %col] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<512x512xf32>
+    }
+  }
+  return
+}

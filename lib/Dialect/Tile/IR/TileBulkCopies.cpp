@@ -150,6 +150,29 @@ bool tile::isClusterUniform(Value value, int64_t cluster) {
                       [&](Value v) { return isClusterUniform(v, cluster); });
 }
 
+bool tile::isRunUniformly(Operation *op, int64_t cluster) {
+  auto uniform = [&](ValueRange values) {
+    return llvm::all_of(values,
+                        [&](Value v) { return isClusterUniform(v, cluster); });
+  };
+  for (Operation *parent = op->getParentOp(); parent && !isa<KernelOp>(parent);
+       parent = parent->getParentOp()) {
+    if (auto loop = dyn_cast<scf::ForOp>(parent)) {
+      if (!uniform({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}))
+        return false;
+    } else if (auto loop = dyn_cast<PipelinedOp>(parent)) {
+      if (!uniform({loop.getLowerBound(), loop.getUpperBound(), loop.getStep()}))
+        return false;
+    } else if (auto branch = dyn_cast<scf::IfOp>(parent)) {
+      if (!isClusterUniform(branch.getCondition(), cluster))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 BlockArgument tile::getBulkCopyArgument(Value src) {
   while (Operation *def = src.getDefiningOp()) {
     if (auto collapse = dyn_cast<memref::CollapseShapeOp>(def))

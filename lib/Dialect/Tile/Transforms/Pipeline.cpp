@@ -1200,10 +1200,12 @@ struct TilePipelinePass
 
   /// Whether the warp-specialised copy `copy` in a kernel of clusters of
   /// `cluster` is multicast: every block of a cluster copies the same box
-  /// (tile::isClusterUniform of its offsets) and the box splits into a
-  /// piece for each (tile::chooseBulkCopy with the multicast).
+  /// (tile::isClusterUniform of its offsets), as many times
+  /// (tile::isRunUniformly), and the box splits into a piece for each
+  /// (tile::chooseBulkCopy with the multicast).
   bool isMulticast(CopyOp copy, int64_t cluster) {
-    if (!llvm::all_of(copy.getSrcOffsets(), [&](Value offset) {
+    if (!isRunUniformly(copy, cluster) ||
+        !llvm::all_of(copy.getSrcOffsets(), [&](Value offset) {
           return isClusterUniform(offset, cluster);
         }))
       return false;

@@ -80,6 +80,13 @@ BulkCopyChoice chooseBulkCopy(MemRefType global, MemRefType tile,
 /// side-effect-free ops of such operands. Anything else is not.
 bool isClusterUniform(Value value, int64_t cluster);
 
+/// Whether `op` runs the same number of times, in the same order, in every
+/// block of a cluster of `cluster`: every loop around it up to its
+/// tile.kernel has cluster-uniform bounds and every scf.if a cluster-uniform
+/// condition (a multicast copy one block issues and another does not would
+/// leave the other's barrier waiting for ever).
+bool isRunUniformly(Operation *op, int64_t cluster);
+
 /// The function argument whose tensor map a bulk copy from `src` reads
 /// through: `src` itself, or the argument `src` is a row-major reshape of
 /// (a chain of memref.collapse_shape / memref.expand_shape, as `.view` in
