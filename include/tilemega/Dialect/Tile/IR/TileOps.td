@@ -54,8 +54,9 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
     same other indices) form cluster c. A warp-specialised pipeline
     multicasts every TMA copy whose source box is the same for all blocks
     of a cluster (its offsets do not depend on the first block index but
-    through its quotient by N, tile::isClusterUniform): each block loads
-    1/N of the box into every block's tile.
+    through its quotient by N, tile::isClusterUniform) and which all of
+    them run as many times (tile::isRunUniformly): each block loads 1/N of
+    the box into every block's tile.
 
     ```mlir
     func.func @add_one(%A: memref<256x256xf32>, %B: memref<256x256xf32>) {
