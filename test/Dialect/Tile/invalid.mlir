@@ -1136,3 +1136,48 @@ func.func @arrive_other_cluster() {
   }
   return
 }
+
+// -----
+
+func.func @multicast_offsets_differ(%A: memref<512x512xbf16>) {
+  tile.kernel blocks(%b) in [4] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %c128 = arith.constant 128 : index
+    %row = arith.muli %b, %c128 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{multicasts a box whose offsets differ between the blocks of a cluster of 2}}
+    tile.bulk_copy %A[%row, 0] to %a, %bars[%c0] {multicast = 2 : i64} : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @multicast_run_unevenly(%A: memref<512x512xbf16>) {
+  tile.kernel blocks(%b) in [4] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %first = arith.cmpi eq, %b, %c0 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    scf.if %first {
+      // expected-error @+1 {{multicasts, but not every block of its cluster runs it as often}}
+      tile.bulk_copy %A[0, 0] to %a, %bars[%c0] {multicast = 2 : i64} : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+    }
+  }
+  return
+}
+
+// -----
+
+func.func @multicast_without_cluster(%A: memref<512x512xbf16>) {
+  tile.kernel blocks(%b) in [4] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{multicasts to 2 blocks, but its kernel's cluster is 1}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] {multicast = 2 : i64} : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}

@@ -166,7 +166,7 @@ bool tile::isRunUniformly(Operation *op, int64_t cluster) {
     } else if (auto branch = dyn_cast<scf::IfOp>(parent)) {
       if (!isClusterUniform(branch.getCondition(), cluster))
         return false;
-    } else {
+    } else if (!isa<ProducerOp>(parent)) {   // the producer: once a block
       return false;
     }
   }

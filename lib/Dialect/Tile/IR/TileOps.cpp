@@ -484,6 +484,21 @@ LogicalResult BulkCopyOp::verify() {
       return emitOpError() << "multicasts to " << multicast
                            << " blocks, but its kernel's cluster is "
                            << (kernel ? kernel.getCluster().value_or(1) : 1);
+    // Every block of the cluster must issue its share of the same box, as
+    // often: else a block's barrier waits for bytes that never come.
+    if (!llvm::all_of(getSrcOffsets(), [&](Value offset) {
+          return isClusterUniform(offset, multicast);
+        }))
+      return emitOpError() << "multicasts a box whose offsets differ between "
+                              "the blocks of a cluster of "
+                           << multicast
+                           << " (they depend on the first block index other "
+                              "than through its quotient by "
+                           << multicast << ")";
+    if (!isRunUniformly(*this, multicast))
+      return emitOpError() << "multicasts, but not every block of its cluster "
+                              "runs it as often (a loop bound or branch "
+                              "condition around it differs between them)";
   }
   BulkCopyChoice choice =
       chooseBulkCopy(srcType, dstType, dstType.getShape(),

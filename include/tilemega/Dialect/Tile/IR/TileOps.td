@@ -629,7 +629,10 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
     copy the same box) block r of the cluster copies its N-th of the box's
     pieces (tile::chooseBulkCopy's `pieces`) into the tile and barrier
     `index` of every block of the cluster (`.multicast::cluster`): each
-    block's barrier still receives the whole tile's bytes.
+    block's barrier still receives the whole tile's bytes. The verifier
+    checks the offsets are the same in every block of the cluster and that
+    all of them run the copy as often (tile::isClusterUniform,
+    tile::isRunUniformly: the rule tile-pipeline chooses multicasts by).
 
     ```mlir
     tile.bulk_copy %A[%row, %k] to %a_stage, %bars[%stage]
