@@ -102,19 +102,16 @@ HOPPER_GEMMS = {
              warp_specialize=True)
        for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
                        ("tn", 4096))},
-    # The same in clusters of two row tiles: each producer loads half of the
-    # B tile both blocks read, multicast into both (T.Kernel(cluster=2)).
-    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c2":
+    # The same in clusters of 2 (4) row tiles: each producer loads half (a
+    # quarter) of the B tile the cluster's blocks read, multicast into all
+    # of them (T.Kernel(cluster=c)).
+    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c{c}":
        _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
              transpose_a=form[0] == "t", transpose_b=form[1] == "t",
-             warp_specialize=True, cluster=2)
-       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 4096), ("nn", 8192),
-                       ("tn", 4096))},
-    **{f"bench_gemm_hopper_bf16_{form}_{n}_stage_c_g8_ws_c4":
-       _cube(n, block_n=256, num_stages=4, stage_c=True, group_m=8,
-             transpose_a=form[0] == "t", transpose_b=form[1] == "t",
-             warp_specialize=True, cluster=4)
-       for form, n in (("nt", 4096), ("nt", 8192), ("nn", 8192))},
+             warp_specialize=True, cluster=c)
+       for form, n, c in (("nt", 4096, 2), ("nt", 8192, 2), ("nn", 4096, 2),
+                          ("nn", 8192, 2), ("tn", 4096, 2),
+                          ("nt", 4096, 4), ("nt", 8192, 4), ("nn", 8192, 4))},
     **{f"bench_gemm_hopper_bf16_tn_3000x5000x1234{suffix}": dict(
         M=3000, N=5000, K=1234, stage_c=True, transpose_a=True, transpose_b=False,
         warp_specialize=True, **dict(dict(block_n=256, num_stages=4, group_m=8, cluster=2),
