@@ -2,7 +2,7 @@
 (Llama-3.2-1B configuration, the shipped options: two CTAs an SM, early
 loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
 
-    python bench/generate_timeline.py build DIR                      # compiler machine
+    python bench/generate_timeline.py build DIR [VARIANT ...]        # compiler machine
     PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT   # GPU machine
 
 `build` compiles DIR/gen_llama1b_timeline.* (the graph of
@@ -19,7 +19,13 @@ instances, first start, last end and mean instance time; per role of a
 layer (qkv, attention, merge, wo, wgu, wd) the mean over the layers of its
 span (first start to last end) and period (first start to the next
 task's first start, the boundary included); and OUT/generate_timeline.png
-(CTA x time)."""
+(CTA x time).
+
+VARIANTs (VARIANTS below: compile options) add timeline builds of the same
+graph, DIR/gen_llama1b_timeline_<variant>.*, judged and timed in the same
+process; their tables go under "variants" in the JSON (e.g. no_early_loads:
+whether a stage's early prologue delays its own wait, the gap from the
+last producer's end to the first consumer's start)."""
 import json
 import os
 import re
@@ -32,9 +38,11 @@ import generate_ab  # noqa: E402  (the A/B's prompt, judge and timing)
 
 PROMPT, NEW = generate_ab.PROMPT, generate_ab.NEW
 TIMELINE = "gen_llama1b_timeline"
+#: variant -> tilemega.compile options of an extra timeline build.
+VARIANTS = {"no_early_loads": dict(mega_early_loads=False)}
 
 
-def build(out):
+def build(out, variants=()):
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     import generation
     import tilemega
@@ -43,7 +51,12 @@ def build(out):
 
     cfg = generation.config("gen_llama1b")
     text = mega.generation_graph(cfg).to_mlir()
-    for name, options in ((TIMELINE, dict(mega_timeline=True)), ("gen_llama1b", {})):
+    builds = [(TIMELINE, dict(mega_timeline=True)), ("gen_llama1b", {})]
+    for v in variants:
+        if v not in VARIANTS:
+            raise SystemExit(f"unknown variant {v!r}: one of {', '.join(VARIANTS)}")
+        builds.append((f"{TIMELINE}_{v}", dict(VARIANTS[v], mega_timeline=True)))
+    for name, options in builds:
         art = tilemega.compile(text, chip="sm_90a", name=name, **options)
         print("built", art.save(out), flush=True)
     print("built", compile_prefill(cfg, out, "prefill_gen_llama1b"), flush=True)
@@ -81,6 +94,19 @@ def per_role(table):
     return {role: (sum(s) / len(s), sum(p) / len(p), len(s)) for role, (s, p) in acc.items()}
 
 
+def timeline_doc(kernel):
+    """The last step's stamps of a timeline build: its span, per task and
+    per role (gap: the next task's first start less this one's last end)."""
+    rows = kernel.timeline()
+    table = task_table(rows, kernel.meta)
+    doc = {"step_us": max(t[3] for t in table),
+           "tasks": [dict(zip(("task", "instances", "first_start_us", "last_end_us",
+                               "mean_us"), t)) for t in table],
+           "roles": {role: {"span_us": s, "period_us": p, "gap_us": p - s, "layers": n}
+                     for role, (s, p, n) in per_role(table).items()}}
+    return rows, doc
+
+
 def run(folder, out):
     sys.path.insert(0, os.path.join(ROOT, "test", "pytest"))
     sys.path.insert(0, HERE)
@@ -95,9 +121,12 @@ def run(folder, out):
     model = tg.hf_model("llama")
     judge = generate_ab.float32_judge(model, tg, torch)
     prefill = os.path.join(folder, "prefill_gen_llama1b.json")
+    variants = sorted(f[len(TIMELINE) + 1:-len(".json")] for f in os.listdir(folder)
+                      if f.startswith(TIMELINE + "_") and f.endswith(".json"))
+    names = [TIMELINE, "gen_llama1b"] + [f"{TIMELINE}_{v}" for v in variants]
     engines = {name: Engine.from_model(model, max_seq_len=4096, prefill=prefill,
                                        artifact=os.path.join(folder, name + ".json"))
-               for name in (TIMELINE, "gen_llama1b")}
+               for name in names}
     doc = {"run": common.run_info(), "prompt": len(PROMPT), "new_tokens": NEW, "engines": {}}
     failed = False
     for name, engine in engines.items():
@@ -113,13 +142,9 @@ def run(folder, out):
         doc["engines"][name]["ms_per_token"] = per_token
     # The last generate() was one of NEW tokens: its last step's stamps.
     kernel = engines[TIMELINE].kernel
-    rows = kernel.timeline()
-    table = task_table(rows, kernel.meta)
-    doc["step_us"] = max(t[3] for t in table)
-    doc["tasks"] = [dict(zip(("task", "instances", "first_start_us", "last_end_us",
-                              "mean_us"), t)) for t in table]
-    doc["roles"] = {role: {"span_us": s, "period_us": p, "layers": n}
-                    for role, (s, p, n) in per_role(table).items()}
+    rows, main_doc = timeline_doc(kernel)
+    doc.update(main_doc)
+    doc["variants"] = {v: timeline_doc(engines[f"{TIMELINE}_{v}"].kernel)[1] for v in variants}
     summary = mega_timeline.summarize(rows, kernel.meta)
     doc["summary"] = mega_timeline.format_summary(summary, kernel.meta)
     os.makedirs(out, exist_ok=True)
@@ -131,15 +156,18 @@ def run(folder, out):
     except ImportError as exc:                   # no matplotlib: the JSON stands
         print("no picture:", exc)
     print(doc["summary"])
-    for role, v in doc["roles"].items():
-        print(f"{role:12s} span {v['span_us']:7.2f} us  period {v['period_us']:7.2f} us")
+    for label, d in [("shipped", doc)] + list(doc["variants"].items()):
+        print(label, f"step {d['step_us']:.1f} us")
+        for role, v in d["roles"].items():
+            print(f"  {role:12s} span {v['span_us']:7.2f} us  period {v['period_us']:7.2f} us"
+                  f"  gap {v['gap_us']:6.2f} us")
     for name, e in doc["engines"].items():
         print(f"{name}: {e['ms_per_token']:.4f} ms/token")
 
 
 def main(argv):
-    if argv[:1] == ["build"] and len(argv) == 2:
-        return build(argv[1])
+    if argv[:1] == ["build"] and len(argv) >= 2:
+        return build(argv[1], argv[2:])
     if argv[:1] == ["run"] and len(argv) == 4 and argv[2] == "--out":
         return run(argv[1], argv[3])
     raise SystemExit(__doc__)
