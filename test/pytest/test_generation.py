@@ -152,6 +152,24 @@ def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_aot_queues
     assert report.proven and report.nominal.deadlock is None
 
 
+def test_each_attention_group_waits_only_for_the_units_that_write_its_heads(small_artifact):
+    """The attention's footprint names its group's q, k and v heads of qkv,
+    so mega-plan-events gives each kv group its own event, fired by the
+    units of the qkv GEMV that write those heads, not by all of them."""
+    meta = small_artifact[0].kernels[0]["mega"]
+    tasks, entries = meta["tasks"], meta["entries"]["task"]
+    qkv = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_qkv"))
+    split = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_attn_split"))
+    waits = [meta["waits"][e] for e, t in enumerate(entries) if t == split]
+    events = {tuple(w) for w in waits}
+    cfg = ModelConfig(**SMALL)
+    rows = (cfg.heads + 2 * cfg.kv_heads) * cfg.head_dim // tasks[qkv]["units"]
+    group_rows = (cfg.heads // cfg.kv_heads + 2) * cfg.head_dim
+    assert len(events) == cfg.kv_heads and all(len(w) == 1 for w in waits)
+    for (e,) in events:
+        assert meta["events"][e]["trigger"] == -(-group_rows // rows) < tasks[qkv]["units"]
+
+
 def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_jit_queue():
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     import tilemega

@@ -247,10 +247,13 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
                             splits, threads)
 
-    foot = (Access("read", 0, 0, 0, Hq * D),
-            Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
-            Access("read", 3, 0, 0, W),
-            Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
+    # Group g's units read its Gp query rows (padding rows: the next heads,
+    # up to the last), so a group starts once they are written.
+    foot = tuple(Access("read", 0, 0, g * G * D, min(Gp, Hq - g * G) * D, g * splits,
+                        (g + 1) * splits) for g in range(Hkv))
+    foot += (Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
+             Access("read", 3, 0, 0, W),
+             Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
     return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits, foot,
                   threads, emit)
 
@@ -303,14 +306,19 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
                             splits, threads)
 
-    # Units g*splits .. (g+1)*splits - 1 write group g's cache rows (the row
+    # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
+    # qkv (so a group starts once the units of the GEMV before that write
+    # its heads are done, not all of them) and write its cache rows (the row
     # depends on p: the group's whole cache); every unit reads the tables,
-    # the state, the caches and (for brevity) all of qkv.
-    foot = (Access("read", 0, 0, 0, total),
-            Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
-            Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D),
-            Access("read", 5, 0, 0, W),
-            Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
+    # the state and the caches.
+    foot = tuple(Access("read", 0, 0, base, size, g * splits, (g + 1) * splits)
+                 for g in range(Hkv)
+                 for base, size in ((g * G * D, G * D), ((Hq + g) * D, D),
+                                    ((Hq + Hkv + g) * D, D)))
+    foot += (Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
+             Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D),
+             Access("read", 5, 0, 0, W),
+             Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
     foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
                   for op in (3, 4) for g in range(Hkv))
     return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits,
