@@ -556,6 +556,46 @@ def test_kernel_cluster_errors():
         build((3, 2), 2)
 
 
+def test_early_copies_and_prefetch_points():
+    # T.copy(early=True) marks a global-to-shared copy of a T.Pipelined loop
+    # tile.early, T.prefetch_point() is where its prologue may start; the
+    # misuses name the argument.
+    def build(where="loop", early=True, src_scope="global"):
+        @tilemega.jit(name="k", cache=False)
+        def k(A: T.Tensor((256, 64), "bfloat16"), B: T.Tensor((16, 64), "bfloat16")):
+            with T.Kernel(1, threads=128) as b:
+                a_s = T.alloc_shared((16, 64), "bfloat16")
+                c_s = T.alloc_shared((16, 64), "bfloat16")
+                acc = T.alloc_fragment((16, 64), "float32")
+                T.clear(acc)
+                if where == "parallel":
+                    for i in T.Parallel(16):
+                        T.prefetch_point()
+                T.prefetch_point()
+                if where == "kernel":
+                    T.copy(A[0, 0], a_s, early=early)
+                for t in T.Pipelined(16, num_stages=2):
+                    T.copy(A[t * 16, 0] if src_scope == "global" else c_s, a_s, early=early)
+                    T.copy(a_s, acc)
+                T.copy(acc, B)
+        return k.ir()
+    ir = build()
+    assert ir.index("tile.prefetch_point") < ir.index("tile.pipelined")
+    assert "{tile.early}" in ir
+    assert "tile.early" not in build(early=False)
+    with pytest.raises(T.TileLangError, match=r"early applies to a copy directly in a "
+                                              r"T.Pipelined loop"):
+        build(where="kernel")
+    with pytest.raises(T.TileLangError, match=r"early loads a global tensor into a shared "
+                                              r"tile, got shared c_s to shared a_s"):
+        build(src_scope="shared")
+    with pytest.raises(T.TileLangTypeError, match=r"early must be a Python bool, got 1"):
+        build(early=1)
+    with pytest.raises(T.TileLangError, match=r"a prefetch point cannot sit inside a "
+                                              r"T.Parallel loop"):
+        build(where="parallel")
+
+
 def test_block_raster_ir_replaces_every_use():
     # The remap sits at the kernel's start and every use of the block
     # indices, before the call too, reads the remapped values; disabled, the

@@ -3,6 +3,7 @@
 #include "PersistentKernel.h"
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Tile/IR/TilePrefetch.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -277,6 +278,7 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   func::FuncOp body = c.body;
   tile::KernelOp kernel = getTileKernel(body);
   IRMapping mapping;
+  casePoint = {};
   // Operands: the graph tensors the task passes, from the argument table;
   // those no task of the graph writes (weights) can be read early.
   DenseSet<Value> readOnly;
@@ -298,7 +300,7 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   }
   // Thread 0 waits for the entry's events here; the body runs if they fired.
   auto waitHere = [&]() {
-    tile::PrefetchPointOp::create(b, loc);
+    casePoint = tile::PrefetchPointOp::create(b, loc);
     Value ok = waitInsideCase(*waitFor, entry);
     stampStart();
     auto run = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
@@ -423,10 +425,13 @@ void PersistentKernelBuilder::checkEarlyCopies(
   op->walk([&](tile::CopyOp copy) {
     if (!copy->hasAttr(tile::TileDialect::getEarlyAttrName()))
       return;
-    Value src = copy.getSrc();
-    while (auto view = src.getDefiningOp<ViewLikeOpInterface>())
-      src = view.getViewSource();
-    auto it = writers.find(src);
+    // A body's own prefetch point comes after the task's wait: a copy whose
+    // loop starts there reads what the task's events made ready.
+    auto loop = copy->getParentOfType<tile::PipelinedOp>();
+    tile::PrefetchPointOp point = loop ? tile::findPrefetchPoint(loop) : nullptr;
+    if (point && point != casePoint)
+      return;
+    auto it = writers.find(tile::viewedBuffer(copy.getSrc()));
     if (it == writers.end())
       return;
     auto diag = copy.emitOpError()

@@ -245,6 +245,10 @@ private:
   /// Reports the copies of `op` a body marked tile.early itself that read a
   /// tensor of `writers` (cloned operand -> graph argument some task
   /// writes): loaded before the events fire, they would read stale data.
+  /// The prefetch point before the wait of the case being emitted (null
+  /// when its entries wait for nothing): an early copy hoisted there loads
+  /// before the task's events fire; one the body's own point holds, after.
+  tile::PrefetchPointOp casePoint;
   void checkEarlyCopies(Operation *op, const DenseMap<Value, unsigned> &writers,
                         Operation *body);
 

@@ -343,7 +343,7 @@ def _check_box(side: _Side, sizes, api, what):
 # Data movement
 # ---------------------------------------------------------------------------
 
-def copy(src, dst, *, tma_store=False):
+def copy(src, dst, *, tma_store=False, early=False):
     """`T.copy(src, dst)` (`tile.copy`), TileLang semantics.
 
     Each side is a whole buffer, a region start `A[r, c]` (whose extent is the
@@ -352,6 +352,12 @@ def copy(src, dst, *, tma_store=False):
     each element is converted). `tma_store=True` (a whole shared tile into a
     kernel argument, same element type, sm_90a) stores it by TMA bulk copies
     issued by one thread; the compile says at this line when it cannot.
+    `early=True` (a global-to-shared copy in a T.Pipelined loop): its
+    prologue may be issued at the nearest `T.prefetch_point()` before the
+    loop, so the first stages load under the work between the two; where it
+    cannot (an address not known there, a write between the point and the
+    loop to the memory it copies, tiles sharing bytes), it stays at the loop
+    and `-debug-only=tile-pipeline` says why.
     """
     from ..dialects import tile
 
@@ -392,13 +398,38 @@ def copy(src, dst, *, tma_store=False):
     if tma_store and (sb.scope != "shared" or db.scope != "global"):
         user_error(api, f"tma_store copies a shared tile to a global tensor, got "
                         f"{sb.scope} {sb.name} to {db.scope} {db.name}")
+    if not isinstance(early, bool):
+        user_error(api, f"early must be a Python bool, got {early!r}", TileLangTypeError)
+    if early and (sb.scope != "global" or db.scope != "shared"):
+        user_error(api, f"early loads a global tensor into a shared tile, got "
+                        f"{sb.scope} {sb.name} to {db.scope} {db.name}")
+    if early and state.scope.kind != "pipelined":
+        user_error(api, "early applies to a copy directly in a T.Pipelined loop (its "
+                        "prologue is what starts early)")
     src_offsets, dst_offsets = _offsets(s, api), _offsets(d, api)
     with user_location(), state.scope.end_point():
         op = tile.copy(sb.ir, db.ir, src_offsets=src_offsets, dst_offsets=dst_offsets,
                        sizes=sizes)
+        from ..ir import UnitAttr
         if tma_store:
-            from ..ir import UnitAttr
             op.operation.attributes["tma_store"] = UnitAttr.get()
+        if early:
+            op.operation.attributes["tile.early"] = UnitAttr.get()
+
+
+def prefetch_point():
+    """`T.prefetch_point()`: the prologues of the `T.copy(..., early=True)`
+    copies of the T.Pipelined loops after it (in this block, or nested in
+    what follows) may be issued here (`tile.prefetch_point`), so their
+    first stages load while the code in between runs."""
+    from ..dialects import tile
+
+    api = "T.prefetch_point"
+    state = in_kernel(api)
+    if state.in_parallel():
+        user_error(api, "a prefetch point cannot sit inside a T.Parallel loop")
+    with user_location(), state.scope.end_point():
+        tile.prefetch_point()
 
 
 def _tile_buffer(x, api, what, scopes=("shared", "fragment")) -> Buffer:

@@ -10,7 +10,9 @@ cache length S:
   attention_at      flash-decoding partials over keys 0..pos (the last chunk
                     masked), any GQA group (padded to the warps)
   rope_attention_at both in one task: each unit rotates its group's q heads
-                    itself; the group's units write its cache row pos
+                    itself while the cached keys 0..pos-1 load, the last
+                    split adds key pos from shared memory, and the group's
+                    units write its cache row pos
   attention_merge   the partials of the splits, as attention_combine
   argmax_partial    per chunk of the scores (the logits, or logit / T +
                     Gumbel noise when sampling): the largest, its first index
@@ -172,16 +174,22 @@ def attention_at_config(Hq, Hkv, D, S, splits, threads):
     return Gp, block_n, 2, layout
 
 
-def _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S, splits,
-                    threads):
+def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, splits,
+                    threads, current=None):
     """Unit u's flash-decoding partial (attention_at) from the group's
-    query rows in q_s [Gp, D]."""
+    query rows in q_s [Gp, D] at position p.
+
+    current None: keys 0..p, all from the caches (rope_kv_at stored row p
+    before). current (k_s, k_row, v_s): keys 0..p-1 from the caches, in a
+    loop whose copies may start at the caller's T.prefetch_point(), and key
+    p from shared memory (k_s[k_row], v_s[0]), which the last split adds
+    after the loop; the caller stores row p afterwards."""
     Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads)
     c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
     k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
     rows = Hkv * splits * Gp
     g, s = u // splits, u % splits
-    keys = gen[gs.POS] + 1
+    keys = p + 1 if current is None else p    # the keys read from the caches
     chunks = (keys + (BN - 1)) // BN
     per = (chunks + (splits - 1)) // splits
     first = T.min(s * per, chunks)
@@ -199,13 +207,16 @@ def _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S, s
     T.fill(m, -T.infinity("float32"))
     T.clear(l)
     T.clear(acc)
+    early = current is not None
     for t in T.Pipelined(first, last, num_stages=STAGES):
-        T.copy(K2[g * S + t * BN, 0], k_s)
-        T.copy(V2[g * S + t * BN, 0], v_s)
+        T.copy(K2[g * S + t * BN, 0], k_s, early=early)
+        T.copy(V2[g * S + t * BN, 0], v_s, early=early)
         T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
         for i, j in T.Parallel(Gp, BN):
             sc[i, j] = T.if_then_else(t * BN + j < keys, sc[i, j], -T.infinity("float32"))
         online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
+    if current is not None:
+        _add_current_key(s == splits - 1, q_s, *current, acc, m, l, alpha, c, layout)
     # A split with no keys has l = 0: o = 0 and lse = -inf.
     for i, j in T.Parallel(Gp, D):
         acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)
@@ -214,6 +225,29 @@ def _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S, s
     for i in T.Parallel(Gp):
         lse[u * Gp + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
                                          -T.infinity("float32"))
+
+
+def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
+    """One more key, k_s[k_row] / v_s[0], into the online softmax (m, l,
+    acc) of the rows of q_s, where `owner` holds (elsewhere a no-op): its
+    score is the rows' dot product with it, in f32, and its probability
+    weighs v in f32."""
+    Gp, D = q_s.shape
+    prod = T.alloc_fragment((Gp, D), "float32", layout=layout)
+    score = T.alloc_fragment((Gp,), "float32")
+    w = T.alloc_fragment((Gp,), "float32")
+    for i, j in T.Parallel(Gp, D):
+        prod[i, j] = T.cast(q_s[i, j], "float32") * T.cast(k_s[k_row, j], "float32")
+    T.reduce_sum(prod, score, dim=1)
+    for i in T.Parallel(Gp):
+        x = T.if_then_else(owner, score[i] * c, -T.infinity("float32"))
+        m_new = T.max(m[i], x)
+        alpha[i] = T.if_then_else(owner, T.exp2(m[i] - m_new), 1.0)
+        w[i] = T.if_then_else(owner, T.exp2(x - m_new), 0.0)
+        l[i] = l[i] * alpha[i] + w[i]
+        m[i] = m_new
+    for i, j in T.Parallel(Gp, D):
+        acc[i, j] = acc[i, j] * alpha[i] + w[i] * T.cast(v_s[0, j], "float32")
 
 
 def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
@@ -244,8 +278,8 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             # Gp rows from the group's first head: padding rows read the next
             # group's heads (or, past the last head, the copy's zeros).
             T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
-            _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
-                            splits, threads)
+            _split_partials(u, q_s, k_cache, v_cache, gen[gs.POS], o_part, lse, Hq, Hkv,
+                            D, S, splits, threads)
 
     # Group g's units read its Gp query rows (padding rows: the next heads,
     # up to the last), so a group starts once they are written.
@@ -265,12 +299,13 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
 
     Every unit of group g rotates the group's G query heads into shared
     memory (G heads of D: a few hundred products) instead of reading them
-    from a q tensor, and writes the rotated k head and the v head of group
-    g to the caches' row p: the G = splits units of a group store the same
-    values there, and only the split whose keys reach p reads that row,
-    after its own store (the block barrier ahead of q_s's fill orders the
-    row's global stores before the split's loads, convert-tile-to-gpu's
-    rule for a shared-memory write)."""
+    from a q tensor. Its keys 0..p-1 come from the caches, in a loop whose
+    first copies start at the T.prefetch_point() after p is read, so they
+    load under the rotation (they need p alone); key p, rotated here, is
+    added from shared memory by the last split (_add_current_key). After
+    the partials every unit of group g writes the rotated k head and the v
+    head to the caches' row p (the same values; read from the next step
+    on)."""
     _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
            "of 8")
     G = Hq // Hkv
@@ -295,16 +330,19 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
             T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
             T.copy(heads[Hq + Hkv + g, 0], v_s)
+            # The cached keys' first chunks load from here on, under the
+            # rotation (their addresses need p alone).
+            T.prefetch_point()
             rotate_half(x_s, o_s, cos, sin, p)
-            row = g * S + p                                  # cache row [g, p]
-            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
-            T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
             # The padding rows (i >= G) are zeros: computed, never stored.
             for i, j in T.Parallel(Gp, D):
                 q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
                                            T.cast(0.0, "bfloat16"))
-            _split_partials(u, q_s, k_cache, v_cache, gen, o_part, lse, Hq, Hkv, D, S,
-                            splits, threads)
+            _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
+                            splits, threads, current=(o_s, G, v_s))
+            row = g * S + p                                  # cache row [g, p]
+            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
+            T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
 
     # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
     # qkv (so a group starts once the units of the GEMV before that write

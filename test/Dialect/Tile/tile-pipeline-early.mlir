@@ -130,3 +130,64 @@ func.func @shares_bytes(%W: memref<64x1024xbf16>, %X: memref<1024xbf16>) {
   }
   return
 }
+
+// -----
+
+// A store into the copied tensor between the prefetch point and the loop
+// (a cache row written before the loop reads the cache): issued at the
+// point, the copy could read the row from before the store, so its
+// prologue stays at the loop. A store into another tensor there
+// (@other_tensor_between) does not hold it back.
+
+// CHECK-LABEL: func.func @write_between
+// CHECK-NOT:     tile.prefetch_point
+// CHECK:         tile.copy %{{.*}} to %arg0[%{{.*}}, 0] sizes [1, 128]
+// CHECK:         tile.copy async %arg0
+// CHECK-NEXT:    tile.async_commit
+// CHECK-LABEL: func.func @other_tensor_between
+// CHECK:         tile.copy async %arg0{{.*}} {tile.early}
+// CHECK-NEXT:    tile.async_commit
+// CHECK:         tile.copy %{{.*}} to %arg2[%{{.*}}, 0] sizes [1, 128]
+func.func @write_between(%C: memref<64x128xbf16>, %R: memref<1xindex>) {
+  tile.kernel blocks(%b) in [4] threads 128 attributes {tile.persistent} {
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %row = memref.load %R[%c0] : memref<1xindex>
+    %new = tile.alloc_shared : memref<1x128xbf16, #gpu.address_space<workgroup>>
+    %c_s = tile.alloc_shared : memref<16x128xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<16x128xbf16, #tile.fragment>
+    tile.prefetch_point
+    tile.copy %new[0, 0] to %C[%row, 0] sizes [1, 128]
+        : memref<1x128xbf16, #gpu.address_space<workgroup>> to memref<64x128xbf16>
+    tile.pipelined %k = %c0 to %c64 step %c16 num_stages 2 {
+      tile.copy %C[%k, 0] to %c_s[0, 0] sizes [16, 128] {tile.early}
+          : memref<64x128xbf16> to memref<16x128xbf16, #gpu.address_space<workgroup>>
+      tile.copy %c_s[0, 0] to %c[0, 0] sizes [16, 128]
+          : memref<16x128xbf16, #gpu.address_space<workgroup>> to memref<16x128xbf16, #tile.fragment>
+    }
+  }
+  return
+}
+func.func @other_tensor_between(%C: memref<64x128xbf16>, %R: memref<1xindex>,
+                                %D: memref<64x128xbf16>) {
+  tile.kernel blocks(%b) in [4] threads 128 attributes {tile.persistent} {
+    %c0 = arith.constant 0 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %row = memref.load %R[%c0] : memref<1xindex>
+    %new = tile.alloc_shared : memref<1x128xbf16, #gpu.address_space<workgroup>>
+    %c_s = tile.alloc_shared : memref<16x128xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment : memref<16x128xbf16, #tile.fragment>
+    tile.prefetch_point
+    tile.copy %new[0, 0] to %D[%row, 0] sizes [1, 128]
+        : memref<1x128xbf16, #gpu.address_space<workgroup>> to memref<64x128xbf16>
+    tile.pipelined %k = %c0 to %c64 step %c16 num_stages 2 {
+      tile.copy %C[%k, 0] to %c_s[0, 0] sizes [16, 128] {tile.early}
+          : memref<64x128xbf16> to memref<16x128xbf16, #gpu.address_space<workgroup>>
+      tile.copy %c_s[0, 0] to %c[0, 0] sizes [16, 128]
+          : memref<16x128xbf16, #gpu.address_space<workgroup>> to memref<16x128xbf16, #tile.fragment>
+    }
+  }
+  return
+}

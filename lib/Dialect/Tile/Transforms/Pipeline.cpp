@@ -12,6 +12,7 @@
 #include "tilemega/Dialect/Tile/Transforms/Passes.h"
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
+#include "tilemega/Dialect/Tile/IR/TilePrefetch.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Target/TargetInfo.h"
@@ -80,16 +81,6 @@ static bool collectSlice(Value value, PipelinedOp loop,
       return false;
   slice.insert(def);
   return true;
-}
-
-/// The nearest tile.prefetch_point before `loop` in its block or before one
-/// of its ancestors (inside the kernel): where its early copies may start.
-static PrefetchPointOp findPrefetchPoint(Operation *loop) {
-  for (Operation *at = loop; at && !isa<KernelOp>(at); at = at->getParentOp())
-    for (Operation *prev = at->getPrevNode(); prev; prev = prev->getPrevNode())
-      if (auto point = dyn_cast<PrefetchPointOp>(prev))
-        return point;
-  return {};
 }
 
 /// `value` recomputed at `b`: what `given` says for it where it says
@@ -438,6 +429,14 @@ struct TilePipelinePass
       return why("no tile.prefetch_point before it");
     if (tilesShareBytes)
       return why("the kernel's shared tiles share bytes by live range");
+    // A copy issued at the point must read what it would read at the loop.
+    for (Producer *p : early)
+      if (Operation *writer = writeBetween(point, loop, p->copy.getSrc())) {
+        LLVM_DEBUG(llvm::dbgs() << "  (" << writer->getName() << " at "
+                                << writer->getLoc() << ")\n");
+        return why("an op between the prefetch point and the loop writes "
+                   "the memory it copies");
+      }
     // Everything the copies need from outside the loop.
     SmallVector<Value> outside = {loop.getLowerBound(), loop.getUpperBound(),
                                   loop.getStep()};

@@ -1,0 +1,40 @@
+//===- TilePrefetch.h - where a loop's early copies may start ---*- C++ -*-===//
+//
+// A pipelined loop's copies marked `tile.early` may have their prologue
+// issued at the nearest `tile.prefetch_point` before the loop (in its block
+// or before one of its ancestors). A persistent kernel puts one before each
+// task's wait (weights load while the task's inputs are produced); a body may
+// hold its own, after the wait, to start a loop's loads under work it does
+// first. These are the rules tile-pipeline (which moves the prologue) and
+// convert-mega-to-gpu (which checks what a task may load before its events
+// fire) share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TILEMEGA_DIALECT_TILE_IR_TILEPREFETCH_H
+#define TILEMEGA_DIALECT_TILE_IR_TILEPREFETCH_H
+
+#include "tilemega/Dialect/Tile/IR/TileDialect.h"
+
+#include "mlir/IR/Operation.h"
+
+namespace mlir::tilemega::tile {
+
+/// The nearest tile.prefetch_point before `loop` in its block or before one
+/// of its ancestors (inside the kernel); null when none.
+PrefetchPointOp findPrefetchPoint(Operation *loop);
+
+/// The global buffer a copy's source is a view of (through view-like ops).
+Value viewedBuffer(Value value);
+
+/// The first op between `point` and `loop` (the ops after the point in its
+/// block, up to the one holding the loop, nested ops included) that may write
+/// memory `source` views: a tile.copy or tile.atomic into it, a memref.store
+/// to it, or an op with a write effect on an unknown resource. Null when
+/// none: a copy of `source` issued at the point reads what it would read at
+/// the loop.
+Operation *writeBetween(PrefetchPointOp point, Operation *loop, Value source);
+
+} // namespace mlir::tilemega::tile
+
+#endif // TILEMEGA_DIALECT_TILE_IR_TILEPREFETCH_H
