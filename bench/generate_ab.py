@@ -35,6 +35,9 @@ VARIANTS = {
     "all": dict(EF, mega_stream_units=True),
     "fresh_thread_ids+2cta": dict(mega_fresh_thread_ids=True, ctas_per_sm=2),
     "early_loads+fresh_thread_ids+2cta": dict(EF, ctas_per_sm=2),
+    # The shipped build with a shallower early prologue (mega_early_depth).
+    "early_depth_1": dict(EF, ctas_per_sm=2, mega_early_depth=1),
+    "early_depth_2": dict(EF, ctas_per_sm=2, mega_early_depth=2),
 }
 
 

@@ -53,6 +53,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pipelining.wgmma = options.wgmma;
   pipelining.wgmmaInFlight = options.wgmmaInFlight;
   pipelining.tma = options.tma;
+  pipelining.earlyDepth = options.megaEarlyDepth;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;

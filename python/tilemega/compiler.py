@@ -343,6 +343,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, mega_early_loads: bool = True,
             mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
+            mega_early_depth: int = 0,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -358,8 +359,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         early loads (graphs without a JIT queue: a task's weight tiles start
         loading before its events fire; convert-mega-to-gpu early-loads),
         streamed units (a task's units through one ring of pipeline
-        stages; convert-mega-to-gpu stream-units) and per-body thread
-        index reads (mega-fresh-thread-ids: fewer registers).
+        stages; convert-mega-to-gpu stream-units), per-body thread
+        index reads (mega-fresh-thread-ids: fewer registers) and how many
+        iterations of a loop's prologue its early loads issue before the
+        wait (mega_early_depth, 0: all; tile-pipeline early-depth).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -400,6 +403,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     # graph's own ctas_per_sm (an explicit SM count would cap a graph of two
     # CTAs an SM at one as soon as any other mega option is given).
     max_ctas = 0 if mega_max_ctas is None else int(mega_max_ctas)
+    if not isinstance(mega_early_depth, int) or mega_early_depth < 0:
+        raise ValueError(f"mega_early_depth must be an int >= 0, got {mega_early_depth!r}")
     if mega_max_ctas is not None and max_ctas < 1:
         raise ValueError(f"mega_max_ctas must be >= 1, got {mega_max_ctas!r}")
     wgmma = resolve_wgmma(wgmma, chip)
@@ -411,6 +416,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " wgmma-in-flight=1"
     if resolve_tma(tma, chip):
         options += " tma=1"
+    if mega_early_depth:
+        options += f" mega-early-depth={mega_early_depth}"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))

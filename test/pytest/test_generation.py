@@ -111,11 +111,13 @@ def test_generation_kernel_keeps_its_fragments_in_registers(small_artifact):
 
 @pytest.mark.parametrize("options", [dict(mega_early_loads=False), dict(mega_stream_units=True),
                                      dict(mega_early_loads=False, mega_stream_units=True),
-                                     dict(mega_fresh_thread_ids=False)])
+                                     dict(mega_fresh_thread_ids=False),
+                                     dict(mega_early_depth=1)])
 def test_each_weight_streaming_option_changes_the_kernel_and_keeps_it_in_registers(
         small_artifact, options):
-    """Early loads and per-body thread ids (on by default) and streamed units
-    (opt-in: no faster on the GPU) reach the kernel through
+    """Early loads and per-body thread ids (on by default), streamed units
+    and a shallower early prologue (opt-in: no faster on the GPU) reach the
+    kernel through
     tilemega.compile either way, and it still assembles without stack or
     spills."""
     import re
@@ -168,6 +170,14 @@ def test_each_attention_group_waits_only_for_the_units_that_write_its_heads(smal
     assert len(events) == cfg.kv_heads and all(len(w) == 1 for w in waits)
     for (e,) in events:
         assert meta["events"][e]["trigger"] == -(-group_rows // rows) < tasks[qkv]["units"]
+
+
+@pytest.mark.parametrize("depth", [-1, 1.5, "2"])
+def test_a_bad_early_depth_is_refused(depth):
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import tilemega
+    with pytest.raises(ValueError, match=r"mega_early_depth must be an int >= 0"):
+        tilemega.compile(_graph().to_mlir(), chip="sm_90a", mega_early_depth=depth)
 
 
 def test_compiled_graph_is_proven_deadlock_free_with_attention_on_the_jit_queue():

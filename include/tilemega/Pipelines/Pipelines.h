@@ -82,6 +82,11 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
       llvm::cl::init(true)};
+  PassOptions::Option<int64_t> megaEarlyDepth{
+      *this, "mega-early-depth",
+      llvm::cl::desc("Iterations of a loop's prologue whose early loads start "
+                     "before the task's wait (0: all; tile-pipeline early-depth)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> megaMaxCtas{
       *this, "mega-max-ctas",
       llvm::cl::desc("CTAs resident at once on the target (0: the SM count "

@@ -1,4 +1,5 @@
 // RUN: tilemega-opt %s -tile-pipeline -split-input-file | FileCheck %s
+// RUN: tilemega-opt %s -tile-pipeline=early-depth=1 -split-input-file | FileCheck %s --check-prefix=DEPTH
 
 // A persistent kernel (its tiles never share bytes): the prologue of the
 // copy marked tile.early (a weight) moves up to the tile.prefetch_point,
@@ -33,6 +34,20 @@
 // CHECK-NEXT:        tile.async_wait pending 1
 // CHECK:             tile.copy async %[[W]]
 // CHECK:             tile.copy async %[[X]]
+// early-depth=1: iteration 0's early copy at the point, iteration 1's
+// with the loop's own prologue (a shallower burst before the wait).
+// DEPTH-LABEL: func.func @early
+// DEPTH:         tile.copy async %arg0[%{{.*}}, %c0] to %{{.*}} {tile.early}
+// DEPTH-NEXT:    tile.async_commit
+// DEPTH-NEXT:    memref.load %arg2
+// DEPTH:         scf.if
+// DEPTH-NOT:       tile.copy async %arg0
+// DEPTH:           tile.copy async %arg1
+// DEPTH-NEXT:      tile.async_commit
+// DEPTH:           tile.copy async %arg0{{.*}} {tile.early}
+// DEPTH:           tile.copy async %arg1
+// DEPTH-NEXT:      tile.async_commit
+// DEPTH-NEXT:      scf.for
 func.func @early(%W: memref<64x1024xbf16>, %X: memref<1024xbf16>, %F: memref<1xi32>) {
   tile.kernel blocks(%b) in [4] threads 128 attributes {tile.persistent} {
     %c0 = arith.constant 0 : index

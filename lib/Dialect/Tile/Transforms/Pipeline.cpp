@@ -768,9 +768,10 @@ struct TilePipelinePass
     // The prologue's copies: all, or those not issued at a prefetch point
     // (not when streaming across units: a unit whose predecessor did not
     // run issues its whole prologue itself).
-    ArrayRef<Producer *> prologue = all;
-    if (!stream && hoistEarlyPrologue(loop, early, ahead, issueSome))
-      prologue = late;
+    // early-depth: only the first iterations' early copies at the point.
+    int64_t hoisted = earlyDepth > 0 ? std::min<int64_t>(ahead, earlyDepth) : ahead;
+    if (stream || !hoistEarlyPrologue(loop, early, hoisted, issueSome))
+      hoisted = 0;
     // cp.async groups close with a commit; TMA stages need none.
     auto commit = [&](OpBuilder &ob) {
       if (!bulk)
@@ -798,7 +799,8 @@ struct TilePipelinePass
         Value cj = arith::ConstantIndexOp::create(b, loc, j);
         Value pred = b.createOrFold<arith::CmpIOp>(
             loc, arith::CmpIPredicate::slt, cj, trips);
-        issueSome(b, cj, pred, prologue, none, ringBase);
+        issueSome(b, cj, pred, j < hoisted ? ArrayRef<Producer *>(late) : all,
+                  none, ringBase);
         commit(b);
       }
     }

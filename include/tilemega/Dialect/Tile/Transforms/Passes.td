@@ -124,8 +124,11 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     **Early copies** (`tile.early` on a producer, `tile.prefetch_point`
     before the loop): in a kernel whose tiles never share bytes, the
     prologue of the early producers is issued at the nearest prefetch point
-    when their addresses can be computed there (not for a loop that streams
-    across units, below); the loop's prologue then issues the others.
+    when their addresses can be computed there and no op in between writes
+    what they copy (not for a loop that streams across units, below); the
+    loop's prologue then issues the others. With `early-depth` d > 0 only
+    the first d iterations' early copies start there, the rest with the
+    loop's prologue (a shallower burst of loads before the point's wait).
 
     **Streamed units** (the loop's parent, through `scf.if` ops, is an
     `scf.for` marked `tile.stream_units` with step 1): one ring of stages
@@ -190,6 +193,9 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     Option<"tma", "tma", "bool", /*default=*/"false",
            "Pipeline with TMA bulk copies on mbarriers where every producer "
            "of a loop can be one TMA box (sm_90a)">,
+    Option<"earlyDepth", "early-depth", "int64_t", /*default=*/"0",
+           "Iterations of a loop's prologue whose early copies start at the "
+           "prefetch point (0: all of it; the rest at the loop)">,
   ];
   let dependentDialects = [
     "::mlir::tilemega::tile::TileDialect", "::mlir::arith::ArithDialect",
