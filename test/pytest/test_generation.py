@@ -67,6 +67,25 @@ def test_the_graph_builds_for_every_gqa_group_and_head_dim(heads, kv_heads, head
     assert names[0].startswith("embed_") and names[-1].startswith("pick_advance_")
 
 
+def test_fused_glu_puts_the_activation_in_the_gate_up_projection():
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega import mega
+    cfg = ModelConfig(**SMALL)
+    g = mega.generation_graph(cfg, workers=8, fused_glu=True)
+    wgu = next(t for t in g.tasks if t.name.endswith("l0_wgu"))
+    wd = next(t for t in g.tasks if t.name.endswith("l0_wd"))
+    assert wgu.body.name.startswith("gemv_rms_glu_") and wgu.args[-1].name == "l0.act"
+    assert wd.body.name.startswith("gemv_") and "silu" not in wd.body.name
+    assert wd.args[1].name == "l0.act" and wgu.args[-1].shape == (cfg.intermediate,)
+    # The default graph is unchanged (the shipped artifacts' PTX).
+    plain = mega.generation_graph(cfg, workers=8)
+    assert [t.body.name for t in plain.tasks if t.name.endswith("l0_wd")][0].startswith(
+        "gemv_silu_")
+    with pytest.raises(ValueError, match="fused_glu: graphs of several ranks"):
+        mega.generation_graph(ModelConfig(**{**SMALL, "heads": 4, "kv_heads": 2}), world=2,
+                              fused_glu=True)
+
+
 def test_qwen2_shape_gets_biases_an_untied_head_and_128_threads():
     g = _graph(hidden=896, intermediate=4864, heads=14, kv_heads=2, qkv_bias=True,
                tie_embeddings=False)

@@ -25,6 +25,10 @@ def _graph_bodies():
               mega.mlp_graph(), mega.mlp_graph(fuse=False)):
         for body in g.distinct_bodies():
             seen.setdefault(body.name, body)
+    # The gate/up projection with the activation in its epilogue
+    # (generation_graph(..., fused_glu=True)).
+    glu = bodies.gemv_rmsnorm_glu(8192, 2048, 32, emit=False)
+    seen[glu.name] = glu
     return seen
 
 

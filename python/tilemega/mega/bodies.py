@@ -294,41 +294,57 @@ def _gemv_setup(what, N, K, R, threads):
 
 def _gemv_rows(row, W, K, R, BK, STAGES, x_source, r_src=None):
     """The GEMV of `gemv`: returns the [R] f32 fragment W[row:row+R] @ x
-    (+ r_src[row:row+R]). x_source() allocates the vector's tiles and
-    returns (early, late), callables (kk, x) or None that together put chunk
-    kk of the vector into the f32 fragment x [BK] (their global-to-shared
-    copies are pipelined with W's): early runs before W's chunk moves from
-    shared memory to registers, late after it: work done early does not
-    hold w's registers (gemv_silu's activation runs there)."""
+    (+ r_src[row:row+R]); see _gemv_blocks."""
+    return _gemv_blocks([row], W, K, R, BK, STAGES, x_source, r_src)[0]
+
+
+def _gemv_blocks(rows, W, K, R, BK, STAGES, x_source, r_src=None):
+    """For each row start in `rows`, the [R] f32 fragment W[row:row+R] @ x,
+    from one pipelined loop over K (with r_src[row:row+R] added when there
+    is one block). x_source() allocates the vector's tiles and returns
+    (early, late), callables (kk, x) or None that together put chunk kk of
+    the vector into the f32 fragment x [BK] (their global-to-shared copies
+    are pipelined with W's): early runs before W's chunk moves from shared
+    memory to registers, late after it: work done early does not hold w's
+    registers (gemv_silu's activation runs there)."""
     ir, arith, _, _, memref, tile = _ir()
-    w_s = _shared([R, BK])
+    w_s = [_shared([R, BK]) for _ in rows]
     early, late = x_source()
-    w, x, acc = _frag([R, BK]), _frag([BK]), _frag([R, BK])
-    out = _frag([R])
-    tile.clear(acc)
+    w = [_frag([R, BK]) for _ in rows]
+    x = _frag([BK])
+    acc = [_frag([R, BK]) for _ in rows]
+    out = [_frag([R]) for _ in rows]
+    for a in acc:
+        tile.clear(a)
     if r_src is not None:
+        assert len(rows) == 1, "a residual is added to one block of rows"
         # Loaded ahead of the loop, so its latency hides behind W's.
         r = _frag([R])
-        tile.copy(r_src, r, src_offsets=[row])
+        tile.copy(r_src, r, src_offsets=[rows[0]])
     # W streams through shared memory STAGES chunks ahead (cp.async);
     # products accumulate elementwise and are reduced across threads
     # once, after the loop (examples/gemv.py).
     loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
     with ir.InsertionPoint(loop.body.blocks[0]):
         (kk,) = loop.body.blocks[0].arguments
-        tile.copy(W, w_s, src_offsets=[row, kk])
+        for row, ws in zip(rows, w_s):
+            tile.copy(W, ws, src_offsets=[row, kk])
         if early is not None:
             early(kk, x)
-        tile.copy(w_s, w)
+        for ws, wf in zip(w_s, w):
+            tile.copy(ws, wf)
         if late is not None:
             late(kk, x)
-        with _parallel([R, BK]) as (i, j):
-            prod = arith.mulf(memref.load(w, [i, j]), memref.load(x, [j]))
-            memref.store(arith.addf(memref.load(acc, [i, j]), prod), acc, [i, j])
-    tile.reduce(tile.ReduceKind.sum, acc, 1, out, clear=True)
+        for wf, a in zip(w, acc):
+            with _parallel([R, BK]) as (i, j):
+                prod = arith.mulf(memref.load(wf, [i, j]), memref.load(x, [j]))
+                memref.store(arith.addf(memref.load(a, [i, j]), prod), a, [i, j])
+    for a, o in zip(acc, out):
+        tile.reduce(tile.ReduceKind.sum, a, 1, o, clear=True)
     if r_src is not None:
         with _parallel([R]) as (i,):
-            memref.store(arith.addf(memref.load(out, [i]), memref.load(r, [i])), out, [i])
+            memref.store(arith.addf(memref.load(out[0], [i]), memref.load(r, [i])), out[0],
+                         [i])
     return out
 
 
@@ -404,6 +420,52 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
             lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None),
             rest[0] if bias else None)
         tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+
+    return _make(body, emit, build)
+
+
+def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
+    """y = silu(Wg @ xn) * (Wu @ xn), xn = rmsnorm(x, norm_w), W = [Wg; Wu]:
+    args (W[2N, K], x[K], norm_w[K], y[N]).
+
+    The gate/up projection with the activation in its epilogue: unit u
+    streams gate rows u*R.. and the same up rows N + u*R.. in one loop (a
+    stage holds both blocks: gemv_config of 2R rows, the bytes of a
+    gemv_rmsnorm unit of 2R rows), rounds both sums to bf16 and applies
+    silu_mul's math to them - the numbers of gemv_rmsnorm then gemv_silu,
+    whose down projection then reads y as a plain vector (`gemv`) instead of
+    recomputing the activation of every chunk in every unit."""
+    R = rows_per_unit
+    _check(N % R == 0, f"gemv_rmsnorm_glu: N={N} is not a multiple of rows_per_unit={R}")
+    BK, STAGES = gemv_config(2 * R, K, threads)
+    _check(K % BK == 0 and BK % 8 == 0,
+           f"gemv_rmsnorm_glu: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
+    args = (("W", (2 * N, K), "bfloat16"), ("x", (K,), "bfloat16"),
+            ("norm_w", (K,), "bfloat16"), ("y", (N,), "bfloat16"))
+    foot = (Access("read", 0, R * K, 0, R * K), Access("read", 0, R * K, N * K, R * K),
+            Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K),
+            Access("write", 3, R, 0, R))
+    name = f"gemv_rms_glu_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+    body = Body(name, args, N // R, foot, threads)
+
+    def build(u, W, X, NW, Y):
+        ir, arith, _, math, memref, tile = _ir()
+        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
+        row = arith.muli(u, _iconst(R))
+        xn_s = _shared([K])
+        _rmsnorm_into(X, NW, K, eps,
+                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
+        gate, up = _gemv_blocks([row, arith.addi(row, _iconst(N))], W, K, R, BK, STAGES,
+                                lambda: (lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]),
+                                         None))
+        with _parallel([R]) as (i,):
+            # What gemv_silu computes from the stored (bf16) gate and up.
+            g = arith.extf(f32, arith.truncf(bf16, memref.load(gate, [i])))
+            sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
+                             fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
+            upv = arith.extf(f32, arith.truncf(bf16, memref.load(up, [i])))
+            memref.store(arith.mulf(sig, upv), gate, [i])
+        tile.copy(gate, Y, dst_offsets=[row], sizes=[R])
 
     return _make(body, emit, build)
 

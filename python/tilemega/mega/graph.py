@@ -305,6 +305,23 @@ class Graph:
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
 
+    def linear_glu(self, W, x, y, norm, eps=1e-5, rows_per_unit=None, name=None):
+        """y = silu(W[:N] @ xn) * (W[N:] @ xn), xn = rmsnorm(x, norm, eps):
+        W [2N, K], x and norm [K], y [N]; the gate/up projection with
+        silu_mul in its epilogue (bodies.gemv_rmsnorm_glu), so the down
+        projection after it is a plain `linear` of y."""
+        self._need("linear_glu", "W", W, rank=2)
+        N2, K = W.shape
+        if N2 % 2:
+            raise ValueError(f"linear_glu: W has {N2} rows, not [gate; up] of equal halves")
+        N = N2 // 2
+        # A unit reads R rows of each block: R rows of 2K, as the cost model
+        # (and a tile's spread over the threads) sees it.
+        rows = rows_per_unit or gemv_rows_per_unit(N, 2 * K, self.workers)
+        body = bodies.gemv_rmsnorm_glu(N, K, rows, eps, threads=self.threads, emit=False)
+        return self._task("linear_glu", name, body,
+                          [("W", W), ("x", x), ("norm", norm), ("y", y)])
+
     def linear_silu(self, W, gu, y, residual=None, rows_per_unit=None, name=None):
         """y = W @ (silu(gu[:K]) * gu[K:]) (+ residual): W [N, K], gu [2K],
         y and residual [N]; silu_mul and the down projection as one task

@@ -220,7 +220,7 @@ GENERATION_CTAS_PER_SM = 2
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
-                     ctas_per_sm=None) -> Graph:
+                     ctas_per_sm=None, fused_glu=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -253,13 +253,22 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     simulator models no JIT queue).
 
     ctas_per_sm: CTAs sharing an SM (None: GENERATION_CTAS_PER_SM on one
-    GPU, 1 over ranks); workers=None fills them, less the scheduler's."""
+    GPU, 1 over ranks); workers=None fills them, less the scheduler's.
+
+    fused_glu (one GPU; opt-in, not measured on a GPU yet): the gate/up
+    projection computes silu(gate) * up in its epilogue
+    (Graph.linear_glu) into `l{i}.act` [intermediate], and the down
+    projection is a plain GEMV of it, rather than recomputing the
+    activation from `l{i}.gu` in every unit (Graph.linear_silu)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
 
     cfg.check()
     local = check_world(cfg, world)
+    if world > 1 and fused_glu:
+        raise ValueError("fused_glu: graphs of several ranks keep the activation in the down "
+                         "projection")
     if world > 1 and jit_attention:
         raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
                          "AOT queues")
@@ -321,10 +330,16 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
                            jit=jit_attention, name=p + "attn")
         x1 = g.scratch(p + "x1", [H], dt)
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
-        gu = g.scratch(p + "gu", [2 * I], dt)
-        g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
-        x2 = g.scratch(p + "x2", [H], dt)
-        project(g.linear_silu, w["wd"], gu, x2, x1, p + "wd")
+        if fused_glu:
+            act = g.scratch(p + "act", [I], dt)
+            g.linear_glu(w["wgu"], x1, act, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+            x2 = g.scratch(p + "x2", [H], dt)
+            project(g.linear, w["wd"], act, x2, x1, p + "wd")
+        else:
+            gu = g.scratch(p + "gu", [2 * I], dt)
+            g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+            x2 = g.scratch(p + "x2", [H], dt)
+            project(g.linear_silu, w["wd"], gu, x2, x1, p + "wd")
         x = x2
     final_norm = g.weight("final_norm", [H], dt)
     if world == 1:
