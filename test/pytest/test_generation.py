@@ -387,6 +387,22 @@ def test_gumbel_max_samples_the_softmax():
     assert np.abs(freq - p).max() < 0.015
 
 
+def test_the_launch_runs_with_the_collector_held_off_and_restores_it():
+    import gc
+
+    from tilemega.mega.engine import uncollected
+    assert gc.isenabled()
+    assert uncollected(gc.isenabled) is False and gc.isenabled()
+    with pytest.raises(ZeroDivisionError):
+        uncollected(lambda: 1 / 0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert uncollected(lambda x, y=0: x + y, 1, y=2) == 3 and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_the_engine_checks_its_sampling_settings():
     from tilemega.mega.engine import Engine
 
