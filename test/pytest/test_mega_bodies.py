@@ -356,3 +356,20 @@ def test_mlp_graph_builds(fuse):
         # silu_mul writes chunks of 2048; fused, the activation never reaches memory.
         assert ("#mega.access<write operand 1 offset 2048 * u + 0 size 2048>" in str(module)) \
             != fuse
+
+
+def test_fused_glu_graphs_build_and_compile():
+    # The activation in the gate/up projection (opt-in): two tasks of the MLP
+    # chain, gemv_rmsnorm_glu then a plain GEMV; the decode step's layer
+    # likewise; refused without fuse.
+    g = mega.mlp_graph(fused_glu=True)
+    assert [t.body.name for t in g.tasks] == ["gemv_rms_glu_8192x2048_r64",
+                                              "gemv_2048x8192_r16"]
+    d = mega.decode_graph(LLAMA, fused_glu=True)
+    assert [t.body.name.split("_")[1] for t in d.tasks if t.name.endswith(("wgu", "wd"))] \
+        == ["rms", "2048x8192"]
+    art = tilemega.compile(d.to_mlir(), chip="sm_90a", name="decode_glu")
+    assert art.kernels[0]["mega"]["tasks"]
+    for build in (mega.mlp_graph, lambda **k: mega.decode_graph(LLAMA, **k)):
+        with pytest.raises(ValueError, match="fused_glu needs fuse=True"):
+            build(fuse=False, fused_glu=True)

@@ -28,7 +28,7 @@ class LlamaConfig:
 
 
 def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
-                 fuse=True) -> Graph:
+                 fuse=True, fused_glu=False) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
     `out` is the hidden state after the last layer (no final norm, no LM
@@ -38,7 +38,11 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
     needs (131 on the 132 SMs of an H100/H200).
 
     fuse=True: 7 tasks a layer (_fused_layer); fuse=False: every operator its
-    own task, 11 a layer (_layer), each boundary a cross-SM synchronisation."""
+    own task, 11 a layer (_layer), each boundary a cross-SM synchronisation.
+    fused_glu (with fuse): the activation in the gate/up projection
+    (Graph.linear_glu), the down projection a plain GEMV."""
+    if fused_glu and not fuse:
+        raise ValueError("decode_graph: fused_glu needs fuse=True")
     H, D, dt = cfg.hidden, cfg.head_dim, cfg.dtype
     if workers is None:
         workers = default_workers(scheduler_ctas=1)
@@ -56,7 +60,10 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
              "k_cache": g.cache(p + "k_cache", [cfg.kv_heads, cfg.kv_len, D], dt),
              "v_cache": g.cache(p + "v_cache", [cfg.kv_heads, cfg.kv_len, D], dt)}
         last = l == cfg.layers - 1
-        x = (_fused_layer if fuse else _layer)(g, cfg, p, x, rot, w, last, attention_splits)
+        if fuse:
+            x = _fused_layer(g, cfg, p, x, rot, w, last, attention_splits, fused_glu)
+        else:
+            x = _layer(g, cfg, p, x, rot, w, last, attention_splits)
     return g
 
 
@@ -88,7 +95,7 @@ def _layer(g, cfg, p, x, rot, w, last, splits):
     return x2
 
 
-def _fused_layer(g, cfg, p, x, rot, w, last, splits):
+def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False):
     """One layer in 7 tasks: qkv = wqkv @ rmsnorm(x); rope + kv_append;
     attention split + combine; x1 = x + wo @ attn; gu = wgu @ rmsnorm(x1);
     x2 = x1 + wd @ silu_mul(gu). The same numbers as _layer (the fused
@@ -105,6 +112,12 @@ def _fused_layer(g, cfg, p, x, rot, w, last, splits):
                 name=p + "attn")
     x1 = g.scratch(p + "x1", [H], dt)
     g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
+    if fused_glu:
+        act = g.scratch(p + "act", [I], dt)
+        g.linear_glu(w["wgu"], x1, act, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+        x2 = g.output("out", [H], dt) if last else g.scratch(p + "x2", [H], dt)
+        g.linear(w["wd"], act, x2, residual=x1, name=p + "wd")
+        return x2
     gu = g.scratch(p + "gu", [2 * I], dt)
     g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
     x2 = g.output("out", [H], dt) if last else g.scratch(p + "x2", [H], dt)
@@ -113,16 +126,24 @@ def _fused_layer(g, cfg, p, x, rot, w, last, splits):
 
 
 def mlp_graph(hidden=2048, intermediate=8192, workers=None, threads=256, eps=1e-5,
-              fuse=True) -> Graph:
+              fuse=True, fused_glu=False) -> Graph:
     """out = wd @ (silu(gate) * up), [gate; up] = wgu @ rmsnorm(x, norm_w)
     (no residual), as reference.MlpChain: 2 tasks with fuse=True
-    (gemv_rmsnorm, gemv_silu), 4 with fuse=False."""
+    (gemv_rmsnorm, gemv_silu; with fused_glu gemv_rmsnorm_glu, gemv), 4 with
+    fuse=False."""
+    if fused_glu and not fuse:
+        raise ValueError("mlp_graph: fused_glu needs fuse=True")
     g = Graph("mlp", workers=workers, threads=threads)
     x = g.input("x", [hidden])
     norm_w = g.weight("norm_w", [hidden])
     wgu = g.weight("wgu", [2 * intermediate, hidden])
     wd = g.weight("wd", [hidden, intermediate])
     out = g.output("out", [hidden])
+    if fuse and fused_glu:
+        act = g.scratch("act", [intermediate])
+        g.linear_glu(wgu, x, act, norm=norm_w, eps=eps, name="wgu")
+        g.linear(wd, act, out, name="wd")
+        return g
     if fuse:
         gu = g.scratch("gu", [2 * intermediate])
         g.linear(wgu, x, gu, norm=norm_w, eps=eps, name="wgu")
