@@ -242,13 +242,14 @@ private:
   /// Marks the copies of `op` (a body op just cloned into case
   /// `caseIndex`) that read a tensor no task writes with tile.early.
   void markEarlyCopies(Operation *op, const DenseSet<Value> &readOnly);
-  /// Reports the copies of `op` a body marked tile.early itself that read a
-  /// tensor of `writers` (cloned operand -> graph argument some task
-  /// writes): loaded before the events fire, they would read stale data.
   /// The prefetch point before the wait of the case being emitted (null
   /// when its entries wait for nothing): an early copy hoisted there loads
   /// before the task's events fire; one the body's own point holds, after.
   tile::PrefetchPointOp casePoint;
+  /// Reports the copies of `op` a body marked tile.early itself that read a
+  /// tensor of `writers` (cloned operand -> graph argument some task
+  /// writes) and would start at the case's point: loaded before the events
+  /// fire, they would read stale data.
   void checkEarlyCopies(Operation *op, const DenseMap<Value, unsigned> &writers,
                         Operation *body);
 

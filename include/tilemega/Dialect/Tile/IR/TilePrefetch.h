@@ -5,9 +5,10 @@
 // or before one of its ancestors). A persistent kernel puts one before each
 // task's wait (weights load while the task's inputs are produced); a body may
 // hold its own, after the wait, to start a loop's loads under work it does
-// first. These are the rules tile-pipeline (which moves the prologue) and
-// convert-mega-to-gpu (which checks what a task may load before its events
-// fire) share.
+// first (the nearest point wins: a loop after a body's point starts there,
+// weights included). These are the rules tile-pipeline (which moves the
+// prologue) and convert-mega-to-gpu (which checks what a task may load
+// before its events fire) share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,11 +29,12 @@ PrefetchPointOp findPrefetchPoint(Operation *loop);
 Value viewedBuffer(Value value);
 
 /// The first op between `point` and `loop` (the ops after the point in its
-/// block, up to the one holding the loop, nested ops included) that may write
-/// memory `source` views: a tile.copy or tile.atomic into it, a memref.store
-/// to it, or an op with a write effect on an unknown resource. Null when
-/// none: a copy of `source` issued at the point reads what it would read at
-/// the loop.
+/// block, up to the one holding the loop, nested ops included) that writes
+/// the buffer `source` views: a tile.copy or tile.atomic into it, a
+/// memref.store to it, or an op declaring a write effect on it (ops that
+/// write no named buffer, a barrier say, do not count). Null when none: a
+/// copy of `source` issued at the point reads what it would read at the
+/// loop.
 Operation *writeBetween(PrefetchPointOp point, Operation *loop, Value source);
 
 } // namespace mlir::tilemega::tile
