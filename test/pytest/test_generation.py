@@ -387,6 +387,50 @@ def test_gumbel_max_samples_the_softmax():
     assert np.abs(freq - p).max() < 0.015
 
 
+@pytest.mark.parametrize("p", [0, 1, 63, 64, 639, 1023])
+def test_split_partials_with_the_current_key_added_by_the_last_split_merge_to_softmax(p):
+    """The arithmetic of rope_attention_at (generation_bodies._split_partials
+    with `current`, _add_current_key) and attention_merge, in numpy: keys
+    0..p-1 in chunks of 64 spread over 8 splits (masked past p - 1), key p
+    added by the last split to its online softmax (a no-op elsewhere, also
+    where a split had no keys: alpha 1, weight 0), the splits merged by
+    their base-2 log-sum-exp - equal to softmax attention over keys 0..p."""
+    rng = np.random.default_rng(p)
+    D, BN, splits, c = 64, 64, 8, np.log2(np.e) / np.sqrt(64)
+    q, K, V = rng.normal(size=D), rng.normal(size=(p + 1, D)), rng.normal(size=(p + 1, D))
+    chunks = -(-p // BN)
+    per = -(-chunks // splits)
+    outs, lses = [], []
+    for s in range(splits):
+        m, l, acc = -np.inf, 0.0, np.zeros(D)
+        first = min(s * per, chunks)
+        for t in range(first, min(first + per, chunks)):
+            # The chunk's keys below p (those past it are masked to -inf:
+            # they add nothing; a chunk below `chunks` holds at least one).
+            keys = range(t * BN, min((t + 1) * BN, p))
+            sc = np.array([q @ K[k] for k in keys])
+            m_new = max(m, sc.max() * c)
+            alpha = np.exp2(m - m_new)
+            e = np.exp2(sc * c - m_new)
+            l = l * alpha + e.sum()
+            acc = acc * alpha + e @ V[keys.start:keys.stop]
+            m = m_new
+        owner = s == splits - 1
+        x = q @ K[p] * c if owner else -np.inf
+        m_new = max(m, x)
+        alpha = np.exp2(m - m_new) if owner else 1.0
+        w = np.exp2(x - m_new) if owner else 0.0
+        l, acc, m = l * alpha + w, acc * alpha + w * V[p], m_new
+        outs.append(acc / l if l > 0 else np.zeros(D))
+        lses.append(m + np.log2(l) if l > 0 else -np.inf)
+    lses = np.array(lses)
+    weights = np.exp2(lses - lses.max())
+    got = (weights[:, None] * np.array(outs)).sum(0) / weights.sum()
+    scores = K @ q / np.sqrt(D)
+    want = np.exp(scores - scores.max()) @ V / np.exp(scores - scores.max()).sum()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
 def test_the_launch_runs_with_the_collector_held_off_and_restores_it():
     import gc
 
