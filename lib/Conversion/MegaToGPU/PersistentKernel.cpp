@@ -454,10 +454,7 @@ void PersistentKernelBuilder::markEarlyCopies(Operation *op,
                                               const DenseSet<Value> &readOnly) {
   op->walk([&](tile::CopyOp copy) {
     // The copy's source, through views, is one of the read-only tensors.
-    Value src = copy.getSrc();
-    while (auto view = src.getDefiningOp<ViewLikeOpInterface>())
-      src = view.getViewSource();
-    if (readOnly.contains(src))
+    if (readOnly.contains(tile::viewedBuffer(copy.getSrc())))
       copy->setAttr(tile::TileDialect::getEarlyAttrName(), b.getUnitAttr());
   });
 }
