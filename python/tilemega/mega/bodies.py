@@ -317,7 +317,7 @@ def _gemv_blocks(rows, W, K, R, BK, STAGES, x_source, r_src=None):
     for a in acc:
         tile.clear(a)
     if r_src is not None:
-        assert len(rows) == 1, "a residual is added to one block of rows"
+        _check(len(rows) == 1, "_gemv_blocks: a residual is added to one block of rows")
         # Loaded ahead of the loop, so its latency hides behind W's.
         r = _frag([R])
         tile.copy(r_src, r, src_offsets=[rows[0]])
