@@ -71,16 +71,19 @@ def test_fused_glu_puts_the_activation_in_the_gate_up_projection():
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     from tilemega import mega
     cfg = ModelConfig(**SMALL)
-    g = mega.generation_graph(cfg, workers=8, fused_glu=True)
+    g = mega.generation_graph(cfg, workers=8)       # the default on one GPU
     wgu = next(t for t in g.tasks if t.name.endswith("l0_wgu"))
     wd = next(t for t in g.tasks if t.name.endswith("l0_wd"))
     assert wgu.body.name.startswith("gemv_rms_glu_") and wgu.args[-1].name == "l0.act"
     assert wd.body.name.startswith("gemv_") and "silu" not in wd.body.name
     assert wd.args[1].name == "l0.act" and wgu.args[-1].shape == (cfg.intermediate,)
-    # The default graph is unchanged (the shipped artifacts' PTX).
-    plain = mega.generation_graph(cfg, workers=8)
+    # Opted out, the down projection recomputes the activation from gu.
+    plain = mega.generation_graph(cfg, workers=8, fused_glu=False)
     assert [t.body.name for t in plain.tasks if t.name.endswith("l0_wd")][0].startswith(
         "gemv_silu_")
+    # Over ranks the default keeps the activation in the down projection.
+    ranks = mega.generation_graph(ModelConfig(**{**SMALL, "heads": 4, "kv_heads": 2}), world=2)
+    assert any(t.body.name.startswith("gemv_silu_") for t in ranks.tasks)
     with pytest.raises(ValueError, match="fused_glu: graphs of several ranks"):
         mega.generation_graph(ModelConfig(**{**SMALL, "heads": 4, "kv_heads": 2}), world=2,
                               fused_glu=True)

@@ -241,7 +241,7 @@ GENERATION_CTAS_PER_SM = 2
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
-                     ctas_per_sm=None, fused_glu=False) -> Graph:
+                     ctas_per_sm=None, fused_glu=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -276,19 +276,21 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     ctas_per_sm: CTAs sharing an SM (None: GENERATION_CTAS_PER_SM on one
     GPU, 1 over ranks); workers=None fills them, less the scheduler's.
 
-    fused_glu (one GPU; opt-in until the shipped artifacts built with it
-    have their float64 checks): the gate/up projection computes
-    silu(gate) * up in its epilogue (Graph.linear_glu) into `l{i}.act`
-    [intermediate], and the down projection is a plain GEMV of it, rather
-    than recomputing the activation from `l{i}.gu` in every unit
-    (Graph.linear_silu); the same numbers, 1.7 % faster on an H100
-    (docs/benchmarks.md)."""
+    fused_glu (None: on for one GPU, off over ranks): the gate/up
+    projection computes silu(gate) * up in its epilogue (Graph.linear_glu)
+    into `l{i}.act` [intermediate], and the down projection is a plain GEMV
+    of it, rather than recomputing the activation from `l{i}.gu` in every
+    unit (Graph.linear_silu); the same numbers, 1.7 % faster on an H100
+    (docs/benchmarks.md). Over ranks the down projection's partial sums
+    keep the activation (fused_glu=True is refused there: untested)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
 
     cfg.check()
     local = check_world(cfg, world)
+    if fused_glu is None:
+        fused_glu = world == 1
     if world > 1 and fused_glu:
         raise ValueError("fused_glu: graphs of several ranks keep the activation in the down "
                          "projection")
