@@ -24,7 +24,8 @@ NEW = 128
 
 # variant -> tilemega.compile options (docs/mega.md names each); "ctas_per_sm"
 # (not a compile option): that many worker CTAs an SM (the graph's workers,
-# the kernel's max-ctas; ptxas then caps the registers to fit).
+# the kernel's max-ctas; ptxas then caps the registers to fit); "graph":
+# keywords of models.generation_graph.
 EF = dict(mega_early_loads=True, mega_fresh_thread_ids=True)
 VARIANTS = {
     "default": {},
@@ -38,6 +39,10 @@ VARIANTS = {
     # The shipped build with a shallower early prologue (mega_early_depth).
     "early_depth_1": dict(EF, ctas_per_sm=2, mega_early_depth=1),
     "early_depth_2": dict(EF, ctas_per_sm=2, mega_early_depth=2),
+    # The shipped graph (examples/generation.py's gen_llama1b) and graph
+    # options of it ("graph": models.generation_graph keywords).
+    "shipped": dict(ctas_per_sm=None),
+    "key_block_128": dict(ctas_per_sm=None, graph=dict(key_block=128)),
 }
 
 
@@ -54,9 +59,11 @@ def build(out, wanted=None):
             raise SystemExit(f"unknown variant {variant!r}: one of {', '.join(VARIANTS)}")
         options = dict(VARIANTS[variant])
         per_sm = options.pop("ctas_per_sm", 1)
+        graph_options = options.pop("graph", {})
         # The graph's own CTAs an SM (its workers fill them, less the JIT
-        # queue's scheduler), so that the kernel admits as many.
-        text = mega.generation_graph(cfg, ctas_per_sm=per_sm).to_mlir()
+        # queue's scheduler), so that the kernel admits as many; None: the
+        # generation graph's default.
+        text = mega.generation_graph(cfg, ctas_per_sm=per_sm, **graph_options).to_mlir()
         art = tilemega.compile(text, chip="sm_90a", name="gen_llama1b", **options)
         print("built", art.save(os.path.join(out, variant)), flush=True)
     print("built", compile_prefill(generation.config("gen_llama1b"), out,

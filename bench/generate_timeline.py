@@ -18,8 +18,9 @@ OUT/generate_timeline.json: per task of that step (graph order) its
 instances, first start, last end and mean instance time; per role of a
 layer (qkv, attention, merge, wo, wgu, wd) the mean over the layers of its
 span (first start to last end) and period (first start to the next
-task's first start, the boundary included); and OUT/generate_timeline.png
-(CTA x time).
+task's first start, the boundary included); OUT/generate_timeline.png
+(CTA x time); and OUT/generate_timeline_entries.json, every entry of that
+step (task, start, end, CTA, SM): where a stage's tail comes from.
 
 VARIANTs (VARIANTS below: compile options) add timeline builds of the same
 graph, DIR/gen_llama1b_timeline_<variant>.*, judged and timed in the same
@@ -94,6 +95,17 @@ def per_role(table):
     return {role: (sum(s) / len(s), sum(p) / len(p), len(s)) for role, (s, p) in acc.items()}
 
 
+def entries_doc(rows, meta):
+    """{"tasks": names, "entries": [[task, start ns, end ns, CTA, SM]]} of
+    the entries that ran in the last step, times from its first start."""
+    ran = [(entry, row) for entry, row in enumerate(rows) if row[1] > 0]
+    origin = min(int(row[0]) for _, row in ran)
+    return {"tasks": [t["name"] for t in meta["tasks"]],
+            "entries": [[meta["entries"]["task"][entry], int(start) - origin,
+                         int(end) - origin, int(cta), int(sm)]
+                        for entry, (start, end, cta, sm) in ran]}
+
+
 def timeline_doc(kernel):
     """The last step's stamps of a timeline build: its span, per task and
     per role (gap: the next task's first start less this one's last end)."""
@@ -150,6 +162,10 @@ def run(folder, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "generate_timeline.json"), "w") as f:
         json.dump(doc, f, indent=1, default=float)
+    # Every entry of the last step (task name, instance's start and end ns
+    # from the step's first start, CTA, SM): where a stage's tail comes from.
+    with open(os.path.join(out, "generate_timeline_entries.json"), "w") as f:
+        json.dump(entries_doc(rows, kernel.meta), f)
     try:
         mega_timeline.render(rows, kernel.meta, os.path.join(out, "generate_timeline.png"),
                              title="Llama-3.2-1B generation step (timeline build)")

@@ -1013,3 +1013,7 @@ def test_generation_timeline_tables_per_task_and_per_role():
     roles = gt.per_role(table)
     assert roles == {"qkv": ((4.0 + 3.0) / 2, (5.0 + 4.0) / 2, 2),
                      "wo": ((1.0 + 2.0) / 2, (1.0 + 3.0) / 2, 2)}
+    # Every entry that ran, times from the step's first start.
+    raw = gt.entries_doc(rows, meta)
+    assert raw["tasks"] == names and len(raw["entries"]) == 7
+    assert raw["entries"][2] == [1, 2 * us, 5 * us, 1, 0]

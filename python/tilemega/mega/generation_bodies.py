@@ -154,9 +154,11 @@ def padded_group(G, D, threads):
     return Gp, row_warps, 32 * (warps // row_warps)
 
 
-def attention_at_config(Hq, Hkv, D, S, splits, threads):
+def attention_at_config(Hq, Hkv, D, S, splits, threads, key_block=None):
     """(Gp, block_n, stages, layout) of attention_at; ValueError naming the
-    parameter it cannot serve."""
+    parameter it cannot serve. block_n (keys a chunk) is key_block, or by
+    default the accumulator's column threads (at least 32): a multiple of
+    them, so that every thread holds whole columns of the chunk's scores."""
     _check(Hq % Hkv == 0, f"attention_at: heads {Hq} not a multiple of kv_heads {Hkv}")
     _check(D >= 32 and D & (D - 1) == 0,
            f"attention_at: head_dim {D} must be a power of two >= 32")
@@ -165,7 +167,11 @@ def attention_at_config(Hq, Hkv, D, S, splits, threads):
     _check(D % col_threads == 0,
            f"attention_at: head_dim {D} is not a multiple of the {col_threads} threads a row "
            f"of the accumulator spreads over")
-    block_n = max(col_threads, 32)
+    narrowest = max(col_threads, 32)
+    block_n = key_block or narrowest
+    _check(block_n % narrowest == 0 and block_n <= 256,
+           f"attention_at: key_block {block_n} must be a multiple of {narrowest} (the "
+           f"threads a row of the scores spreads over) and at most 256")
     _check(S % block_n == 0,
            f"attention_at: the cache length {S} must be a multiple of {block_n} (key chunks)")
     warps = threads // 32
@@ -175,7 +181,7 @@ def attention_at_config(Hq, Hkv, D, S, splits, threads):
 
 
 def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, splits,
-                    threads, current=None):
+                    threads, current=None, key_block=None):
     """Unit u's flash-decoding partial (attention_at) from the group's
     query rows in q_s [Gp, D] at position p.
 
@@ -184,7 +190,7 @@ def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, spl
     loop whose copies may start at the caller's T.prefetch_point(), and key
     p from shared memory (k_s[k_row], v_s[0]), which the last split adds
     after the loop; the caller stores row p afterwards."""
-    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads)
+    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)
     c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
     k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
     rows = Hkv * splits * Gp
@@ -250,7 +256,7 @@ def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
         acc[i, j] = acc[i, j] * alpha[i] + w[i] * T.cast(v_s[0, j], "float32")
 
 
-def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
+def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, emit=True) -> Body:
     """Flash-decoding partials over the keys 0..p (p = gen[POS]) of one
     (kv head g, split s) per unit u = g*splits + s: args (q [Hq*D],
     k_cache [Hkv, S, D], v_cache, gen, o_part [Hkv*splits*Gp*D] f32,
@@ -265,7 +271,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
     lse[u*Gp + i] (rows i >= G pad the group; attention_merge skips them).
     The same online softmax as bodies.attention_split."""
     G = Hq // Hkv
-    Gp = attention_at_config(Hq, Hkv, D, S, splits, threads)[0]
+    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)[:2]
     W = gs.GEN_WORDS
     rows = Hkv * splits * Gp
 
@@ -279,7 +285,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
             # group's heads (or, past the last head, the copy's zeros).
             T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
             _split_partials(u, q_s, k_cache, v_cache, gen[gs.POS], o_part, lse, Hq, Hkv,
-                            D, S, splits, threads)
+                            D, S, splits, threads, key_block=key_block)
 
     # Group g's units read its Gp query rows (padding rows: the next heads,
     # up to the last), so a group starts once they are written.
@@ -288,11 +294,12 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
     foot += (Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
              Access("read", 3, 0, 0, W),
              Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
-    return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits, foot,
-                  threads, emit)
+    return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
+                  attention, Hkv * splits, foot, threads, emit)
 
 
-def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
+def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
+                      emit=True) -> Body:
     """rope_kv_at and attention_at in one task (one stage boundary fewer a
     layer): args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin, k_cache
     [Hkv, S, D], v_cache, gen, o_part, lse), the partials of attention_at.
@@ -309,7 +316,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
     _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
            "of 8")
     G = Hq // Hkv
-    Gp = attention_at_config(Hq, Hkv, D, S, splits, threads)[0]
+    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)[:2]
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
     rows = Hkv * splits * Gp
 
@@ -339,7 +346,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
                 q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
                                            T.cast(0.0, "bfloat16"))
             _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
-                            splits, threads, current=(o_s, G, v_s))
+                            splits, threads, current=(o_s, G, v_s), key_block=key_block)
             row = g * S + p                                  # cache row [g, p]
             T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
             T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
@@ -359,8 +366,13 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, emit=True) -> Body:
              Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
     foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
                   for op in (3, 4) for g in range(Hkv))
-    return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}", attention, Hkv * splits,
-                  foot, threads, emit)
+    return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
+                  attention, Hkv * splits, foot, threads, emit)
+
+
+def _block_suffix(key_block, block_n):
+    """A body name's mark of a chosen key chunk (none for the default)."""
+    return f"_n{block_n}" if key_block else ""
 
 
 def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:

@@ -428,7 +428,8 @@ class Graph:
                           [("qkv", qkv), ("cos", cos), ("sin", sin), ("gen", gen), ("q", q),
                            ("k_cache", k_cache), ("v_cache", v_cache)])
 
-    def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, jit=False, name=None):
+    def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, jit=False, name=None,
+                     key_block=None):
         """o = softmax(q k^T / sqrt(D)) v over the keys 0..gen[POS] (GQA):
         flash-decoding partials and their merge, through two scratch
         tensors named after o.
@@ -445,7 +446,8 @@ class Graph:
         if q.size % D:
             raise ValueError(f"attention_at: q ({q.size}) is not whole heads of {D}")
         Hq = q.size // D
-        split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads, emit=False)
+        split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
+                                     key_block=key_block, emit=False)
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         self._check_args("attention_at", split, [("q", q), ("k_cache", k_cache),
                                                  ("v_cache", v_cache), ("gen", gen)])
@@ -454,7 +456,7 @@ class Graph:
                                       ("gen", gen)], o, jit, name)
 
     def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
-                          name=None):
+                          name=None, key_block=None):
         """rope_kv_at then attention_at with the rotation inside the
         attention's partials (generation_bodies.rope_attention_at): every
         split rotates its group's q heads itself and the group's splits
@@ -466,7 +468,7 @@ class Graph:
             raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
         Hq = o.size // D
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
-                                          emit=False)
+                                          key_block=key_block, emit=False)
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
                   ("v_cache", v_cache), ("gen", gen)]

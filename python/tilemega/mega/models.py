@@ -241,7 +241,7 @@ GENERATION_CTAS_PER_SM = 2
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
-                     ctas_per_sm=None, fused_glu=None) -> Graph:
+                     ctas_per_sm=None, fused_glu=None, key_block=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -347,12 +347,13 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         attn = g.scratch(p + "attn", [Hq * D], dt)
         if rope_in_attention:
             g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
-                                splits=attention_splits, jit=jit_attention, name=p + "attn")
+                                splits=attention_splits, jit=jit_attention, name=p + "attn",
+                                key_block=key_block)
         else:
             q = g.scratch(p + "q", [Hq * D], dt)
             g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
             g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                           jit=jit_attention, name=p + "attn")
+                           jit=jit_attention, name=p + "attn", key_block=key_block)
         x1 = g.scratch(p + "x1", [H], dt)
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
         if fused_glu:
