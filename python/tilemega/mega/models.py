@@ -261,7 +261,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     jit_attention: the attention partials on the JIT queue (Graph.attention_at).
     rope_in_attention: RoPE and the cache row inside the attention's
     partials (Graph.rope_attention_at, 6 tasks a layer); False keeps them a
-    task of their own (Graph.rope_kv_at, 7 tasks a layer).
+    task of their own (Graph.rope_kv_at, 7 tasks a layer). key_block: keys
+    a chunk of the attention (generation_bodies.attention_at_config; None:
+    64 on Llama-3.2-1B). 128 (one chunk a split at positions 512-640, not
+    two) measured no faster on an H100: 1.0373 / 1.0372 against 1.0408 /
+    1.0365 ms/token (docs/results/generate_ab_key_block_h100.json).
 
     world > 1: the graph one rank of `world` GPUs runs (Graph(ranks=world),
     tensor_parallel.py): the rank's heads, kv heads, MLP columns and
