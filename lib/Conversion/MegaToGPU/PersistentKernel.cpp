@@ -279,33 +279,43 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   tile::KernelOp kernel = getTileKernel(body);
   IRMapping mapping;
   casePoint = {};
+  pointsBeforeWait.clear();
+  caseOperands.clear();
   // Operands: the graph tensors the task passes, from the argument table;
   // those no task of the graph writes (weights) can be read early.
   DenseSet<Value> readOnly;
-  DenseMap<Value, unsigned> writers;   // the others, with a graph argument written
   for (unsigned a = 0; a < body.getNumArguments(); ++a) {
     Value tensor = graphArg(caseArgumentSlot(caseIndex, a, task),
                             body.getArgument(a).getType());
     mapping.map(body.getArgument(a), tensor);
-    for (unsigned ti : c.tasks) {
-      unsigned arg =
-          cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber();
-      if (written.contains(arg)) {
-        writers.try_emplace(tensor, arg);
-        break;
-      }
-    }
-    if (!writers.contains(tensor))
+    caseOperands[tensor] = a;
+    bool anyWritten = llvm::any_of(c.tasks, [&](unsigned ti) {
+      return written.contains(
+          cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber());
+    });
+    if (!anyWritten)
       readOnly.insert(tensor);
   }
-  // Thread 0 waits for the entry's events here; the body runs if they fired.
-  auto waitHere = [&]() {
+  // The point before the wait: the body's early copies may start here.
+  auto pointBeforeWait = [&]() {
     casePoint = tile::PrefetchPointOp::create(b, loc);
+    pointsBeforeWait.insert(casePoint);
+  };
+  // Thread 0 waits for the entry's events here; the body runs if they fired.
+  auto waitAndRun = [&]() {
     Value ok = waitInsideCase(*waitFor, entry);
     stampStart();
     auto run = scf::IfOp::create(b, loc, ok, /*withElse=*/false);
     b.setInsertionPoint(run.thenBlock()->getTerminator());
   };
+  auto waitHere = [&]() {
+    pointBeforeWait();
+    waitAndRun();
+  };
+  // A body's tile.task_wait places the wait (one unit an entry: the unit
+  // loop of several would repeat it); the ops before it run first.
+  bool waitAtBody = waitFor && c.unitsPerTask == 1 &&
+                    !kernel.getBody().front().getOps<tile::TaskWaitOp>().empty();
 
   // Units: instance * k + j for j < k, clipped to the kernel's grid.
   auto cloneBody = [&](Value unit) {
@@ -323,11 +333,24 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
     // Case c is region c + 1 of the switch (region 0 is the default).
     int64_t group = caseIndex + 1;
     OpBuilder::InsertionGuard guard(b);
-    if (waitFor && c.unitsPerTask == 1)
+    if (waitAtBody)
+      pointBeforeWait();
+    else if (waitFor && c.unitsPerTask == 1)
       waitHere();
+    bool beforeWait = waitAtBody;
     for (Operation &op : src) {
+      if (isa<tile::TaskWaitOp>(op)) {
+        if (beforeWait)
+          waitAndRun();
+        beforeWait = false;
+        continue;
+      }
       Operation *clone = b.clone(op, mapping);
-      checkEarlyCopies(clone, writers, body);
+      if (beforeWait) {
+        checkBeforeWait(clone, caseIndex, body);
+        clone->walk([&](tile::PrefetchPointOp point) { pointsBeforeWait.insert(point); });
+      }
+      checkEarlyCopies(clone, caseIndex, body);
       if (waitInCase)
         markEarlyCopies(clone, readOnly);
       // Allocations move to the kernel's top level (they must sit directly
@@ -420,33 +443,172 @@ PersistentKernelBuilder::writtenGraphArgs() const {
   return result;
 }
 
-void PersistentKernelBuilder::checkEarlyCopies(
-    Operation *op, const DenseMap<Value, unsigned> &writers, Operation *body) {
+void PersistentKernelBuilder::buildTaskOrder() {
+  unsigned n = t.tasks.size();
+  for (unsigned i = 0; i < n; ++i) {
+    TaskOp task = t.tasks[i];
+    std::optional<ArrayAttr> footprint = task.getFootprint();
+    for (auto [a, arg] : llvm::enumerate(task.getArgs())) {
+      bool writes = !footprint || llvm::any_of(footprint->getAsRange<AccessAttr>(),
+                                               [&](AccessAttr access) {
+                                                 return access.isWrite() &&
+                                                        access.getOperand() == int64_t(a);
+                                               });
+      if (!writes)
+        continue;
+      SmallVector<unsigned> &list = writerTasks[cast<BlockArgument>(arg).getArgNumber()];
+      if (list.empty() || list.back() != i)
+        list.push_back(i);
+    }
+    for (int64_t k = 0; k < task.getNumInstances(); ++k)
+      for (FlatSymbolRefAttr ref : task.getInstanceSignalRefs(k))
+        signalers[ref.getAttr()].push_back({i, k});
+  }
+}
+
+bool PersistentKernelBuilder::allInstancesBefore(unsigned first, unsigned later) const {
+  // The instances `later`'s instances wait for, transitively through the
+  // events they wait on and the instances that signal those.
+  auto [it, fresh] = ancestorCounts.try_emplace(later);
+  SmallVector<int64_t> &counts = it->second;
+  if (fresh) {
+    counts.assign(t.tasks.size(), 0);
+    DenseSet<std::pair<unsigned, int64_t>> seen;
+    SmallVector<std::pair<unsigned, int64_t>> work;
+    TaskOp last = t.tasks[later];
+    for (int64_t k = 0; k < last.getNumInstances(); ++k)
+      work.push_back({later, k});
+    while (!work.empty()) {
+      auto [ti, k] = work.pop_back_val();
+      for (FlatSymbolRefAttr ref : TaskOp(t.tasks[ti]).getInstanceWaitRefs(k)) {
+        auto found = signalers.find(ref.getAttr());
+        if (found == signalers.end())
+          continue;
+        for (auto producer : found->second)
+          if (seen.insert(producer).second) {
+            ++counts[producer.first];
+            work.push_back(producer);
+          }
+      }
+    }
+  }
+  return counts[first] == TaskOp(t.tasks[first]).getNumInstances();
+}
+
+bool PersistentKernelBuilder::stableBeforeTask(unsigned arg, unsigned task, bool self,
+                                               Operation *&breaker) const {
+  breaker = nullptr;
+  // A peer rank's task may write any argument, at any time.
+  if (t.ranks > 1)
+    return false;
+  auto it = writerTasks.find(arg);
+  if (it == writerTasks.end())
+    return true;
+  for (unsigned w : it->second) {
+    // The task's own writes: a body vouches (tile.early) that a unit reads
+    // no element another unit writes. Any other writer must come after
+    // every instance of the task in the step (the step barrier orders the
+    // writes of the steps before).
+    if (w == task ? self : allInstancesBefore(task, w))
+      continue;
+    breaker = t.tasks[w];
+    return false;
+  }
+  return true;
+}
+
+bool PersistentKernelBuilder::stableForCase(Value tensor, int64_t caseIndex, bool self,
+                                            unsigned &arg, Operation *&breaker) const {
+  auto operand = caseOperands.find(tensor);
+  if (operand == caseOperands.end())
+    return true;                          // not a graph tensor
+  for (unsigned ti : t.cases[caseIndex].tasks) {
+    arg = cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[operand->second]).getArgNumber();
+    if (!stableBeforeTask(arg, ti, self, breaker))
+      return false;
+  }
+  return true;
+}
+
+void PersistentKernelBuilder::reportUnstable(Operation *op, StringRef what, unsigned arg,
+                                             Operation *breaker, Operation *body) {
+  auto diag = op->emitOpError() << what << " graph argument " << arg;
+  if (breaker)
+    diag << ", which task @" << cast<TaskOp>(breaker).getSymName()
+         << " writes before the task runs (or alongside it)";
+  else
+    diag << ", which another rank's tasks may write";
+  diag << ": it would read data from before they ran (before its events fire, a task "
+          "may read tensors no task writes, tensors only tasks after it write, and, "
+          "in copies marked tile.early, tensors it writes itself)";
+  diag.attachNote(body->getLoc()) << "in this task body";
+  errors = true;
+}
+
+void PersistentKernelBuilder::checkEarlyCopies(Operation *op, int64_t caseIndex,
+                                               Operation *body) {
   op->walk([&](tile::CopyOp copy) {
     if (!copy->hasAttr(tile::TileDialect::getEarlyAttrName()))
       return;
-    // A body's own prefetch point comes after the task's wait: a copy whose
-    // loop starts there reads what the task's events made ready.
+    // A body's own prefetch point after the task's wait: the copy's loop
+    // starts there and reads what the task's events made ready.
     auto loop = copy->getParentOfType<tile::PipelinedOp>();
     tile::PrefetchPointOp point = loop ? tile::findPrefetchPoint(loop) : nullptr;
-    if (point && point != casePoint)
+    if (point && !pointsBeforeWait.contains(point))
       return;
-    auto it = writers.find(tile::viewedBuffer(copy.getSrc()));
-    if (it == writers.end())
+    unsigned arg = 0;
+    Operation *breaker = nullptr;
+    if (!stableForCase(tile::viewedBuffer(copy.getSrc()), caseIndex, /*self=*/true, arg,
+                       breaker))
+      reportUnstable(copy, "is marked tile.early (load before the task's events fire), "
+                           "but it reads", arg, breaker, body);
+  });
+}
+
+void PersistentKernelBuilder::checkBeforeWait(Operation *op, int64_t caseIndex,
+                                              Operation *body) {
+  op->walk([&](Operation *inner) {
+    // A view reads nothing; its users do.
+    if (isa<ViewLikeOpInterface>(inner))
       return;
-    auto diag = copy.emitOpError()
-                << "is marked tile.early (load before the task's events "
-                   "fire), but it reads graph argument "
-                << it->second;
-    if (Operation *writer = written.lookup(it->second))
-      diag << ", which task @" << cast<TaskOp>(writer).getSymName()
-           << " writes";
-    else
-      diag << ", which another rank's tasks may write";
-    diag << ": it would read data from before they ran (the copies of tensors "
-            "no task writes are marked by convert-mega-to-gpu itself)";
-    diag.attachNote(body->getLoc()) << "in this task body";
-    errors = true;
+    for (Value operand : inner->getOperands()) {
+      Value tensor = tile::viewedBuffer(operand);
+      if (!caseOperands.contains(tensor))
+        continue;
+      // Writes: a tile.copy or tile.atomic into it, a store, or an op
+      // declaring a write effect on it; an op declaring no effect on it
+      // neither reads nor writes it, and any other op reads it.
+      bool writes = false;
+      if (auto copy = dyn_cast<tile::CopyOp>(inner)) {
+        writes = operand == copy.getDst();
+      } else if (isa<tile::AtomicOp>(inner)) {
+        writes = true;
+      } else if (auto store = dyn_cast<memref::StoreOp>(inner)) {
+        writes = operand == store.getMemRef();
+      } else if (auto effects = dyn_cast<MemoryEffectOpInterface>(inner)) {
+        writes = effects.getEffectOnValue<MemoryEffects::Write>(operand).has_value();
+        if (!writes && !effects.getEffectOnValue<MemoryEffects::Read>(operand))
+          continue;
+      }
+      if (writes) {
+        auto diag = inner->emitOpError()
+                    << "writes graph argument "
+                    << cast<BlockArgument>(TaskOp(t.tasks[t.cases[caseIndex].tasks.front()])
+                                               .getArgs()[caseOperands.lookup(tensor)])
+                           .getArgNumber()
+                    << " before the body's tile.task_wait: a task writes only after its "
+                       "events fire";
+        diag.attachNote(body->getLoc()) << "in this task body";
+        errors = true;
+        continue;
+      }
+      bool early = isa<tile::CopyOp>(inner) &&
+                   inner->hasAttr(tile::TileDialect::getEarlyAttrName());
+      unsigned arg = 0;
+      Operation *breaker = nullptr;
+      if (!stableForCase(tensor, caseIndex, early, arg, breaker))
+        reportUnstable(inner, "reads, before the body's tile.task_wait,", arg, breaker, body);
+    }
   });
 }
 
@@ -887,6 +1049,7 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
   argsBuf = args;
   globalTypes.assign(graphTypes.begin(), graphTypes.end());
   written = writtenGraphArgs();
+  buildTaskOrder();
   tablesBuf = tables;
   // The words thread 0 hands the next entry, AOT position and JIT ticket to
   // the CTA through.

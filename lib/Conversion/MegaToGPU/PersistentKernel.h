@@ -239,6 +239,33 @@ private:
   /// a graph of several ranks, where a peer may write any): the rest
   /// (weights) can be read before a task's events fire.
   llvm::SmallDenseMap<unsigned, Operation *> writtenGraphArgs() const;
+  /// Per graph argument, every task that writes it; per event, the task
+  /// instances that signal it.
+  void buildTaskOrder();
+  /// Whether every instance of task `first` comes before (transitively,
+  /// through the events) some instance of task `later` in the step.
+  bool allInstancesBefore(unsigned first, unsigned later) const;
+  /// Whether graph argument `arg` holds the same data from the start of the
+  /// step until task `task` runs, so that the task may read it before its
+  /// events fire: no task writes it, or only tasks after `task` do (and,
+  /// with `self`, `task` itself). Otherwise the first writer that breaks it
+  /// (null with none known: a graph of several ranks).
+  bool stableBeforeTask(unsigned arg, unsigned task, bool self,
+                        Operation *&breaker) const;
+  /// Reports the reads of graph tensors by `op` (a body op before the
+  /// body's tile.task_wait, of case `caseIndex`) that are not stable
+  /// before the task's events fire, and its writes of any.
+  void checkBeforeWait(Operation *op, int64_t caseIndex, Operation *body);
+  /// stableBeforeTask for every task of case `caseIndex` passing `tensor`
+  /// (a cloned operand; true for anything else), with the argument and
+  /// writer that break it.
+  bool stableForCase(Value tensor, int64_t caseIndex, bool self, unsigned &arg,
+                     Operation *&breaker) const;
+  /// The error for a read of graph argument `arg` before it is stable.
+  void reportUnstable(Operation *op, StringRef what, unsigned arg, Operation *breaker,
+                      Operation *body);
+  /// The case's cloned graph tensors and the body operand each is.
+  DenseMap<Value, unsigned> caseOperands;
   /// Marks the copies of `op` (a body op just cloned into case
   /// `caseIndex`) that read a tensor no task writes with tile.early.
   void markEarlyCopies(Operation *op, const DenseSet<Value> &readOnly);
@@ -246,12 +273,14 @@ private:
   /// when its entries wait for nothing): an early copy hoisted there loads
   /// before the task's events fire; one the body's own point holds, after.
   tile::PrefetchPointOp casePoint;
-  /// Reports the copies of `op` a body marked tile.early itself that read a
-  /// tensor of `writers` (cloned operand -> graph argument some task
-  /// writes) and would start at the case's point: loaded before the events
-  /// fire, they would read stale data.
-  void checkEarlyCopies(Operation *op, const DenseMap<Value, unsigned> &writers,
-                        Operation *body);
+  /// Reports the copies of `op` (a body op just cloned into case
+  /// `caseIndex`) a body marked tile.early itself that would start at a
+  /// point before the case's wait but read a tensor that is not stable
+  /// before the task (stableBeforeTask, the task's own writes allowed).
+  void checkEarlyCopies(Operation *op, int64_t caseIndex, Operation *body);
+  /// The prefetch points of the case being emitted that come before its
+  /// wait (the case's own and a body's before its tile.task_wait).
+  DenseSet<Operation *> pointsBeforeWait;
 
 public:
   /// Whether a body asked for something the kernel cannot do (reported).
@@ -301,6 +330,10 @@ private:
   bool streamUnits;
   StepLoop stepLoop;
   llvm::SmallDenseMap<unsigned, Operation *> written;
+  DenseMap<unsigned, SmallVector<unsigned>> writerTasks;
+  DenseMap<StringAttr, SmallVector<std::pair<unsigned, int64_t>>> signalers;
+  /// Per later task: how many instances of each task it waits for.
+  mutable DenseMap<unsigned, SmallVector<int64_t>> ancestorCounts;
 
   SmallVector<Type> globalTypes;
   Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;

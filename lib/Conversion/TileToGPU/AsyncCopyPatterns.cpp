@@ -153,12 +153,24 @@ struct PrefetchPointLowering : TileLoweringPattern<tile::PrefetchPointOp> {
   }
 };
 
+/// A task wait outside a persistent kernel (the body launched on its own):
+/// its inputs are ready when the kernel starts.
+struct TaskWaitLowering : TileLoweringPattern<tile::TaskWaitOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+  LogicalResult
+  matchAndRewrite(tile::TaskWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void tile_to_gpu::populateAsyncCopyPatterns(RewritePatternSet &patterns,
                                             TypeConverter &converter,
                                             KernelLoweringState &state) {
   patterns.add<AsyncCopyLowering, AsyncCommitLowering, AsyncWaitLowering,
-               PrefetchPointLowering>(
+               PrefetchPointLowering, TaskWaitLowering>(
       converter, patterns.getContext(), state);
 }

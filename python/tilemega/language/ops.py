@@ -432,6 +432,26 @@ def prefetch_point():
         tile.prefetch_point()
 
 
+def task_wait():
+    """`T.task_wait()`: in the body of a mega task, where the persistent
+    kernel waits for the task's events (`tile.task_wait`; without it, before
+    the whole body). The code before it runs while the task's inputs are
+    still being produced: it may read weights, tensors only later tasks of
+    the step write (the generation state) and, in `T.copy(..., early=True)`,
+    tensors the task itself writes; anything else is a compile error naming
+    the tensor and its writer. A `T.prefetch_point()` before it starts the
+    early copies of the loops after it there. At the top of the kernel
+    body, once; a kernel launched on its own ignores it."""
+    from ..dialects import tile
+
+    api = "T.task_wait"
+    state = in_kernel(api)
+    if state.in_parallel():
+        user_error(api, "a task wait cannot sit inside a T.Parallel loop")
+    with user_location(), state.scope.end_point():
+        tile.task_wait()
+
+
 def _tile_buffer(x, api, what, scopes=("shared", "fragment")) -> Buffer:
     if isinstance(x, BufferRegion):
         b = x.buffer

@@ -415,6 +415,23 @@ LogicalResult CopyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Task wait
+//===----------------------------------------------------------------------===//
+
+LogicalResult TaskWaitOp::verify() {
+  // The persistent kernel splits the body's top-level ops at the wait: one
+  // point, which every thread passes.
+  auto kernel = dyn_cast<KernelOp>((*this)->getParentOp());
+  if (!kernel)
+    return emitOpError() << "must be directly in a tile.kernel body (not nested in "
+                            "a loop or a branch)";
+  for (auto other : kernel.getBody().front().getOps<TaskWaitOp>())
+    if (other != *this && other->isBeforeInBlock(*this))
+      return emitOpError() << "is the second in this kernel: a task waits once";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Bulk copies and mbarriers
 //===----------------------------------------------------------------------===//
 

@@ -441,6 +441,37 @@ def Tile_PrefetchPointOp : Tile_Op<"prefetch_point", []> {
   let assemblyFormat = "attr-dict";
 }
 
+def Tile_TaskWaitOp : Tile_Op<"task_wait", []> {
+  let summary = "Where a mega task body waits for its events";
+  let description = [{
+    In the body of a mega task, the point where the persistent kernel waits
+    for the task's events (`convert-mega-to-gpu`); without it the wait comes
+    before the whole body. The ops before it run while the inputs are still
+    being produced, so they may read only graph tensors that are stable for
+    the whole step before the task: tensors no task writes (weights),
+    tensors only tasks after it write (the generation state, which the
+    step's last task advances), and, in copies the body marks `tile.early`,
+    tensors the task itself writes (the body vouching that a unit reads no
+    element another unit writes). Anything else before it is an error
+    naming the tensor and the task that writes it. A prefetch point before
+    it starts the early copies of the loops after it there.
+
+    Ignored where the task does not wait inside its case (a JIT queue,
+    several ranks, `mega-early-loads` off, or a task of several units an
+    entry: the wait then stays before the body) and in a kernel launched
+    on its own, where `convert-tile-to-gpu` erases it.
+
+    ```mlir
+    %p = memref.load %gen[%c0] : memref<16xi32>
+    tile.prefetch_point
+    tile.task_wait
+    tile.copy %qkv[%q0] to %x_s[0] sizes [256] : ...
+    ```
+  }];
+  let assemblyFormat = "attr-dict";
+  let hasVerifier = 1;
+}
+
 def Tile_AsyncWaitOp : Tile_Op<"async_wait", []> {
   let summary = "Wait until at most N groups of async copies are in flight";
   let description = [{
