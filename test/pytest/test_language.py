@@ -596,6 +596,43 @@ def test_early_copies_and_prefetch_points():
         build(where="parallel")
 
 
+def test_task_wait():
+    # T.task_wait() emits tile.task_wait in its place at the top of the kernel
+    # body (ops before it run before the task's wait, in a mega task); outside
+    # a kernel or inside a T.Parallel loop it is a frontend error naming the
+    # call; in a T.serial loop the op's verifier reports it at the call.
+    def build(where="kernel"):
+        @tilemega.jit(name="k", cache=False)
+        def k(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+            if where == "outside":
+                T.task_wait()
+            with T.Kernel(1, threads=64) as b:
+                a = T.alloc_fragment((64,), "float32")
+                T.copy(A[0], a)
+                if where == "kernel":
+                    T.task_wait()
+                if where == "serial":
+                    for t in T.serial(2):
+                        T.task_wait()
+                for i in T.Parallel(64):
+                    if where == "parallel":
+                        T.task_wait()
+                    a[i] = a[i] + 1.0
+                T.copy(a, B[0])
+        return k.ir()
+    ir = build()
+    assert ir.count("tile.task_wait") == 1
+    assert ir.index("tile.copy") < ir.index("tile.task_wait") < ir.index("tile.parallel")
+    with pytest.raises(T.TileLangError, match=r"T\.task_wait: must be inside `with T\.Kernel"):
+        build(where="outside")
+    with pytest.raises(T.TileLangError, match=r"T\.task_wait: a task wait cannot sit inside a "
+                                              r"T\.Parallel loop"):
+        build(where="parallel")
+    with pytest.raises(CompileError, match=r"'tile.task_wait' op must be directly in a "
+                                           r"tile.kernel body"):
+        build(where="serial")
+
+
 def test_block_raster_ir_replaces_every_use():
     # The remap sits at the kernel's start and every use of the block
     # indices, before the call too, reads the remapped values; disabled, the
