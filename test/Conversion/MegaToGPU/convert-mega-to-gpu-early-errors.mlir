@@ -25,7 +25,7 @@ func.func @use(%X: memref<1024xbf16>) {
     %x_s = tile.alloc_shared : memref<128xbf16, #gpu.address_space<workgroup>>
     %x = tile.alloc_fragment : memref<128xbf16, #tile.fragment>
     tile.pipelined %k = %c0 to %c1024 step %c128 num_stages 2 {
-      // expected-error @below {{'tile.copy' op is marked tile.early (load before the task's events fire), but it reads graph argument 0, which task @first writes: it would read data from before they ran}}
+      // expected-error @below {{'tile.copy' op is marked tile.early (load before the task's events fire), but it reads graph argument 0, which task @first writes before the task runs (or alongside it): it would read data from before they ran}}
       tile.copy %X[%k] to %x_s[0] sizes [128] {tile.early}
           : memref<1024xbf16> to memref<128xbf16, #gpu.address_space<workgroup>>
       tile.copy %x_s[0] to %x[0] sizes [128]
