@@ -467,32 +467,35 @@ void PersistentKernelBuilder::buildTaskOrder() {
 }
 
 bool PersistentKernelBuilder::allInstancesBefore(unsigned first, unsigned later) const {
-  // The instances `later`'s instances wait for, transitively through the
-  // events they wait on and the instances that signal those.
-  auto [it, fresh] = ancestorCounts.try_emplace(later);
-  SmallVector<int64_t> &counts = it->second;
-  if (fresh) {
-    counts.assign(t.tasks.size(), 0);
+  auto [cached, fresh] = instancesBefore.try_emplace({first, later}, false);
+  if (!fresh)
+    return cached->second;
+  // Every instance of `later` must wait (transitively, through the events
+  // it waits on and the instances that signal those) for every instance of
+  // `first`: one that does not could write before `first` reads.
+  int64_t needed = TaskOp(t.tasks[first]).getNumInstances();
+  TaskOp last = t.tasks[later];
+  bool all = true;
+  for (int64_t k = 0; all && k < last.getNumInstances(); ++k) {
     DenseSet<std::pair<unsigned, int64_t>> seen;
-    SmallVector<std::pair<unsigned, int64_t>> work;
-    TaskOp last = t.tasks[later];
-    for (int64_t k = 0; k < last.getNumInstances(); ++k)
-      work.push_back({later, k});
-    while (!work.empty()) {
-      auto [ti, k] = work.pop_back_val();
-      for (FlatSymbolRefAttr ref : TaskOp(t.tasks[ti]).getInstanceWaitRefs(k)) {
-        auto found = signalers.find(ref.getAttr());
-        if (found == signalers.end())
+    SmallVector<std::pair<unsigned, int64_t>> work = {{later, k}};
+    int64_t found = 0;
+    while (!work.empty() && found < needed) {
+      auto [ti, i] = work.pop_back_val();
+      for (FlatSymbolRefAttr ref : TaskOp(t.tasks[ti]).getInstanceWaitRefs(i)) {
+        auto producers = signalers.find(ref.getAttr());
+        if (producers == signalers.end())
           continue;
-        for (auto producer : found->second)
+        for (auto producer : producers->second)
           if (seen.insert(producer).second) {
-            ++counts[producer.first];
+            found += producer.first == first;
             work.push_back(producer);
           }
       }
     }
+    all = found == needed;
   }
-  return counts[first] == TaskOp(t.tasks[first]).getNumInstances();
+  return instancesBefore[{first, later}] = all;
 }
 
 bool PersistentKernelBuilder::stableBeforeTask(unsigned arg, unsigned task, bool self,
@@ -602,11 +605,13 @@ void PersistentKernelBuilder::checkBeforeWait(Operation *op, int64_t caseIndex,
         errors = true;
         continue;
       }
-      bool early = isa<tile::CopyOp>(inner) &&
-                   inner->hasAttr(tile::TileDialect::getEarlyAttrName());
+      // A copy marked tile.early: checkEarlyCopies' (the task's own writes
+      // allowed).
+      if (isa<tile::CopyOp>(inner) && inner->hasAttr(tile::TileDialect::getEarlyAttrName()))
+        continue;
       unsigned arg = 0;
       Operation *breaker = nullptr;
-      if (!stableForCase(tensor, caseIndex, early, arg, breaker))
+      if (!stableForCase(tensor, caseIndex, /*self=*/false, arg, breaker))
         reportUnstable(inner, "reads, before the body's tile.task_wait,", arg, breaker, body);
     }
   });

@@ -242,8 +242,8 @@ private:
   /// Per graph argument, every task that writes it; per event, the task
   /// instances that signal it.
   void buildTaskOrder();
-  /// Whether every instance of task `first` comes before (transitively,
-  /// through the events) some instance of task `later` in the step.
+  /// Whether every instance of task `later` waits (transitively, through
+  /// the events) for every instance of task `first` in the step.
   bool allInstancesBefore(unsigned first, unsigned later) const;
   /// Whether graph argument `arg` holds the same data from the start of the
   /// step until task `task` runs, so that the task may read it before its
@@ -332,8 +332,8 @@ private:
   llvm::SmallDenseMap<unsigned, Operation *> written;
   DenseMap<unsigned, SmallVector<unsigned>> writerTasks;
   DenseMap<StringAttr, SmallVector<std::pair<unsigned, int64_t>>> signalers;
-  /// Per later task: how many instances of each task it waits for.
-  mutable DenseMap<unsigned, SmallVector<int64_t>> ancestorCounts;
+  /// allInstancesBefore's answers, per (first, later).
+  mutable DenseMap<std::pair<unsigned, unsigned>, bool> instancesBefore;
 
   SmallVector<Type> globalTypes;
   Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;

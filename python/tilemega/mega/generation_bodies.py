@@ -306,12 +306,10 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
 
     Every unit of group g rotates the group's G query heads into shared
     memory (G heads of D: a few hundred products) instead of reading them
-    from a q tensor. Before its wait (T.task_wait) it reads p, starts its
-    keys 0..p-1 from the caches (a loop whose first copies start at the
-    T.prefetch_point(): they need p and u alone, and no other task writes
-    the caches) and loads the tables' row p, all while the qkv units of its
-    group still run; key p, rotated after the wait, is added from shared
-    memory by the last split (_add_current_key). After
+    from a q tensor. Its keys 0..p-1 come from the caches, in a loop whose
+    first copies start at the T.prefetch_point() after p is read, so they
+    load under the rotation (they need p alone); key p, rotated here, is
+    added from shared memory by the last split (_add_current_key). After
     the partials every unit of group g writes the rotated k head and the v
     head to the caches' row p (the same values; read from the next step
     on)."""
@@ -329,8 +327,6 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
                   o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
         with T.Kernel(Hkv * splits, threads=threads) as u:
             g = u // splits
-            # The position: only the step's last task (the pick) advances
-            # it, so it is read before the task's wait.
             p = gen[gs.POS]
             heads = qkv.view(Hq + 2 * Hkv, D)
             # Rows 0..G-1: the group's q heads, row G: its k head.
@@ -338,19 +334,13 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
             o_s = T.alloc_shared((G + 1, D), "bfloat16")
             v_s = T.alloc_shared((1, D), "bfloat16")
             q_s = T.alloc_shared((Gp, D), "bfloat16")
-            cos_s = T.alloc_shared((1, half), "float32")
-            sin_s = T.alloc_shared((1, half), "float32")
-            # The cached keys' first chunks (their addresses need p and u
-            # alone) and the tables' row p load while the task waits for
-            # the qkv units of its group.
-            T.prefetch_point()
-            T.copy(cos[p, 0], cos_s)
-            T.copy(sin[p, 0], sin_s)
-            T.task_wait()
             T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
             T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
             T.copy(heads[Hq + Hkv + g, 0], v_s)
-            rotate_half(x_s, o_s, cos_s, sin_s, 0)
+            # The cached keys' first chunks load from here on, under the
+            # rotation (their addresses need p alone).
+            T.prefetch_point()
+            rotate_half(x_s, o_s, cos, sin, p)
             # The padding rows (i >= G) are zeros: computed, never stored.
             for i, j in T.Parallel(Gp, D):
                 q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],

@@ -278,3 +278,59 @@ mega.graph @early_copy_from_the_point_before(%h: memref<1024xbf16>) workers 1 sc
       footprint [#mega.access<read operand 0 offset 0 * u + 0 size 1024>]
       {units_per_task = 1}
 }
+
+// -----
+
+func.func @fill(%H: memref<1024xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %f = tile.alloc_fragment : memref<1024xbf16, #tile.fragment>
+    tile.clear %f : memref<1024xbf16, #tile.fragment>
+    tile.copy %f[0] to %H[0] sizes [1024]
+        : memref<1024xbf16, #tile.fragment> to memref<1024xbf16>
+  }
+  return
+}
+
+// Each unit reads %G[0] before its wait.
+// expected-note @below {{in this task body}}
+func.func @use(%X: memref<1024xbf16>, %G: memref<16xi32>) {
+  tile.kernel blocks(%b) in [2] threads 128 {
+    %c0 = arith.constant 0 : index
+    // expected-error @+1 {{reads, before the body's tile.task_wait, graph argument 1, which task @last writes}}
+    %p = memref.load %G[%c0] : memref<16xi32>
+    tile.task_wait
+  }
+  return
+}
+
+// Each unit overwrites %G[0].
+func.func @advance(%G: memref<16xi32>) {
+  tile.kernel blocks(%b) in [2] threads 128 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : i32
+    memref.store %c1, %G[%c0] : memref<16xi32>
+  }
+  return
+}
+
+// Every instance of the writer must come after every instance of the reader:
+// here @last's instance 1 waits for nothing, so it may write %g[0] before
+// @second's instance 0 has read it (before its wait).
+mega.graph @per_instance(%h: memref<1024xbf16>, %g: memref<16xi32>)
+    workers 2 schedulers 0 {
+  mega.event @filled trigger 1
+  mega.event @s trigger 2
+  mega.queue @w0 aot worker 0 {tasks = [@first, @second, @last], instances = array<i64: 0, 0, 0>}
+  mega.queue @w1 aot worker 1 {tasks = [@second, @last], instances = array<i64: 1, 1>}
+  mega.task @first body @fill(%h : memref<1024xbf16>) count 1 signals [@filled]
+      footprint [#mega.access<write operand 0 offset 0 * u + 0 size 1024>]
+      {units_per_task = 1}
+  mega.task @second body @use(%h, %g : memref<1024xbf16>, memref<16xi32>) count 2
+      waits [@filled]
+      footprint [#mega.access<read operand 0 offset 0 * u + 0 size 1024>,
+                 #mega.access<read operand 1 offset 0 * u + 0 size 16>]
+      {units_per_task = 1, instance_signals = [[@s], [@s]]}
+  mega.task @last body @advance(%g : memref<16xi32>) count 2
+      footprint [#mega.access<write operand 0 offset 0 * u + 0 size 16>]
+      {units_per_task = 1, instance_waits = [[@s], []]}
+}
