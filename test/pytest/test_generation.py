@@ -450,6 +450,30 @@ def test_the_launch_runs_with_the_collector_held_off_and_restores_it():
         gc.enable()
 
 
+def test_the_collector_stays_off_through_a_block_and_comes_back():
+    """collector_held_off (generate's prepare-to-read, stream's
+    prepare-to-launch): off inside, on after, also after an exception or an
+    early return; a block inside another leaves it off for the outer."""
+    import gc
+
+    from tilemega.mega.engine import collector_held_off
+
+    def early():
+        with collector_held_off():
+            return gc.isenabled()
+
+    assert early() is False and gc.isenabled()
+    with pytest.raises(KeyError):
+        with collector_held_off():
+            raise KeyError("x")
+    assert gc.isenabled()
+    with collector_held_off():
+        with collector_held_off():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
 def test_the_engine_checks_its_sampling_settings():
     from tilemega.mega.engine import Engine
 

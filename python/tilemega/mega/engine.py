@@ -35,6 +35,7 @@ machine with only the runtime, pass artifact= a generation artifact built
 elsewhere; its tensors must be those of the checkpoint's config.
 """
 
+import contextlib
 import gc
 import json
 import os
@@ -128,20 +129,29 @@ def check_artifact(path, cfg):
                          f"bodies {wrong[:3] or 'none with RMSNorm'}")
 
 
-def uncollected(call, *args, **kwargs):
-    """call(*args, **kwargs) with Python's cyclic collector held off: a
-    young-generation collection that falls due inside the launch then runs
-    after the submission, not before the GPU starts. In bench/generate.py's
-    process (transformers and torch.compile loaded) generations of one
-    token whose launch took 48-50 us took 16-22 us with the collector off
-    (docs/results/generate.json)."""
+@contextlib.contextmanager
+def collector_held_off():
+    """Python's cyclic collector off inside the block (as it was after):
+    a collection that falls due there runs after it. In bench/generate.py's
+    process (transformers and torch.compile loaded) the launch of a
+    generation took 49-66 us of host time when the collector was off for
+    the launch call alone, and 16-24 us when it was off for the whole
+    generate call (docs/results/generate.json, 13ec759): a collection
+    earlier in the call, not one inside the launch, slowed it."""
     if not gc.isenabled():
-        return call(*args, **kwargs)
+        yield
+        return
     gc.disable()
     try:
-        return call(*args, **kwargs)
+        yield
     finally:
         gc.enable()
+
+
+def uncollected(call, *args, **kwargs):
+    """call(*args, **kwargs) inside collector_held_off()."""
+    with collector_held_off():
+        return call(*args, **kwargs)
 
 class Engine:
     """Generation with one persistent-kernel launch per generation (see the
@@ -487,14 +497,17 @@ class Engine:
         is counted (the newest one's store may not be visible yet) or the
         kernel finished. A watchdog stop raises MegaKernelError; at the end
         the streamed ids are checked against the final tokens."""
-        began = time.perf_counter()
-        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
-                                      temperature, top_k, top_p, seed)
-        given, end = words[gs.GIVEN], words[gs.END]
-        if end - 1 <= words[gs.POS]:
-            return
-        self._launch_generation(chunks)
-        self.last_start_host_s = time.perf_counter() - began
+        # The collector off from the inputs to the launch (not while the
+        # caller consumes the tokens).
+        with collector_held_off():
+            began = time.perf_counter()
+            words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
+                                          temperature, top_k, top_p, seed)
+            given, end = words[gs.GIVEN], words[gs.END]
+            if end - 1 <= words[gs.POS]:
+                return
+            self._launch_generation(chunks)
+            self.last_start_host_s = time.perf_counter() - began
         self._finished.record(self._launched_on)
         streamed = []
         while True:
@@ -516,19 +529,22 @@ class Engine:
 
     def generate(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
                  top_k=None, top_p=None, seed=0) -> List[int]:
-        """The generated ids (without the prompt): one launch, then one read."""
-        began = time.perf_counter()
-        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
-                                      temperature, top_k, top_p, seed)
-        given, end = words[gs.GIVEN], words[gs.END]
-        if end - 1 <= words[gs.POS]:
-            return []
-        self._launch_generation(chunks)
-        self.last_start_host_s = time.perf_counter() - began
-        self._launched_on.synchronize()
-        self._check_kernel(given)
-        produced = self._read_state()[gs.GENERATED]
-        return self._read_tokens(given, given + produced)
+        """The generated ids (without the prompt): one launch, then one read.
+        The collector stays off until the ids are read (collector_held_off:
+        the call allocates little while it waits for the device)."""
+        with collector_held_off():
+            began = time.perf_counter()
+            words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
+                                          temperature, top_k, top_p, seed)
+            given, end = words[gs.GIVEN], words[gs.END]
+            if end - 1 <= words[gs.POS]:
+                return []
+            self._launch_generation(chunks)
+            self.last_start_host_s = time.perf_counter() - began
+            self._launched_on.synchronize()
+            self._check_kernel(given)
+            produced = self._read_state()[gs.GENERATED]
+            return self._read_tokens(given, given + produced)
 
 
 def stopped_generation(words, steps_done, given):
