@@ -13,6 +13,7 @@
 #include "tilemega/Dialect/Tile/IR/TileKernelParams.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -77,6 +78,35 @@ static LogicalResult verifyTileFunction(func::FuncOp func,
 /// The exclusive shared-memory group of an op: `tile.exclusive_group` on a
 /// hoisted allocation, or the case region of an enclosing switch marked
 /// `tile.exclusive_cases`.
+/// Shared memory the driver sets aside for each resident CTA on sm_8x and
+/// sm_90 (cudaDevAttrReservedSharedMemoryPerBlock): CTAs sharing an SM pay
+/// it each, on top of their own.
+static constexpr int64_t kReservedSharedBytesPerCta = 1024;
+
+/// A persistent kernel (convert-mega-to-gpu) keeps mega.ctas_per_sm CTAs
+/// resident on each SM for its whole life: their shared memory must fit
+/// one SM's, or the launch could never start them all (the runtime's
+/// occupancy check would refuse it; this says so at compile time, with the
+/// numbers).
+static LogicalResult checkResidentShared(func::FuncOp func, int64_t sharedBytes) {
+  auto perSm = func->getAttrOfType<IntegerAttr>(mega::MegaDialect::getCtasPerSmAttrName());
+  if (!perSm || perSm.getInt() < 2)
+    return success();
+  const TargetInfo &target = getDefaultTargetInfo();
+  int64_t need = perSm.getInt() * (sharedBytes + kReservedSharedBytesPerCta);
+  if (need <= target.sharedBytesPerSm)
+    return success();
+  return func.emitError() << "persistent kernel keeps " << perSm.getInt()
+                          << " CTAs resident on each SM, each with " << sharedBytes
+                          << " bytes of shared memory (and "
+                          << kReservedSharedBytesPerCta
+                          << " the driver reserves a CTA): " << need << " bytes, over the "
+                          << target.sharedBytesPerSm << " of an SM of " << target.chip
+                          << " by " << need - target.sharedBytesPerSm
+                          << "; use fewer CTAs an SM (the graph's ctas_per_sm) or task bodies "
+                             "with smaller tiles";
+}
+
 static std::optional<int64_t> getExclusiveGroup(Operation *op) {
   if (std::optional<int64_t> group = tile::getExclusiveGroupAttr(op))
     return group;
@@ -395,6 +425,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       groupEnd = std::max(groupEnd, sharedBytes);
     }
     sharedBytes = groupEnd;
+    if (failed(checkResidentShared(func, sharedBytes)))
+      return failure();
     for (Operation *first : reusing) {
       b.setInsertionPoint(first);
       NVVM::FenceProxyOp::create(
