@@ -4,6 +4,7 @@ loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
 
     python bench/generate_timeline.py build DIR [VARIANT ...]        # compiler machine
     PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT   # GPU machine
+    python bench/generate_timeline.py entries ENTRIES.json [--layer L]   # anywhere
 
 `build` compiles DIR/gen_llama1b_timeline.* (the graph of
 examples/generation.py's gen_llama1b with mega_timeline) and, beside it,
@@ -21,6 +22,9 @@ span (first start to last end) and period (first start to the next
 task's first start, the boundary included); OUT/generate_timeline.png
 (CTA x time); and OUT/generate_timeline_entries.json, every entry of that
 step (task, start, end, CTA, SM): where a stage's tail comes from.
+`entries` prints a layer's tasks from such a file (layer_entries: start
+spreads, durations, end percentiles, and when each task's instances
+started after the previous task's last end, by what their CTA ran before).
 
 VARIANTs (VARIANTS below: compile options) add timeline builds of the same
 graph, DIR/gen_llama1b_timeline_<variant>.*, judged and timed in the same
@@ -181,9 +185,61 @@ def run(folder, out):
         print(f"{name}: {e['ms_per_token']:.4f} ms/token")
 
 
+def layer_entries(doc, layer):
+    """Per task of `layer` (graph order) in an entries document
+    (entries_doc): its instances' start spread, durations (min, median,
+    max) and ends (0, 10, 50, 90, 100th percentiles), in us from the
+    task's first start; and, per task, when its instances started after
+    the previous task's last end, by what each one's CTA ran before it."""
+    import statistics
+
+    names = doc["tasks"]
+    runs = {}
+    for task, start, end, cta, _ in doc["entries"]:
+        runs.setdefault(task, []).append((start, end, cta))
+    by_cta = {}
+    for task, start, end, cta, _ in doc["entries"]:
+        by_cta.setdefault(cta, []).append((start, end, task))
+    for entries in by_cta.values():
+        entries.sort()
+    tasks = [t for t in sorted(runs) if re.fullmatch(rf"t\d+_l{layer}_\w+", names[t])]
+    out, previous_end = [], None
+    for task in tasks:
+        r = runs[task]
+        first = min(s for s, _, _ in r)
+        durations = sorted((e - s) / 1e3 for s, e, _ in r)
+        ends = sorted((e - first) / 1e3 for _, e, _ in r)
+        pick = lambda xs, q: xs[round(q * (len(xs) - 1))]      # noqa: E731
+        row = {"task": names[task], "instances": len(r),
+               "start_spread_us": (max(s for s, _, _ in r) - first) / 1e3,
+               "duration_us": [durations[0], statistics.median(durations), durations[-1]],
+               "end_us": [pick(ends, q) for q in (0, 0.1, 0.5, 0.9, 1)]}
+        if previous_end is not None:
+            # Each instance's start after the previous task's last end,
+            # grouped by the task its CTA ran just before it.
+            after = {}
+            for s, _, cta in r:
+                entries = by_cta[cta]
+                i = next(k for k, x in enumerate(entries) if x[0] == s and x[2] == task)
+                before = names[entries[i - 1][2]] if i else "nothing"
+                after.setdefault(re.sub(r"^t\d+_", "", before), []).append(
+                    (s - previous_end) / 1e3)
+            row["start_after_previous_end_us"] = {
+                k: [min(v), statistics.median(v), max(v), len(v)] for k, v in after.items()}
+        previous_end = max(e for _, e, _ in r)
+        out.append(row)
+    return out
+
+
 def main(argv):
     if argv[:1] == ["build"] and len(argv) >= 2:
         return build(argv[1], argv[2:])
+    if argv[:1] == ["entries"] and len(argv) in (2, 4):
+        layer = int(argv[3]) if len(argv) == 4 and argv[2] == "--layer" else 5
+        with open(argv[1]) as f:
+            rows = layer_entries(json.load(f), layer)
+        print(json.dumps(rows, indent=1))
+        return None
     if argv[:1] == ["run"] and len(argv) == 4 and argv[2] == "--out":
         return run(argv[1], argv[3])
     raise SystemExit(__doc__)

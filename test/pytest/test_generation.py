@@ -1041,3 +1041,10 @@ def test_generation_timeline_tables_per_task_and_per_role():
     raw = gt.entries_doc(rows, meta)
     assert raw["tasks"] == names and len(raw["entries"]) == 7
     assert raw["entries"][2] == [1, 2 * us, 5 * us, 1, 0]
+    # A layer's tasks from those entries: l1's wo started 1 us after l1's
+    # qkv ended, on the CTA that ran that qkv.
+    rows_l1 = gt.layer_entries(raw, 1)
+    assert [r["task"] for r in rows_l1] == ["t3_l1_qkv", "t4_l1_wo"]
+    assert rows_l1[0]["duration_us"] == [3.0, 3.0, 3.0] and rows_l1[0]["end_us"][-1] == 3.0
+    assert rows_l1[1]["start_after_previous_end_us"] == {"l1_qkv": [1.0, 1.0, 1.0, 1]}
+    assert gt.layer_entries(raw, 0)[0]["start_spread_us"] == 1.0       # qkv's 2 instances
