@@ -980,9 +980,9 @@ def test_a_generation_graph_of_two_ctas_an_sm_fills_twice_the_sms():
 
 
 def test_registers_capped_into_spills_by_ctas_per_sm_are_a_compile_warning():
-    """Eight CTAs of 256 threads an SM leave 32 registers a thread: ptxas
-    spills, and tilemega.compile says so, naming the CTAs an SM that capped
-    them (a slow kernel is not silent)."""
+    """Eight CTAs of 256 threads an SM leave 32 registers a thread (four,
+    64): ptxas spills, and tilemega.compile says so, naming the CTAs an SM
+    that capped them (a slow kernel is not silent)."""
     import tilemega
     from ptxas_policy import ptxas_checks_enabled
     from tilemega import mega
@@ -1001,12 +1001,19 @@ def test_registers_capped_into_spills_by_ctas_per_sm_are_a_compile_warning():
         "a thread: the most that lets 8 CTAs share an SM, as the graph's ctas_per_sm or "
         "max-ctas asks)"]
     assert spill_warnings(ptx, log.replace("48 bytes spill", "0 bytes spill")) == []
-    graph = mega.generation_graph(ModelConfig(**SMALL), workers=8 * 132 - 1, ctas_per_sm=8)
+    # End to end with four CTAs an SM (eight would not fit the bodies' shared
+    # memory on an SM: a compile error of its own, below).
+    graph = mega.generation_graph(ModelConfig(**SMALL), workers=4 * 132 - 1, ctas_per_sm=4)
     if ptxas_checks_enabled():   # end to end: tilemega.compile warns
         with pytest.warns(CompileWarning, match=r"kernel 'generate': ptxas spilled \d+ bytes "
-                                                r".*\(32 registers a thread: the most that "
-                                                r"lets 8 CTAs"):
+                                                r".*\(64 registers a thread: the most that "
+                                                r"lets 4 CTAs"):
             tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_test")
+    eight = mega.generation_graph(ModelConfig(**SMALL), workers=8 * 132 - 1, ctas_per_sm=8)
+    with pytest.raises(tilemega.CompileError, match=r"persistent kernel keeps 8 CTAs resident "
+                                                   r"on each SM, each with \d+ bytes of shared "
+                                                   r"memory"):
+        tilemega.compile(eight.to_mlir(), chip="sm_90a", name="gen_test")
 
 
 def test_generation_timeline_tables_per_task_and_per_role():
