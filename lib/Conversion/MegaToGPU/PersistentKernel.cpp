@@ -594,13 +594,19 @@ void PersistentKernelBuilder::checkBeforeWait(Operation *op, int64_t caseIndex,
           continue;
       }
       if (writes) {
+        // The case's first task names it (its tasks share the body; each
+        // passes its own graph argument for the operand).
+        TaskOp first = t.tasks[t.cases[caseIndex].tasks.front()];
         auto diag = inner->emitOpError()
                     << "writes graph argument "
-                    << cast<BlockArgument>(TaskOp(t.tasks[t.cases[caseIndex].tasks.front()])
-                                               .getArgs()[caseOperands.lookup(tensor)])
+                    << cast<BlockArgument>(first.getArgs()[caseOperands.lookup(tensor)])
                            .getArgNumber()
                     << " before the body's tile.task_wait: a task writes only after its "
-                       "events fire";
+                       "events fire (body operand "
+                    << caseOperands.lookup(tensor) << ", task @" << first.getSymName()
+                    << (t.cases[caseIndex].tasks.size() > 1 ? " and the others of this body"
+                                                            : "")
+                    << ")";
         diag.attachNote(body->getLoc()) << "in this task body";
         errors = true;
         continue;
