@@ -142,23 +142,14 @@ struct AsyncWaitLowering : TileLoweringPattern<tile::AsyncWaitOp> {
   }
 };
 
-/// A prefetch point tile-pipeline did not run on marks nothing to move.
-struct PrefetchPointLowering : TileLoweringPattern<tile::PrefetchPointOp> {
-  using TileLoweringPattern::TileLoweringPattern;
+/// Markers with no code of their own: a prefetch point tile-pipeline did
+/// not run on marks nothing to move, and a task wait outside a persistent
+/// kernel (the body launched on its own) has its inputs ready at the start.
+template <typename MarkerOp>
+struct EraseMarker : TileLoweringPattern<MarkerOp> {
+  using TileLoweringPattern<MarkerOp>::TileLoweringPattern;
   LogicalResult
-  matchAndRewrite(tile::PrefetchPointOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    rewriter.eraseOp(op);
-    return success();
-  }
-};
-
-/// A task wait outside a persistent kernel (the body launched on its own):
-/// its inputs are ready when the kernel starts.
-struct TaskWaitLowering : TileLoweringPattern<tile::TaskWaitOp> {
-  using TileLoweringPattern::TileLoweringPattern;
-  LogicalResult
-  matchAndRewrite(tile::TaskWaitOp op, OpAdaptor adaptor,
+  matchAndRewrite(MarkerOp op, typename MarkerOp::Adaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.eraseOp(op);
     return success();
@@ -171,6 +162,6 @@ void tile_to_gpu::populateAsyncCopyPatterns(RewritePatternSet &patterns,
                                             TypeConverter &converter,
                                             KernelLoweringState &state) {
   patterns.add<AsyncCopyLowering, AsyncCommitLowering, AsyncWaitLowering,
-               PrefetchPointLowering, TaskWaitLowering>(
+               EraseMarker<tile::PrefetchPointOp>, EraseMarker<tile::TaskWaitOp>>(
       converter, patterns.getContext(), state);
 }

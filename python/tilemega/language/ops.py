@@ -424,12 +424,7 @@ def prefetch_point():
     first stages load while the code in between runs."""
     from ..dialects import tile
 
-    api = "T.prefetch_point"
-    state = in_kernel(api)
-    if state.in_parallel():
-        user_error(api, "a prefetch point cannot sit inside a T.Parallel loop")
-    with user_location(), state.scope.end_point():
-        tile.prefetch_point()
+    _marker("T.prefetch_point", "a prefetch point", tile.prefetch_point)
 
 
 def task_wait():
@@ -444,12 +439,17 @@ def task_wait():
     body, once; a kernel launched on its own ignores it."""
     from ..dialects import tile
 
-    api = "T.task_wait"
+    _marker("T.task_wait", "a task wait", tile.task_wait)
+
+
+def _marker(api, what, emit):
+    """Emits a marker op (emit()) at the kernel's current point, outside
+    any T.Parallel loop."""
     state = in_kernel(api)
     if state.in_parallel():
-        user_error(api, "a task wait cannot sit inside a T.Parallel loop")
+        user_error(api, f"{what} cannot sit inside a T.Parallel loop")
     with user_location(), state.scope.end_point():
-        tile.task_wait()
+        emit()
 
 
 def _tile_buffer(x, api, what, scopes=("shared", "fragment")) -> Buffer:

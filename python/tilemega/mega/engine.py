@@ -488,6 +488,20 @@ class Engine:
         self._poll.synchronize()
         return [int(t) for t in self._host_tokens[begin:end].tolist()]
 
+    def _begin(self, prompt_ids, max_new_tokens, eos_token_id, temperature, top_k, top_p,
+               seed):
+        """A generation's inputs staged and its launch issued (timed in
+        last_start_host_s); the prompt's length, or None when the cache
+        leaves no room for a token (nothing launched)."""
+        began = time.perf_counter()
+        words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
+                                      temperature, top_k, top_p, seed)
+        if words[gs.END] - 1 <= words[gs.POS]:
+            return None
+        self._launch_generation(chunks)
+        self.last_start_host_s = time.perf_counter() - began
+        return words[gs.GIVEN]
+
     def stream(self, prompt_ids, max_new_tokens=64, eos_token_id=None, temperature=None,
                top_k=None, top_p=None, seed=0) -> Iterator[int]:
         """Yields the generated ids while the kernel runs: one launch runs
@@ -500,14 +514,10 @@ class Engine:
         # The collector off from the inputs to the launch (not while the
         # caller consumes the tokens).
         with collector_held_off():
-            began = time.perf_counter()
-            words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
-                                          temperature, top_k, top_p, seed)
-            given, end = words[gs.GIVEN], words[gs.END]
-            if end - 1 <= words[gs.POS]:
-                return
-            self._launch_generation(chunks)
-            self.last_start_host_s = time.perf_counter() - began
+            given = self._begin(prompt_ids, max_new_tokens, eos_token_id, temperature, top_k,
+                                top_p, seed)
+        if given is None:
+            return
         self._finished.record(self._launched_on)
         streamed = []
         while True:
@@ -533,14 +543,10 @@ class Engine:
         The collector stays off until the ids are read (collector_held_off:
         the call allocates little while it waits for the device)."""
         with collector_held_off():
-            began = time.perf_counter()
-            words, chunks = self._prepare(prompt_ids, max_new_tokens, eos_token_id, False,
-                                          temperature, top_k, top_p, seed)
-            given, end = words[gs.GIVEN], words[gs.END]
-            if end - 1 <= words[gs.POS]:
+            given = self._begin(prompt_ids, max_new_tokens, eos_token_id, temperature, top_k,
+                                top_p, seed)
+            if given is None:
                 return []
-            self._launch_generation(chunks)
-            self.last_start_host_s = time.perf_counter() - began
             self._launched_on.synchronize()
             self._check_kernel(given)
             produced = self._read_state()[gs.GENERATED]
