@@ -431,15 +431,9 @@ PersistentKernelBuilder::writtenGraphArgs() const {
       result.try_emplace(a, nullptr);
     return result;
   }
-  for (TaskOp task : SmallVector<TaskOp>(t.tasks)) {
-    std::optional<ArrayAttr> footprint = task.getFootprint();
-    for (auto [i, arg] : llvm::enumerate(task.getArgs()))
-      if (!footprint || llvm::any_of(footprint->getAsRange<AccessAttr>(),
-                                     [&](AccessAttr a) {
-                                       return a.isWrite() && a.getOperand() == int64_t(i);
-                                     }))
-        result.try_emplace(cast<BlockArgument>(arg).getArgNumber(), task);
-  }
+  // The first task that writes each (buildTaskOrder lists them in order).
+  for (const auto &[arg, tasks] : writerTasks)
+    result.try_emplace(arg, t.tasks[tasks.front()]);
   return result;
 }
 
@@ -1059,8 +1053,8 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
                                     Value timelineBuf) {
   argsBuf = args;
   globalTypes.assign(graphTypes.begin(), graphTypes.end());
-  written = writtenGraphArgs();
   buildTaskOrder();
+  written = writtenGraphArgs();
   tablesBuf = tables;
   // The words thread 0 hands the next entry, AOT position and JIT ticket to
   // the CTA through.

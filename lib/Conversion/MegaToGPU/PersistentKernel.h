@@ -234,13 +234,14 @@ private:
   /// CTA learns whether it may run the entry (an i1, the same in every
   /// thread; control word 4 keeps it for the signals).
   Value waitInsideCase(const Record &r, Value entry);
-  /// Graph arguments some task writes (per its footprint; every argument
-  /// of a task without one), each with the first task that does (null in
-  /// a graph of several ranks, where a peer may write any): the rest
-  /// (weights) can be read before a task's events fire.
+  /// Graph arguments some task writes (writerTasks, after buildTaskOrder),
+  /// each with the first task that does (null in a graph of several ranks,
+  /// where a peer may write any): the rest (weights) can be read before a
+  /// task's events fire.
   llvm::SmallDenseMap<unsigned, Operation *> writtenGraphArgs() const;
-  /// Per graph argument, every task that writes it; per event, the task
-  /// instances that signal it.
+  /// Per graph argument, every task that writes it (per its footprint;
+  /// every argument of a task without one), in task order; per event, the
+  /// task instances that signal it.
   void buildTaskOrder();
   /// Whether every instance of task `later` waits (transitively, through
   /// the events) for every instance of task `first` in the step.
