@@ -43,6 +43,8 @@ VARIANTS = {
     # options of it ("graph": models.generation_graph keywords).
     "shipped": dict(ctas_per_sm=None),
     "key_block_128": dict(ctas_per_sm=None, graph=dict(key_block=128)),
+    # Worker indices claimed by SM, the attention's tasks on SMs of their own.
+    "workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True)),
 }
 
 

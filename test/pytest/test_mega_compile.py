@@ -111,7 +111,7 @@ def check_tables(kernel):
     assert [(p["dtype"], p["shape"]) for p in params] == [
         ("int64", [max(1, len(meta["args"]) + (mm.ranks(meta) + 1 if mm.ranks(meta) > 1 else 0))]),
         ("int32", [len(meta["tables"])]), ("int32", [max(1, len(meta["events"]))]),
-        ("int32", [mm.STATE_WORDS]), ("int64", [max(1, 4 * n)])]
+        ("int32", [mm.state_words(meta)]), ("int64", [max(1, 4 * n)])]
     # Every entry in exactly one list: one worker's AOT list or the JIT list.
     placed = [e for lst in meta["aot"] for e in lst] + list(jit)
     assert sorted(placed) == list(range(n))

@@ -455,6 +455,16 @@ def test_megakernel_layout_is_checked(tmp_path):
     json.dump(doc, open(path, "w"))
     with pytest.raises(ValueError, match=r"'mega_state' must be a int32 tensor of shape \[16\]"):
         load_mega(path)
+    # Workers placed by SM: one claim word a CTA (2 workers + the scheduler).
+    doc["kernels"][0]["mega"]["state_words"] = 19
+    json.dump(doc, open(path, "w"))
+    with pytest.raises(ValueError, match=r"'mega_state' must be a int32 tensor of shape \[19\]"):
+        load_mega(path)
+    doc["kernels"][0]["params"][3]["shape"] = [19]
+    json.dump(doc, open(path, "w"))
+    load_mega(path)
+    del doc["kernels"][0]["mega"]["state_words"]
+    doc["kernels"][0]["params"][3]["shape"] = [16]
     doc["kernels"][0]["params"][0]["role"] = "temp"
     json.dump(doc, open(path, "w"))
     with pytest.raises(ValueError, match=r"field 'kernels\[0\].params\[0\].role': expected one of"):

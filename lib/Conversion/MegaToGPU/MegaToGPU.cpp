@@ -85,7 +85,7 @@ struct ConvertMegaToGPUPass
     if (failed(tables))
       return failure();
     tables->schedulers = graph.getNumSchedulers();
-    int64_t ctas = tables->workers + (tables->numJit > 0 ? 1 : 0);
+    int64_t ctas = tables->ctas();
     if (ctas > residentCtas)
       return graph.emitOpError()
              << "needs " << ctas << " CTAs (" << tables->workers
@@ -134,7 +134,7 @@ struct ConvertMegaToGPUPass
         buffer(globalTypes.size() + peerWords, b.getI64Type()),
         buffer(tables->data.size(), b.getI32Type()),
         buffer(tables->numEventWords, b.getI32Type()),
-        buffer(kStateWords, b.getI32Type()),
+        buffer(tables->stateWords(), b.getI32Type()),
         buffer(4 * tables->numEntries, b.getI64Type())};
     auto func = func::FuncOp::create(b, loc, graph.getSymName(),
                                      b.getFunctionType(argTypes, {}));

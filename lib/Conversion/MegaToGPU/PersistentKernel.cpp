@@ -96,14 +96,20 @@ void PersistentKernelBuilder::signalEvent(Value entry) {
 }
 
 void PersistentKernelBuilder::recordError(int64_t code, Value entry,
-                                          const Readiness &r) {
+                                          const Readiness &r, Value cta) {
   Value raised = mega::RaiseFlagOp::create(b, loc, b.getI1Type(), stateBuf, ValueRange{idx(kAbort)});
   auto first = scf::IfOp::create(b, loc, raised, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(first.thenBlock());
-  Value cta = arith::IndexCastOp::create(
-      b, loc, b.getI32Type(),
-      gpu::BlockIdOp::create(b, loc, gpu::Dimension::x));
+  // The worker index: the block index, or, by SM, the index claimed,
+  // read again here (a value kept live for this cold path cost the
+  // Qwen2-shaped kernel 52 registers and a spill).
+  if (!cta)
+    cta = claimedIndex
+              ? memref::LoadOp::create(b, loc, claimedIndex, ValueRange{idx(0)}).getResult()
+              : arith::IndexCastOp::create(b, loc, b.getI32Type(),
+                                           gpu::BlockIdOp::create(b, loc, gpu::Dimension::x))
+                    .getResult();
   postState(kErrorEntry, entry);
   postState(kErrorEvent, r.event);
   postState(kErrorCta, cta);
@@ -969,7 +975,83 @@ void PersistentKernelBuilder::buildStep(Value blockId) {
   b.setInsertionPoint(role.thenBlock()->getTerminator());
   buildWorker(blockId);
   b.setInsertionPoint(role.elseBlock()->getTerminator());
+  if (t.workerSms > 0 && t.numJit > 0) {
+    // A CTA left without an index (claimWorkerIndex reported it) has no
+    // role; it still meets the others at the step barrier and the exit.
+    auto scheduler = scf::IfOp::create(
+        b, loc, cmp(arith::CmpIPredicate::eq, blockId, idx(t.workers)), false);
+    b.setInsertionPoint(scheduler.thenBlock()->getTerminator());
+  }
   buildScheduler();
+}
+
+Value PersistentKernelBuilder::claimWorkerIndex(Value blockId) {
+  if (t.workerSms == 0)
+    return blockId;
+  auto shared = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value claimed = claimedIndex = tile::AllocSharedOp::create(
+      b, loc, MemRefType::get({1}, b.getI32Type(), nullptr, shared), tile::SwizzleAttr());
+  Type i32Type = b.getI32Type();
+  int64_t ctas = t.ctas();
+  // Index `w` is this CTA's when its claim word held an older launch's tag.
+  auto stake = [&](Value w, Value tag) {
+    Value word = toIndex(add(w, i32(kClaimWords)));
+    Value old = mega::StakeOp::create(b, loc, i32Type, stateBuf, ValueRange{word}, tag);
+    return cmp(arith::CmpIPredicate::ult, old, tag);
+  };
+  ifThread0([&] {
+    // Launch n (epoch n) stakes n + 1: above every earlier launch's tag.
+    Value tag = add(peekState(kEpoch), i32(1));
+    Value sm = NVVM::SmIdOp::create(b, loc, i32Type);
+    Value onGrid = cmp(arith::CmpIPredicate::ult, sm, i32(t.workerSms));
+    // First the indices this SM stands for: s, s + G, ...
+    Value mine = i32(-1);
+    for (int64_t k = 0; k < t.ctasPerSm; ++k) {
+      Value w = add(sm, i32(k * t.workerSms));
+      Value tryIt = andI(andI(onGrid, cmp(arith::CmpIPredicate::slt, mine, i32(0))),
+                         cmp(arith::CmpIPredicate::ult, w, i32(ctas)));
+      auto attempt = scf::IfOp::create(b, loc, TypeRange{i32Type}, tryIt, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(attempt.thenBlock());
+      scf::YieldOp::create(b, loc, select(stake(w, tag), w, i32(-1)));
+      b.setInsertionPointToStart(attempt.elseBlock());
+      scf::YieldOp::create(b, loc, mine);
+      b.setInsertionPointAfter(attempt);
+      mine = attempt.getResult(0);
+    }
+    // Else (another SM got more CTAs, or this one is beyond the G laid
+    // out) any free index, in order: as many indices as CTAs, each CTA
+    // holding at most one, so one pass finds one.
+    auto scan = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type},
+                                     ValueRange{i32(0), mine});
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *before = b.createBlock(&scan.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+      Value i = before->getArgument(0), got = before->getArgument(1);
+      Value more = andI(cmp(arith::CmpIPredicate::slt, got, i32(0)),
+                        cmp(arith::CmpIPredicate::slt, i, i32(ctas)));
+      scf::ConditionOp::create(b, loc, more, ValueRange{i, got});
+      Block *after = b.createBlock(&scan.getAfter(), {}, {i32Type, i32Type}, {loc, loc});
+      Value at = after->getArgument(0);
+      scf::YieldOp::create(b, loc, ValueRange{add(at, i32(1)),
+                                              select(stake(at, tag), at, i32(-1))});
+    }
+    mine = scan.getResult(1);
+    // Only a state buffer whose claim words outran its epoch gets here.
+    auto none = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::slt, mine, i32(0)),
+                                  false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(none.thenBlock());
+      recordError(kWorkerIndexUnclaimed, i32(-1), {Value(), i32(-1), sm, tag},
+                  arith::IndexCastOp::create(b, loc, i32Type, blockId));
+    }
+    memref::StoreOp::create(b, loc, mine, claimed, ValueRange{idx(0)});
+  });
+  gpu::BarrierOp::create(b, loc);
+  // Zero-extended: -1 (no index) is past every role.
+  return arith::IndexCastUIOp::create(
+      b, loc, b.getIndexType(), memref::LoadOp::create(b, loc, claimed, ValueRange{idx(0)}));
 }
 
 Value PersistentKernelBuilder::buildStepBarrier(Value step, Value limit) {
@@ -1092,6 +1174,7 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
   eventsBuf = events;
   stateBuf = state;
   this->timelineBuf = timelineBuf;
+  blockId = claimWorkerIndex(blockId);
   if (stepLoop.enabled()) {
     buildStepLoop(blockId);
     return;

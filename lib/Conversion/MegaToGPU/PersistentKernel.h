@@ -41,7 +41,8 @@ enum StateWord : int64_t {
   /// current launch has completed.
   kStepLimit = 11,
   kStepsDone = 12,
-  kStateWords = 16,
+  /// Workers by SM: the first of the CTAs' claim words (TaskTables::stateWords).
+  kClaimWords = kStateWords,
 };
 
 enum ErrorCode : int64_t {
@@ -49,6 +50,7 @@ enum ErrorCode : int64_t {
   kSchedulerWaitTimeout = 2,
   kJitWaitTimeout = 3,
   kStepBarrierTimeout = 4,
+  kWorkerIndexUnclaimed = 5,
 };
 
 /// How a repeating graph (mega.graph stop_word / max_steps) loops: the
@@ -210,8 +212,9 @@ private:
   /// (or -1 at the end of its list or on an abort), not waited for.
   Pick pickNextAot(Value pos, Value aotBegin, Value aotEnd);
   /// Records a watchdog error once (the first CTA to time out wins) and
-  /// raises the abort flag.
-  void recordError(int64_t code, Value entry, const Readiness &r);
+  /// raises the abort flag. `cta` (i32): what word 7 names; by default the
+  /// CTA's worker index.
+  void recordError(int64_t code, Value entry, const Readiness &r, Value cta = {});
   Value aborted() {
     return cmp(arith::CmpIPredicate::ne, peekState(kAbort), i32(0));
   }
@@ -220,6 +223,10 @@ private:
                                            b.getI64IntegerAttr(watchdogNs));
   }
 
+  /// The CTA's worker index (workers .. the scheduler CTA): its block
+  /// index, or in a `workers_by_sm` graph the index it claims from its SM
+  /// (mega.stake on the claim words; -1, reported, if none was free).
+  Value claimWorkerIndex(Value blockId);
   void buildWorker(Value blockId);
   void runEntry(Value entry, Value slot, Value blockId);
   /// Case `caseIndex` of the entry switch: the body on the task's tensors.
@@ -339,6 +346,8 @@ private:
   SmallVector<Type> globalTypes;
   Value argsBuf, sharedArgs, tablesBuf, eventsBuf, stateBuf, timelineBuf;
   Value threadId, isThread0, control, epochTarget, aotRecords;
+  /// Workers by SM: the shared word holding the CTA's claimed index.
+  Value claimedIndex;
   /// Where allocations hoisted out of the bodies go.
   Operation *hoistPoint = nullptr;
 };

@@ -20,6 +20,10 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
   TaskTables t;
   t.workers = graph.getNumWorkers();
   t.ranks = graph.getNumRanks();
+  if (graph.getWorkersBySm()) {
+    t.workerSms = graph.getNumWorkerSms();
+    t.ctasPerSm = graph.getNumCtasPerSm();
+  }
   DenseMap<StringAttr, unsigned> eventIndex, taskIndex;
   for (Operation &op : graph.getBodyBlock()) {
     if (auto event = dyn_cast<EventOp>(op)) {
@@ -231,6 +235,9 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
   // into the argument table's last words.
   if (t.ranks > 1)
     fields.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(t.ranks)));
+  // Workers placed by SM: the state buffer holds one claim word a CTA.
+  if (t.stateWords() != kStateWords)
+    fields.push_back(b.getNamedAttr("state_words", b.getI64IntegerAttr(t.stateWords())));
   // A repeating graph: the runtime sets the step limit and reads the steps.
   if (std::optional<ArrayRef<int64_t>> stop = graph.getStopWord())
     fields.push_back(b.getNamedAttr(

@@ -19,6 +19,10 @@ namespace mlir::tilemega::mega_to_gpu {
 /// that records stay 32-byte aligned).
 inline constexpr int64_t kRecordWords = 8;
 
+/// Words of `mega_state` (docs/mega.md) before a `workers_by_sm` graph's
+/// claim words.
+inline constexpr int64_t kStateWords = 16;
+
 /// Marks a `signals` entry that names a peer event (its first counter
 /// word): the instance signals the word of its own rank on every rank.
 inline constexpr int32_t kPeerSignalBit = 1 << 30;
@@ -46,6 +50,14 @@ struct TaskTables {
   int64_t numEntries = 0, numJit = 0, threads = 0, workers = 0, schedulers = 1;
   /// The longest AOT list.
   int64_t maxAotEntries = 0;
+  /// A `workers_by_sm` graph: the SMs its workers are laid over (worker w
+  /// on SM w mod workerSms) and the CTAs an SM; 0 otherwise.
+  int64_t workerSms = 0, ctasPerSm = 0;
+  /// The kernel's CTAs: the workers and the scheduler CTA (with a JIT list).
+  int64_t ctas() const { return workers + (numJit > 0 ? 1 : 0); }
+  /// Words of `mega_state`: the fixed ones, then (workers by SM) one claim
+  /// word a CTA.
+  int64_t stateWords() const { return kStateWords + (workerSms > 0 ? ctas() : 0); }
   SmallVector<int32_t> data;
   /// Offsets of the sections in `data`, in order.
   SmallVector<std::pair<std::string, int64_t>> sections;

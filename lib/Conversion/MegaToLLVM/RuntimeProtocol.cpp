@@ -148,12 +148,14 @@ struct SignalPeerLowering : public ConvertOpToLLVMPattern<SignalPeerOp> {
   }
 };
 
-/// A fetch-and-add: relaxed, or acquire-release as fence, relaxed add,
-/// fence.
+/// A fetch-and-`op` (add, umax) of the op's amount: relaxed, or
+/// acquire-release as fence, relaxed read-modify-write, fence.
 template <typename Op>
-struct FetchAddLowering : public ConvertOpToLLVMPattern<Op> {
-  FetchAddLowering(const LLVMTypeConverter &converter, bool acquireRelease)
-      : ConvertOpToLLVMPattern<Op>(converter), acquireRelease(acquireRelease) {}
+struct FetchAndOpLowering : public ConvertOpToLLVMPattern<Op> {
+  FetchAndOpLowering(const LLVMTypeConverter &converter, LLVM::AtomicBinOp binOp,
+                     bool acquireRelease)
+      : ConvertOpToLLVMPattern<Op>(converter), binOp(binOp),
+        acquireRelease(acquireRelease) {}
 
   LogicalResult
   matchAndRewrite(Op op, typename Op::Adaptor adaptor,
@@ -162,8 +164,8 @@ struct FetchAddLowering : public ConvertOpToLLVMPattern<Op> {
     Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
     if (acquireRelease)
       deviceFence(rewriter, loc);
-    Value old = LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add, ptr,
-                                          adaptor.getAmount(),
+    Value old = LLVM::AtomicRMWOp::create(rewriter, loc, binOp, ptr,
+                                          adaptor.getOperands().back(),
                                           LLVM::AtomicOrdering::monotonic,
                                           kDeviceScope, 4);
     if (acquireRelease)
@@ -171,6 +173,7 @@ struct FetchAddLowering : public ConvertOpToLLVMPattern<Op> {
     rewriter.replaceOp(op, old);
     return success();
   }
+  LLVM::AtomicBinOp binOp;
   bool acquireRelease;
 };
 
@@ -270,8 +273,12 @@ void mega::populateRuntimeProtocolToLLVMPatterns(LLVMTypeConverter &converter,
   patterns.add<ProtocolLoadLowering<PeekOp>>(converter, LLVM::AtomicOrdering::monotonic);
   patterns.add<ProtocolStoreLowering<PublishOp>>(converter, LLVM::AtomicOrdering::release);
   patterns.add<ProtocolStoreLowering<PostOp>>(converter, LLVM::AtomicOrdering::monotonic);
-  patterns.add<FetchAddLowering<ClaimOp>>(converter, /*acquireRelease=*/false);
-  patterns.add<FetchAddLowering<ArriveOp>>(converter, /*acquireRelease=*/true);
+  patterns.add<FetchAndOpLowering<ClaimOp>>(converter, LLVM::AtomicBinOp::add,
+                                            /*acquireRelease=*/false);
+  patterns.add<FetchAndOpLowering<ArriveOp>>(converter, LLVM::AtomicBinOp::add,
+                                             /*acquireRelease=*/true);
+  patterns.add<FetchAndOpLowering<StakeOp>>(converter, LLVM::AtomicBinOp::umax,
+                                            /*acquireRelease=*/false);
   patterns.add<SignalLowering, SignalPeerLowering, RaiseFlagLowering, FenceLowering,
                WatchdogExpiredLowering, PrefetchL2Lowering, ThreadIndexLowering>(converter);
 }

@@ -61,6 +61,7 @@ class Task:
     variable: bool = False
     waits: Tuple[str, ...] = ()     # explicit events (peer events) it waits on
     signals: Tuple[str, ...] = ()   # and signals
+    latency_bound: bool = False     # an SM of its own under workers_by_sm
 
     def mlir(self) -> str:
         ops = ", ".join(f"%arg{t.index}" for t in self.args)
@@ -72,7 +73,9 @@ class Task:
                 events += f" {key} [" + ", ".join(f"@{e}" for e in names) + "]"
         text = (f"mega.task @{self.name} body @{self.body.name}({ops} : {types}) "
                 f"count {self.body.units}{events} footprint [{foot}]")
-        return text + (" {variable}" if self.variable else "")
+        flags = [f for f, on in (("variable", self.variable),
+                                 ("latency_bound", self.latency_bound)) if on]
+        return text + (" {" + ", ".join(flags) + "}" if flags else "")
 
 
 def gemv_rows_per_unit(N, K, workers):
@@ -124,12 +127,16 @@ def check_ctas_per_sm(value):
 
 
 class Graph:
-    def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1, ctas_per_sm=1):
+    def __init__(self, name, workers=None, threads=256, schedulers=1, ranks=1, ctas_per_sm=1,
+                 workers_by_sm=False):
         """workers: worker CTAs, ctas_per_sm an SM; None: every SM of the
         default chip (default_workers()). ranks: GPUs that run the graph
         together (one kernel each, synchronised by peer events:
         all_reduce). ctas_per_sm: CTAs sharing an SM (the compiler admits
-        that many x the SMs and caps the registers to fit them)."""
+        that many x the SMs and caps the registers to fit them).
+        workers_by_sm: each CTA takes a worker index its SM stands for
+        (mega.graph workers_by_sm), so the schedule knows which workers
+        share an SM and gives latency-bound tasks SMs of their own."""
         if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= 8:
             raise ValueError(f"ranks must be 1 to 8 (the GPUs of one node), got {ranks!r}")
         check_ctas_per_sm(ctas_per_sm)
@@ -151,6 +158,7 @@ class Graph:
         self.stop = None        # (tensor, element, max_steps) of repeat_until
         self.ranks = ranks
         self.ctas_per_sm = ctas_per_sm
+        self.workers_by_sm = bool(workers_by_sm)
         self.peer_events: Dict[str, int] = {}   # name -> trigger
 
     # --- tensors -------------------------------------------------------------
@@ -239,7 +247,8 @@ class Graph:
             [("out", out)]
         return self._task("all_reduce", f"{base}_sum", total, params, waits=(event,))
 
-    def _task(self, op, label, body: Body, params, variable=False, waits=(), signals=()):
+    def _task(self, op, label, body: Body, params, variable=False, waits=(), signals=(),
+              latency_bound=False):
         """Appends a task running `body` on params [(argument name, Tensor)]."""
         self._check_args(op, body, params)
         args = tuple(t for _, t in params)
@@ -259,7 +268,7 @@ class Graph:
         self._written.update(args[i].name for i in writes)
         label = label.replace(".", "_")  # l0.qkv -> t5_l0_qkv
         task = Task(f"t{len(self.tasks)}_{label}", body, args, variable, tuple(waits),
-                    tuple(signals))
+                    tuple(signals), latency_bound)
         self.tasks.append(task)
         return task
 
@@ -399,9 +408,9 @@ class Graph:
         base = name or "attn"
         self._task("attention", f"{base}_split", split,
                    [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
-                    ("o_part", o_part), ("lse", lse)], variable=True)
+                    ("o_part", o_part), ("lse", lse)], variable=True, latency_bound=True)
         return self._task("attention", f"{base}_combine", combine,
-                          [("o_part", o_part), ("lse", lse), ("o", o)])
+                          [("o_part", o_part), ("lse", lse), ("o", o)], latency_bound=True)
 
     # --- generation (runtime position: generation_bodies, generation_state) ---
 
@@ -477,15 +486,18 @@ class Graph:
 
     def _split_and_merge(self, what, split, merge, inputs, o, jit, name):
         """The split task on `inputs` (its last two arguments the partials,
-        scratch tensors named after o) and the merge task into o."""
+        scratch tensors named after o) and the merge task into o; both
+        latency-bound (a short cache's chunks are round trips, not a
+        stream): under workers_by_sm they get SMs of their own."""
         self._check_args(what, merge, [("o", o)], start=2)
         o_part = self.scratch(f"{o.name}.o_part", split.args[-2][1], "float32")
         lse = self.scratch(f"{o.name}.lse", split.args[-1][1], "float32")
         base = name or "attn"
         self._task(what, f"{base}_split", split,
-                   list(inputs) + [("o_part", o_part), ("lse", lse)], variable=jit)
+                   list(inputs) + [("o_part", o_part), ("lse", lse)], variable=jit,
+                   latency_bound=True)
         return self._task(what, f"{base}_merge", merge,
-                          [("o_part", o_part), ("lse", lse), ("o", o)])
+                          [("o_part", o_part), ("lse", lse), ("o", o)], latency_bound=True)
 
     def pick_next(self, logits, tokens, gen, sampling, name=None):
         """The next token: the first index of the largest logit (greedy), or
@@ -615,6 +627,8 @@ class Graph:
             attrs += f", stop_word = array<i64: {flag.index}, {element}>, max_steps = {steps}"
         if self.ctas_per_sm > 1:
             attrs += f", ctas_per_sm = {self.ctas_per_sm}"
+        if self.workers_by_sm:
+            attrs += ", workers_by_sm"
         ranks = f" ranks {self.ranks}" if self.ranks > 1 else ""
         lines = [f"mega.graph @{self.name}({params}) workers {self.workers} "
                  f"schedulers {self.schedulers}{ranks} attributes {{{attrs}}} {{"]

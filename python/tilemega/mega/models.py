@@ -241,7 +241,8 @@ GENERATION_CTAS_PER_SM = 2
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
-                     ctas_per_sm=None, fused_glu=None, key_block=None) -> Graph:
+                     ctas_per_sm=None, fused_glu=None, key_block=None,
+                     workers_by_sm=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -286,7 +287,14 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     of it, rather than recomputing the activation from `l{i}.gu` in every
     unit (Graph.linear_silu); the same numbers, 1.7 % faster on an H100
     (docs/benchmarks.md). Over ranks the down projection's partial sums
-    keep the activation (fused_glu=True is refused there: untested)."""
+    keep the activation (fused_glu=True is refused there: untested).
+
+    workers_by_sm (off; not yet measured on a GPU): each CTA takes a worker
+    index its SM stands for (mega.graph workers_by_sm), and mega-schedule
+    gives the attention's split and merge tasks (latency-bound) SMs of
+    their own, so that the output and gate/up projections' early loads
+    run on the other SMs while the attention waits on its round trips
+    (docs/mega.md, "What the per-entry timeline says")."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -310,10 +318,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         workers = default_workers(scheduler_ctas=1 if world == 1 else 0,
                                   ctas_per_sm=ctas_per_sm)
     if world == 1:
-        g = Graph("generate", workers=workers, threads=threads, ctas_per_sm=ctas_per_sm)
+        g = Graph("generate", workers=workers, threads=threads, ctas_per_sm=ctas_per_sm,
+                  workers_by_sm=workers_by_sm)
     else:
         g = Graph("generate", workers=workers, threads=threads, schedulers=0, ranks=world,
-                  ctas_per_sm=ctas_per_sm)
+                  ctas_per_sm=ctas_per_sm, workers_by_sm=workers_by_sm)
         rank = g.input("rank", [1], "int32")
     def project(linear, W, inp, out, residual, name):
         """out = W @ inp + residual (linear: Graph.linear or linear_silu);

@@ -29,7 +29,7 @@ from .kernel import Kernel
 
 ERROR_KINDS = {1: "worker wait timed out", 2: "scheduler wait timed out",
                3: "worker waited for the JIT queue too long",
-               4: "step barrier timed out"}
+               4: "step barrier timed out", 5: "no worker index left to claim"}
 
 
 def _duration(ns) -> str:
@@ -86,6 +86,10 @@ def decode_error(words: Sequence[int], meta: Dict[str, Any], counters=None,
     elif code == 4:
         what = (f"{who} waited {_duration(meta.get('watchdog_ns'))} at the barrier after "
                 f"a step for the other CTAs (epoch {seen}, expected {expected})")
+    elif code == 5:
+        what = (f"CTA {cta} (on SM {seen}) found every worker index claimed for launch "
+                f"tag {expected}: the claim words of mega_state are ahead of its epoch "
+                "(was word 0 reset without the rest? MegaKernel.reset() zeroes them all)")
     else:
         what = (f"{who} reported {kind} (entry {entry}, event {event}, counter {seen}, "
                 f"expected {expected})")
@@ -201,7 +205,7 @@ class MegaKernel:
         sizes = {"mega_args": ("int64", max(1, len(spec.graph_args) + peer_words)),
                  "mega_tables": ("int32", len(meta["tables"])),
                  "mega_events": ("int32", max(1, len(meta["events"]))),
-                 "mega_state": ("int32", mm.STATE_WORDS),
+                 "mega_state": ("int32", mm.state_words(meta)),
                  "mega_timeline": ("int64", max(1, 4 * len(meta["entries"]["task"])))}
         for p in tail:
             dtype, size = sizes[p.name]

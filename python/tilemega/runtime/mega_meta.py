@@ -35,8 +35,14 @@ def is_peer_signal(value: int) -> bool:
 def ranks(mega) -> int:
     """The GPUs the graph runs on together (1 without `ranks`)."""
     return int(mega.get("ranks", 1))
-# Number of mega_state words (docs/mega.md).
+# Number of mega_state words (docs/mega.md); a graph with workers placed by
+# SM has one more a CTA (its worker-index claim words): field 'state_words'.
 STATE_WORDS = 16
+
+
+def state_words(mega) -> int:
+    """Words of the kernel's mega_state buffer."""
+    return int(mega.get("state_words", STATE_WORDS))
 # Words of a repeating graph (PersistentKernel.h): the host's step limit for
 # the next launches, and the steps the last launch completed.
 STEP_LIMIT_WORD, STEPS_DONE_WORD = 11, 12
@@ -95,6 +101,13 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         cost = t.get("cost_ns", 0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
             _fail(where, f"{f}.cost_ns", f"expected a number >= 0, got {cost!r}")
+    if "state_words" in mega:
+        words = _int(mega["state_words"], where, f"{field}.state_words", STATE_WORDS)
+        ctas = workers + (1 if _list(mega["jit"], where, f"{field}.jit") else 0)
+        if words != STATE_WORDS + ctas:
+            _fail(where, f"{field}.state_words", f"{words}: a graph whose workers are placed "
+                  f"by SM has {STATE_WORDS} words + one claim word a CTA "
+                  f"({STATE_WORDS + ctas} for {ctas} CTAs)")
     R = _int(mega.get("ranks", 1), where, f"{field}.ranks", 1)
     if R > MAX_RANKS:
         _fail(where, f"{field}.ranks", f"{R} is over {MAX_RANKS} (the GPUs of one node)")

@@ -51,6 +51,15 @@ gpu.module @kernels {
     // PTX: atom.global.add.u32
     %ticket = mega.claim %state[%c1], %one : memref<16xi32>
 
+    // mega.stake: a relaxed unsigned max alone (a worker index's claim
+    // orders nothing: the entries' waits do).
+    // CHECK-NOT: llvm.fence
+    // CHECK: %[[OLD:.*]] = llvm.atomicrmw umax %{{.*}}, %{{.*}} syncscope("device") monotonic {alignment = 4 : i64} : !llvm.ptr<1>, i32
+    // CHECK-NOT: llvm.fence
+    // PTX-NOT: fence
+    // PTX: atom.global.max.u32
+    %old = mega.stake %state[%c3], %one : memref<16xi32>
+
     // mega.arrive: fence, relaxed add, fence.
     // CHECK: llvm.fence syncscope("device") acq_rel
     // CHECK-NEXT: %[[DONE:.*]] = llvm.atomicrmw add %{{.*}}, %{{.*}} syncscope("device") monotonic
@@ -128,7 +137,8 @@ gpu.module @kernels {
     %s3 = arith.addi %s2, %raised32 : i32
     %s4 = arith.addi %s3, %peer_seen : i32
     %s5 = arith.addi %s4, %tid32 : i32
-    memref.store %s5, %out[%c1] : memref<8xi32>
+    %s6 = arith.addi %s5, %old : i32
+    memref.store %s6, %out[%c1] : memref<8xi32>
     gpu.return
   }
 }

@@ -27,6 +27,10 @@ func.func @protocol(%events: memref<8xi32>, %state: memref<16xi32>,
   mega.signal %events[%e] : memref<8xi32>
   // CHECK: mega.claim %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi32>
   %t = mega.claim %state[%c1], %one : memref<16xi32>
+  // CHECK: mega.stake %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi32>
+  // KEEP-COUNT-2: mega.stake
+  %k0 = mega.stake %state[%c3], %one : memref<16xi32>
+  %k1 = mega.stake %state[%c3], %one : memref<16xi32>
   // CHECK: mega.arrive %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi32>
   %d = mega.arrive %state[%c3], %one : memref<16xi32>
   // CHECK: mega.publish %{{.*}}[%{{.*}}], %{{.*}} : memref<16xi32>
@@ -45,6 +49,8 @@ func.func @protocol(%events: memref<8xi32>, %state: memref<16xi32>,
   mega.prefetch_l2 %w, %off, %bytes : memref<64x64xbf16>
   %s0 = arith.addi %a, %b : i32
   %s1 = arith.addi %p, %q : i32
-  %s2 = arith.addi %s0, %d : i32
+  %s2a = arith.addi %s0, %d : i32
+  %s2b = arith.addi %s2a, %k0 : i32
+  %s2 = arith.addi %s2b, %k1 : i32
   return %s2, %s1, %raised, %late : i32, i32, i1, i1
 }

@@ -86,6 +86,93 @@ struct InstanceGraph {
   }
 };
 
+/// Which workers share an SM in a `workers_by_sm` graph (worker w on SM
+/// w mod G), and until when each SM runs a latency-bound instance. Such an
+/// instance gets an SM of its own (its other workers idle or running
+/// latency-bound instances too), because another CTA's loads on the SM (a
+/// GEMV's early prologue, issued as that CTA's previous entry ends) queue
+/// ahead of its loads and its wait (docs/mega.md). Streaming instances are
+/// packed two to an SM where they can be, so that whole SMs stay free for
+/// the latency-bound ones.
+struct SmPlacement {
+  SmPlacement(GraphOp graph, ArrayRef<double> freeAt, bool anyLatencyBound)
+      : freeAt(freeAt),
+        sms(graph.getWorkersBySm() && anyLatencyBound ? graph.getNumWorkerSms() : 0),
+        aloneUntil(sms, 0.0) {}
+
+  bool enabled() const { return sms > 0; }
+  int64_t smOf(int64_t w) const { return w % sms; }
+
+  /// When worker w may start a streaming instance: once free, and once no
+  /// latency-bound instance runs on its SM.
+  double freeFor(int64_t w) const {
+    return enabled() ? std::max(freeAt[w], aloneUntil[smOf(w)]) : freeAt[w];
+  }
+
+  /// A worker free at `t` for a latency-bound instance: first one on an SM
+  /// that already runs such instances, else the one on the SM whose other
+  /// workers are free soonest; -1 if no worker is free at `t`.
+  int64_t pickAlone(double t) const {
+    int64_t open = -1;
+    double openIdleAt = 0;
+    for (int64_t w = 0, e = freeAt.size(); w < e; ++w) {
+      if (freeAt[w] > t)
+        continue;
+      if (aloneUntil[smOf(w)] > t)
+        return w;
+      double idleAt = lastFree(smOf(w));
+      if (open < 0 || idleAt < openIdleAt)
+        open = w, openIdleAt = idleAt;
+    }
+    return open;
+  }
+
+  /// Of the workers whose freeFor is at most `t`, one whose SM has the most
+  /// workers busy at `t` (packing), the first such producer's worker if
+  /// one qualifies; -1 if none is free.
+  int64_t pickPacked(double t, ArrayRef<unsigned> producers,
+                     ArrayRef<int64_t> workerOf) const {
+    int64_t best = -1, bestBusy = -1;
+    auto consider = [&](int64_t w) {
+      if (w < 0 || freeFor(w) > t)
+        return;
+      int64_t busy = busyAt(smOf(w), t);
+      if (busy > bestBusy)
+        best = w, bestBusy = busy;
+    };
+    for (unsigned p : producers)
+      consider(workerOf[p]);
+    for (int64_t w = 0, e = freeAt.size(); w < e; ++w)
+      consider(w);
+    return best;
+  }
+
+  void ranAlone(int64_t w, double finish) {
+    if (enabled())
+      aloneUntil[smOf(w)] = std::max(aloneUntil[smOf(w)], finish);
+  }
+
+  ArrayRef<double> freeAt;
+
+private:
+  /// When the last worker of `sm` becomes free.
+  double lastFree(int64_t sm) const {
+    double last = 0;
+    for (int64_t w = sm, e = freeAt.size(); w < e; w += sms)
+      last = std::max(last, freeAt[w]);
+    return last;
+  }
+  int64_t busyAt(int64_t sm, double t) const {
+    int64_t busy = 0;
+    for (int64_t w = sm, e = freeAt.size(); w < e; w += sms)
+      busy += freeAt[w] > t;
+    return busy;
+  }
+
+  int64_t sms;
+  SmallVector<double> aloneUntil;
+};
+
 struct MegaSchedulePass
     : public mega::impl::MegaScheduleBase<MegaSchedulePass> {
   using MegaScheduleBase::MegaScheduleBase;
@@ -190,6 +277,9 @@ struct MegaSchedulePass
       if (!(pending[c] = g.waits[c].size()))
         future.push(c);
 
+    bool anyLatencyBound =
+        llvm::any_of(tasks, [](TaskOp task) { return task.getLatencyBound(); });
+    SmPlacement sms(graph, freeAt, anyLatencyBound);
     double makespan = 0;
     for (size_t scheduled = 0; scheduled < n; ++scheduled) {
       double t = *llvm::min_element(freeAt);
@@ -202,10 +292,17 @@ struct MegaSchedulePass
       unsigned c = available.top();
       available.pop();
       int64_t pinned = placement[g.instances[c].first];
-      int64_t w = pinned >= 0 ? pinned : pickWorker(freeAt, t, producers[c], workerOf);
-      double start = std::max(freeAt[w], readyAt[c]);
+      bool latencyBound = tasks[g.instances[c].first].getLatencyBound();
+      int64_t w = pinned;
+      if (pinned < 0 && sms.enabled())
+        w = latencyBound ? sms.pickAlone(t) : sms.pickPacked(t, producers[c], workerOf);
+      if (w < 0)
+        w = pickWorker(sms, t, producers[c], workerOf);
+      double start = std::max(latencyBound ? freeAt[w] : sms.freeFor(w), readyAt[c]);
       double finish = start + g.cost[c];
       freeAt[w] = finish;
+      if (latencyBound)
+        sms.ranAlone(w, finish);
       workerOf[c] = w;
       makespan = std::max(makespan, finish);
       if (pinned == -2)
@@ -247,16 +344,22 @@ struct MegaSchedulePass
   }
 
   /// The worker for an instance that may start at `t`: one that ran one of
-  /// its producers and is free by then, else the first to be free.
-  static int64_t pickWorker(ArrayRef<double> freeAt, double t,
+  /// its producers and is free by then, else the first to be free (with
+  /// workers by SM, a worker counts as busy while a latency-bound instance
+  /// runs on its SM: SmPlacement::freeFor).
+  static int64_t pickWorker(const SmPlacement &sms, double t,
                             ArrayRef<unsigned> producers,
                             ArrayRef<int64_t> workerOf) {
     for (unsigned p : producers) {
       int64_t w = workerOf[p];
-      if (w >= 0 && freeAt[w] <= t)
+      if (w >= 0 && sms.freeFor(w) <= t)
         return w;
     }
-    return llvm::min_element(freeAt) - freeAt.begin();
+    int64_t best = 0;
+    for (int64_t w = 1, e = sms.freeAt.size(); w < e; ++w)
+      if (sms.freeFor(w) < sms.freeFor(best))
+        best = w;
+    return best;
   }
 };
 

@@ -161,6 +161,14 @@ def Mega_GraphOp : Mega_Op<"graph", [
     `convert-mega-to-gpu` then admits up to N x the chip's SMs CTAs and
     tells ptxas to fit N an SM (registers capped to match).
 
+    With `workers_by_sm`, worker w runs on SM w mod G, G = ceil(workers /
+    ctas_per_sm): each CTA of the kernel claims, at launch, a worker index
+    its SM (`%smid`) stands for (s, s + G, ...), and takes any free one
+    when none is left, so every index has exactly one CTA whatever SMs the
+    hardware hands out (`mega.stake`, docs/mega.md). `mega-schedule` then
+    knows which workers share an SM and keeps the instances of
+    `latency_bound` tasks on SMs of their own.
+
     With `ranks R` (default 1), the graph is one of R identical kernels, one
     per GPU (rank) of a node, that synchronise through **peer events**
     (`mega.event ... peers`): a task instance that signals a peer event
@@ -188,7 +196,8 @@ def Mega_GraphOp : Mega_Op<"graph", [
                        DefaultValuedAttr<I64Attr, "1">:$ranks,
                        OptionalAttr<DenseI64ArrayAttr>:$stop_word,
                        OptionalAttr<I64Attr>:$max_steps,
-                       OptionalAttr<I64Attr>:$ctas_per_sm);
+                       OptionalAttr<I64Attr>:$ctas_per_sm,
+                       UnitAttr:$workers_by_sm);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -218,6 +227,11 @@ def Mega_GraphOp : Mega_Op<"graph", [
     }
     /// Whether one launch repeats the graph (stop_word and max_steps).
     bool isLooping() { return getStopWord().has_value(); }
+    /// The SMs the workers are laid over, ceil(workers / ctas_per_sm): with
+    /// `workers_by_sm`, worker w runs on SM w mod this.
+    int64_t getNumWorkerSms() {
+      return (getNumWorkers() + getNumCtasPerSm() - 1) / getNumCtasPerSm();
+    }
     /// The stop_word / max_steps checks of the verifier.
     ::mlir::LogicalResult verifyLoop();
   }];
@@ -346,6 +360,12 @@ def Mega_TaskOp : Mega_Op<"task", [
     **Planned.** `mega-plan-events` adds `instance_waits` and
     `instance_signals`: for each instance, the list of events it waits on
     and signals on top of the task-wide `waits` and `signals`.
+
+    `latency_bound` marks a task whose instances wait on memory round trips
+    rather than stream (an attention over a short cache): in a graph with
+    `workers_by_sm`, `mega-schedule` gives them SMs that run nothing else
+    meanwhile, since another CTA's loads on the same SM (a GEMV's early
+    prologue) delay every load and wait of theirs.
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -360,7 +380,8 @@ def Mega_TaskOp : Mega_Op<"task", [
     OptionalAttr<I64Attr>:$units_per_task,
     OptionalAttr<F64Attr>:$cost_ns,
     OptionalAttr<ArrayAttr>:$instance_waits,
-    OptionalAttr<ArrayAttr>:$instance_signals);
+    OptionalAttr<ArrayAttr>:$instance_signals,
+    UnitAttr:$latency_bound);
   let assemblyFormat = [{
     $sym_name `body` $body `(` ($args^ `:` type($args))? `)`
     `count` $count (`waits` $waits^)? (`signals` $signals^)?
@@ -536,6 +557,29 @@ def Mega_ClaimOp : Mega_ProtocolOp<"claim"> {
   let results = (outs I32:$result);
   let assemblyFormat = [{
     $memory `[` $indices `]` `,` $amount attr-dict `:` type($memory)
+  }];
+}
+
+def Mega_StakeOp : Mega_ProtocolOp<"stake"> {
+  let summary = "A relaxed fetch-and-max: claim a word for this launch";
+  let description = [{
+    Sets the word to the unsigned maximum of itself and `tag`, with relaxed
+    (monotonic) ordering at device scope, and returns the old value. Of the
+    callers that stake one tag on a word, exactly one sees an old value
+    below it: that caller holds the word. A launch's tag (its first epoch
+    + 1) is larger than every earlier launch's, so claims need no reset
+    between launches. The CTAs of a `workers_by_sm` graph claim their
+    worker indices with it.
+
+    ```mlir
+    %old = mega.stake %state[%w], %tag : memref<280xi32>
+    ```
+  }];
+  let arguments = (ins MemRefOf<[I32]>:$memory, Variadic<Index>:$indices,
+                       I32:$tag);
+  let results = (outs I32:$result);
+  let assemblyFormat = [{
+    $memory `[` $indices `]` `,` $tag attr-dict `:` type($memory)
   }];
 }
 

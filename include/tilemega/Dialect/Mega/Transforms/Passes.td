@@ -80,6 +80,13 @@ def MegaSchedule : Pass<"mega-schedule", "::mlir::ModuleOp"> {
     which is a topological order: that is what keeps the persistent kernel
     deadlock-free.
 
+    In a graph with `workers_by_sm` (worker w on SM w mod G), an instance of
+    a `latency_bound` task goes to a free worker on an SM that already runs
+    such instances, else on an SM whose workers are all free, and other
+    instances count a worker as busy while its SM runs one: the latency-bound
+    instances get SMs of their own, and the streaming tasks' early loads
+    stay off them.
+
     `policy` picks the queue kind: `aot` puts everything in AOT queues,
     `jit` everything in the JIT queue, and `auto` sends the tasks marked
     `variable` (cost known only at run time) to the JIT queue and the rest

@@ -1,0 +1,116 @@
+"""Workers placed by SM (mega.graph workers_by_sm, docs/mega.md): the
+kernel claims worker indices from %smid, its state holds a claim word a
+CTA, and mega-schedule keeps latency-bound tasks (the attention) on SMs
+that run no streaming task meanwhile. What runs on a GPU (the claims, the
+timing) is bench/generate_ab.py's variant `workers_by_sm`; here: the
+artifact, the schedule and the metadata checks."""
+
+import collections
+
+import pytest
+
+pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+
+import tilemega  # noqa: E402
+from tilemega import mega  # noqa: E402
+from tilemega.mega.models import ModelConfig  # noqa: E402
+from tilemega.runtime import mega_meta as mm  # noqa: E402
+from tilemega.runtime import mega_sim as ms  # noqa: E402
+from tilemega.runtime.mega import decode_error  # noqa: E402
+
+from test_mega_compile import check_tables  # noqa: E402
+
+# examples/generation.py's gen_small on 2 CTAs an SM of 132 SMs.
+SMALL = ModelConfig(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2, head_dim=64,
+                    vocab=1000, max_seq_len=256, tie_embeddings=True)
+ATTENTION = ("attn_split", "attn_merge")
+
+
+@pytest.fixture(scope="module")
+def builds():
+    """workers_by_sm -> the generation kernel's (artifact, mega kernel)."""
+    out = {}
+    for by_sm in (False, True):
+        text = mega.generation_graph(SMALL, workers_by_sm=by_sm).to_mlir()
+        art = tilemega.compile(text, chip="sm_90a")
+        (kernel,) = [k for k in art.kernels if "mega" in k]
+        out[by_sm] = (art, kernel)
+    return out
+
+
+def test_graph_marks_the_attention_latency_bound():
+    text = mega.generation_graph(SMALL, workers_by_sm=True).graph_mlir()
+    assert "workers_by_sm" in text.splitlines()[0]
+    tasks = [line for line in text.splitlines() if "mega.task" in line]
+    for line in tasks:
+        assert ("latency_bound" in line) == any(a in line.split()[1] for a in ATTENTION), line
+    assert "workers_by_sm" not in mega.generation_graph(SMALL).graph_mlir().splitlines()[0]
+
+
+def test_state_holds_a_claim_word_a_cta(builds):
+    for by_sm, (art, kernel) in builds.items():
+        check_tables(kernel)
+        meta = kernel["mega"]
+        ctas = kernel["grid"][0]
+        assert mm.state_words(meta) == (mm.STATE_WORDS + ctas if by_sm else mm.STATE_WORDS)
+        assert ("state_words" in meta) == by_sm
+        # The claim: an unsigned max on the state words, from the SM id.
+        assert ("atom.global.max.u32" in art.ptx) == by_sm
+        assert ("%smid" in art.ptx) == by_sm
+
+
+def _overlaps(kernel):
+    """Streaming entries whose loads (from the end of their worker's
+    previous entry to their own end) overlap, in the simulator's nominal
+    run, an attention entry on the same SM (worker w on SM w mod G)."""
+    meta = kernel["mega"]
+    sms = -(-meta["workers"] // 2)
+    run = ms.simulate(meta)
+    tasks = [t["name"] for t in meta["tasks"]]
+    bound = [any(a in tasks[t] for a in ATTENTION) for t in meta["entries"]["task"]]
+    loads_from = {}
+    for entries in meta["aot"]:
+        last = 0.0
+        for e in entries:
+            loads_from[e], last = last, run.end_ns[e]
+    by_sm = collections.defaultdict(list)
+    for e, w in enumerate(run.worker):
+        by_sm[w % sms].append(e)
+    overlaps = 0
+    for entries in by_sm.values():
+        alone = [(run.start_ns[e], run.end_ns[e]) for e in entries if bound[e]]
+        overlaps += sum(1 for e in entries if not bound[e] and any(
+            loads_from[e] < end and start < run.end_ns[e] for start, end in alone))
+    return overlaps
+
+
+def test_attention_gets_sms_of_its_own(builds):
+    # Laid out by block index, most attention SMs host streaming loads; by
+    # SM, a few stragglers at most (gen_llama1b: 8 of 16828 entries, on
+    # one SM, against 1136 on 80 SMs; docs/mega.md).
+    assert _overlaps(builds[False][1]) > 20
+    assert _overlaps(builds[True][1]) <= 8
+
+
+def test_schedule_by_sm_is_deadlock_free(builds):
+    ms.check_deadlock_free(builds[True][1]["mega"], runs=20)
+
+
+def test_state_words_are_checked():
+    meta = {"workers": 3, "tasks": [], "events": [], "entries": {"task": [], "instance": []},
+            "waits": [], "signals": [], "aot": [[], [], []], "jit": [], "state_words": 20}
+    with pytest.raises(ValueError, match=r"field 'mega.state_words': 20: .* \(19 for 3 CTAs\)"):
+        mm.validate(meta)
+    meta["state_words"] = 19
+    mm.validate(meta)
+    meta["state_words"] = 8
+    with pytest.raises(ValueError, match=r"field 'mega.state_words': expected an integer >= 16"):
+        mm.validate(meta)
+
+
+def test_unclaimed_index_is_decoded():
+    meta = {"workers": 4, "graph": "g", "tasks": [], "events": []}
+    words = [3, 0, 0, 0, 5, -1, -1, 2, 140, 4, 1, 0, 0, 0, 0, 0]
+    err = decode_error(words, meta)
+    assert err.code == 5 and err.kind == "no worker index left to claim"
+    assert "CTA 2 (on SM 140) found every worker index claimed for launch tag 4" in str(err)
