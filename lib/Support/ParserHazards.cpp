@@ -4,8 +4,17 @@
 
 #include "llvm/ADT/StringExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tilemega;
+
+/// Whether `at` is inside a `//` comment of its line.
+static bool inComment(StringRef text, size_t at) {
+  size_t lineStart = text.rfind('\n', at);
+  lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
+  return text.slice(lineStart, at).contains("//");
+}
 
 /// Parser::parseDenseArrayAttr asks the element type for its bit width, and
 /// Type::getIntOrFloatBitWidth asserts for any type that is not an integer
@@ -24,9 +33,7 @@ static std::optional<ParserHazard> denseArrayOfNonScalar(StringRef text) {
       continue;
     // Text after `//` on the same line is a comment (lit's expected-error
     // lines quote such attributes).
-    size_t lineStart = text.rfind('\n', at);
-    lineStart = lineStart == StringRef::npos ? 0 : lineStart + 1;
-    if (text.slice(lineStart, at).contains("//"))
+    if (inComment(text, at))
       continue;
     StringRef rest = text.drop_front(at + 6).ltrim(" \t");
     StringRef word = rest.take_while(
@@ -49,6 +56,70 @@ static std::optional<ParserHazard> denseArrayOfNonScalar(StringRef text) {
   return std::nullopt;
 }
 
+/// The decimal integer at the start of `text` if it is one of the values
+/// DenseMapInfo<int64_t> reserves (INT64_MAX, its empty key, and
+/// INT64_MAX - 1, its tombstone).
+static std::optional<int64_t> reservedKey(StringRef text) {
+  uint64_t value;
+  StringRef digits = text.take_while(llvm::isDigit);
+  if (digits.empty() || digits.getAsInteger(10, value))
+    return std::nullopt;
+  uint64_t most = static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (value != most && value != most - 1)
+    return std::nullopt;
+  return static_cast<int64_t>(value);
+}
+
+/// scf::IndexSwitchOp::verify collects the case values in a
+/// DenseSet<int64_t>, whose empty and tombstone keys are INT64_MAX and
+/// INT64_MAX - 1: a switch with either as a case value aborts the verifier
+/// (right after parsing) instead of failing. Reported for the custom form
+/// (`case 9223372036854775807 {`) and the generic one (`cases = array<i64:
+/// ...>`).
+static std::optional<ParserHazard> reservedSwitchCase(StringRef text) {
+  auto hazard = [](size_t at, int64_t value) {
+    return ParserHazard{at, "scf.index_switch case value " + std::to_string(value) +
+                                " is reserved (MLIR 22.1.8's verifier would abort on "
+                                "it): case values must be below " +
+                                std::to_string(std::numeric_limits<int64_t>::max() - 1)};
+  };
+  for (size_t at = text.find("case"); at != StringRef::npos;
+       at = text.find("case", at + 1)) {
+    // The keyword, not part of a name (`%case`, `@cases`, `showcase`).
+    if (at > 0 && (llvm::isAlnum(text[at - 1]) ||
+                   StringRef("_.%@^#!$").contains(text[at - 1])))
+      continue;
+    if (inComment(text, at))
+      continue;
+    StringRef rest = text.drop_front(at + 4);
+    if (rest.starts_with("s")) {
+      // Generic form: cases = array<i64: a, b, ...>.
+      StringRef list = rest.drop_front(1).ltrim(" \t");
+      if (!list.consume_front("=") || !list.ltrim(" \t").starts_with("array<i64:"))
+        continue;
+      list = list.ltrim(" \t").drop_front(10);
+      list = list.take_until([](char c) { return c == '>'; });
+      size_t offset = list.data() - text.data();
+      for (StringRef item = list; !item.empty();) {
+        auto [head, tail] = item.split(',');
+        StringRef value = head.ltrim(" \t\n");
+        if (std::optional<int64_t> key = reservedKey(value))
+          return hazard(offset + (value.data() - list.data()), *key);
+        item = tail;
+      }
+      continue;
+    }
+    if (rest.empty() || !llvm::isSpace(rest[0]))
+      continue;
+    StringRef value = rest.ltrim(" \t");
+    if (std::optional<int64_t> key = reservedKey(value))
+      return hazard(value.data() - text.data(), *key);
+  }
+  return std::nullopt;
+}
+
 std::optional<ParserHazard> mlir::tilemega::findParserHazard(StringRef text) {
-  return denseArrayOfNonScalar(text);
+  if (std::optional<ParserHazard> hazard = denseArrayOfNonScalar(text))
+    return hazard;
+  return reservedSwitchCase(text);
 }

@@ -230,8 +230,13 @@ def test_decode_graph_text():
                             "#mega.access<read operand 1 offset 0 * u + 0 size 2048>, "
                             "#mega.access<write operand 2 offset 24 * u + 0 size 24>")
     split = [line for line in graph.splitlines() if "_attn_split " in line]
-    assert len(split) == 2 and all(line.endswith("] {variable}") for line in split)
-    assert "{variable}" not in graph.replace(split[0], "").replace(split[1], "")
+    # The splits go to the JIT queue (variable); splits and combines are
+    # latency-bound (SMs of their own under workers_by_sm).
+    assert len(split) == 2 and all(line.endswith("] {variable, latency_bound}")
+                                   for line in split)
+    assert "variable" not in graph.replace(split[0], "").replace(split[1], "")
+    combine = [line for line in graph.splitlines() if "_attn_combine " in line]
+    assert len(combine) == 2 and all(line.endswith("] {latency_bound}") for line in combine)
     # kv_append writes position kv_len - 1 of head u.
     assert "#mega.access<write operand 2 offset 65536 * u + 65472 size 64>" in graph
     # RoPE's units < 32 write q head u, the 8 after them k head u - 32.
