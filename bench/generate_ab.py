@@ -45,6 +45,12 @@ VARIANTS = {
     "key_block_128": dict(ctas_per_sm=None, graph=dict(key_block=128)),
     # Worker indices claimed by SM, the attention's tasks on SMs of their own.
     "workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True)),
+    # ... and the next two entries' weights (64 KB a tensor) into L2 while a
+    # worker waits: the gate/up units' during the attention, now from SMs
+    # that run none of it (the same prefetch shared SMs with it before:
+    # docs/mega.md, "Prefetch (off)").
+    "workers_by_sm+l2_next2": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
+                                   mega_prefetch_bytes=65536, mega_prefetch_depth=2),
 }
 
 
