@@ -129,9 +129,11 @@ def build(name="gemm_hopper", **overrides):
     # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
     # bits (a row is BN elements: bit log2(BN) of the offset starts the row).
     row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
-    if cfg["tma_store"]:
-        # What a TMA store reads: 128-byte rows under the 128-byte swizzle,
-        # in blocks of 64 columns (one box each).
+    if cfg["tma_store"] or (BN & (BN - 1) and BN % 64 == 0):
+        # A row that is not a power of two (BN = 192) does not start at a bit
+        # of the offset: rows go in blocks of 64 columns, whose rows do.
+        # It is also what a TMA store reads: 128-byte rows under the 128-byte
+        # swizzle, in blocks of 64 columns (one box each).
         row_chunks = T.Swizzle(bits=3, base=3, shift=3, columns=64)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 

@@ -14,6 +14,8 @@ import tilemega  # noqa: E402
 from ptxas_policy import ptxas_checks_enabled  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+import build_artifacts  # noqa: E402
 import run_examples  # noqa: E402
 
 
@@ -49,5 +51,17 @@ def test_example_compiles_and_assembles(name, module, config):
         assert f".entry {kernel['name']}(" in result.ptx
     if ptxas_checks_enabled():
         assert result.cubin, "ptxas produced no cubin"
+        spills = re.findall(r"(\d+) bytes spill stores", result.ptxas_log)
+        assert spills and all(s == "0" for s in spills), result.ptxas_log
+
+
+@pytest.mark.parametrize("name", sorted(build_artifacts.EXPERIMENTS))
+def test_bench_experiment_compiles_without_spills(name):
+    """The unmeasured GEMM candidates (bench/build_artifacts.py EXPERIMENTS:
+    128 x 192 tiles, whose 192-element rows swizzle in place) assemble with
+    no spills, so that a GPU run can time them as they would ship."""
+    result = build_artifacts.compile_one(name)
+    assert "wgmma.mma_async" in result.ptx
+    if ptxas_checks_enabled():
         spills = re.findall(r"(\d+) bytes spill stores", result.ptxas_log)
         assert spills and all(s == "0" for s in spills), result.ptxas_log

@@ -219,6 +219,19 @@ SmallVector<Value> tile_to_gpu::swizzleIndices(OpBuilder &b, Location loc,
   // offset, and split it back into indices.
   int64_t columns = swizzle.getColumns();
   int64_t rank = indices.size();
+  // The XOR changes bits [base, base + bits) of the element offset only.
+  // When a row (and a column block) spans a multiple of 2^(base + bits)
+  // elements, those bits lie in the column index, which the XOR then
+  // permutes within its row: the other indices stay and no division splits
+  // the permuted offset back. That matters for rows that are not a power
+  // of two (a 192-column GEMM tile), where the division is a multiply-high
+  // sequence per element whose results ptxas kept in registers and spilled;
+  // a power-of-two row divides by shifts, which LLVM folds, so those tiles
+  // keep the general form (and the PTX their GPU checks were run on).
+  int64_t rowElems = type.getDimSize(rank - 1);
+  int64_t span = int64_t(1) << (swizzle.getBase() + swizzle.getBits());
+  bool inColumn = !llvm::isPowerOf2_64(rowElems) && rowElems % span == 0 &&
+                  (columns == 0 || columns % span == 0);
   Value linear = cIndex(b, loc, 0);
   for (int64_t d = 0; d + (columns ? 1 : 0) < rank; ++d) {
     Value scaled =
@@ -244,6 +257,11 @@ SmallVector<Value> tile_to_gpu::swizzleIndices(OpBuilder &b, Location loc,
   Value shifted = arith::ShRUIOp::create(b, loc, linear,
                                          cIndex(b, loc, swizzle.getShift()));
   Value bits = arith::AndIOp::create(b, loc, shifted, cIndex(b, loc, mask));
+  if (inColumn) {
+    SmallVector<Value> result(indices);
+    result[rank - 1] = arith::XOrIOp::create(b, loc, indices[rank - 1], bits);
+    return result;
+  }
   Value permuted = arith::XOrIOp::create(b, loc, linear, bits);
   SmallVector<Value> result(indices.size());
   for (int d = indices.size() - 1; d >= 0; --d) {

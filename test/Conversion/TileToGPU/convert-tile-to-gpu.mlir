@@ -101,6 +101,32 @@ func.func @swizzle(%A: memref<64x64xf16>) {
 
 // -----
 
+// A row of 192 elements (not a power of two) spans a multiple of the 64
+// elements the XOR's bits (3-5) cover: the XOR permutes the column index
+// within its row, and no division by 192 splits the offset back (one per
+// element, which spilled registers in a 192-column GEMM epilogue).
+
+// CHECK-LABEL: gpu.func @swizzle_row_of_192
+// CHECK:         %[[COL:.*]] = arith.muli %{{.*}}, %{{.*}} : index
+// CHECK:         %[[V:.*]] = vector.load %{{.*}}[%[[ROW:.*]], %[[COL]]] {{.*}} : memref<64x192xf16>, vector<8xf16>
+// CHECK:         %[[SH:.*]] = arith.shrui %{{.*}}, %{{.*}} : index
+// CHECK:         %[[BITS:.*]] = arith.andi %[[SH]], %{{.*}} : index
+// CHECK:         %[[SW:.*]] = arith.xori %[[COL]], %[[BITS]] : index
+// CHECK-NEXT:    vector.store %[[V]], %{{.*}}[%[[ROW]], %[[SW]]] {{.*}} : memref<4x192xf16, #gpu.address_space<workgroup>>, vector<8xf16>
+// CHECK-NOT:     arith.divui %{{.*}}, %c192
+// CHECK:         gpu.return
+func.func @swizzle_row_of_192(%A: memref<64x192xf16>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 4>}
+        : memref<4x192xf16, #gpu.address_space<workgroup>>
+    tile.copy %A[0, 0] to %s[0, 0] sizes [4, 192]
+        : memref<64x192xf16> to memref<4x192xf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
 // CHECK-LABEL: gpu.func @pipelined
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           gpu.barrier
