@@ -51,6 +51,10 @@ VARIANTS = {
     # docs/mega.md, "Prefetch (off)").
     "workers_by_sm+l2_next2": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
                                    mega_prefetch_bytes=65536, mega_prefetch_depth=2),
+    # ... with 16 splits a kv head: 136 attention instances on 68 SMs of
+    # their own (16 splits measured no faster when they shared SMs).
+    "workers_by_sm+splits16": dict(ctas_per_sm=None,
+                                   graph=dict(workers_by_sm=True, attention_splits=16)),
 }
 
 
