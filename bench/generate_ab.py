@@ -55,6 +55,11 @@ VARIANTS = {
     # their own (16 splits measured no faster when they shared SMs).
     "workers_by_sm+splits16": dict(ctas_per_sm=None,
                                    graph=dict(workers_by_sm=True, attention_splits=16)),
+    # Signals after the barrier that hands out the next entry (one barrier an
+    # entry fewer; the next entry's early loads start during the signal).
+    "overlap_signal": dict(ctas_per_sm=None, mega_overlap_signal=True),
+    "workers_by_sm+overlap_signal": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
+                                         mega_overlap_signal=True),
 }
 
 

@@ -40,6 +40,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   persistent.prefetchBytes = options.megaPrefetchBytes;
   persistent.prefetchDepth = options.megaPrefetchDepth;
   persistent.earlyLoads = options.megaEarlyLoads;
+  persistent.overlapSignal = options.megaOverlapSignal;
   persistent.streamUnits = options.megaStreamUnits;
   pm.addPass(createConvertMegaToGPU(persistent));
 

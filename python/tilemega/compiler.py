@@ -343,7 +343,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, mega_early_loads: bool = True,
             mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
-            mega_early_depth: int = 0,
+            mega_early_depth: int = 0, mega_overlap_signal: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -360,9 +360,12 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         loading before its events fire; convert-mega-to-gpu early-loads),
         streamed units (a task's units through one ring of pipeline
         stages; convert-mega-to-gpu stream-units), per-body thread
-        index reads (mega-fresh-thread-ids: fewer registers) and how many
+        index reads (mega-fresh-thread-ids: fewer registers), how many
         iterations of a loop's prologue its early loads issue before the
-        wait (mega_early_depth, 0: all; tile-pipeline early-depth).
+        wait (mega_early_depth, 0: all; tile-pipeline early-depth) and
+        whether an entry's events are signalled after the barrier that
+        hands out the next entry (mega_overlap_signal; with early loads:
+        convert-mega-to-gpu overlap-signal).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -418,6 +421,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " tma=1"
     if mega_early_depth:
         options += f" mega-early-depth={mega_early_depth}"
+    if not isinstance(mega_overlap_signal, bool):
+        raise ValueError(f"mega_overlap_signal must be a bool, got {mega_overlap_signal!r}")
+    if mega_overlap_signal:
+        options += " mega-overlap-signal=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))

@@ -150,6 +150,12 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       computed elsewhere. Only the activation reads wait. A body that marks
       `tile.early` itself on a copy of a tensor some task writes is an
       error naming the writer (it would read data from before it ran).
+    * **Overlapped signals.** With `overlap-signal` (off by default; needs
+      early loads) thread 0 picks the next entry as soon as its own part of
+      the body is done, and one block barrier both ends the body and hands
+      out the next entry; thread 0 then signals the finished entry's events
+      (a device-scope fence and an add) while the other threads already
+      issue the next entry's early loads, one barrier an entry fewer.
     * **Scheduler CTA.** Its first warp walks the JIT list in order, 32
       entries at a time: each lane checks one entry's events, a ballot finds
       the run of ready entries at the head, and lane 0 publishes the run by
@@ -197,6 +203,10 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "In graphs without a JIT queue, wait for an entry's events inside "
            "its case, after a tile.prefetch_point, and mark its copies of "
            "tensors no task writes tile.early">,
+    Option<"overlapSignal", "overlap-signal", "bool", "false",
+           "With early loads: signal an entry's events after the barrier "
+           "that hands out the next entry, while the other threads start "
+           "the next entry's early loads (one barrier an entry fewer)">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

@@ -784,30 +784,36 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
       emitCase(c, task, instance, waitInCase ? &r : nullptr, entry, stampStart);
     }
   }
+  // Signalled after the next pick's barrier (buildWorker), which then
+  // also ends the body.
+  if (signalAfterPick)
+    return;
   // Everyone is done with the body's data (and its shared memory) before
   // thread 0 signals and picks the next entry.
   gpu::BarrierOp::create(b, loc);
-  ifThread0([&] {
-    if (timeline) {
-      postTimeline(add(mul(entry, i32(4)), i32(1)), now());
-    }
-    // The first event comes with the record; more walk the signal list.
-    // An entry that waited in its case signals only if it ran.
-    Value signals = cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0));
-    if (waitInCase)
-      signals = andI(signals, cmp(arith::CmpIPredicate::ne,
-                                  memref::LoadOp::create(b, loc, control, idx(4)), i32(0)));
-    auto any = scf::IfOp::create(b, loc, signals, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(any.thenBlock());
-    signalEvent(r.signal0);
-    Value begin = toIndex(add(table("signal_offsets", entry), i32(1)));
-    Value end = toIndex(table("signal_offsets", add(entry, i32(1))));
-    auto loop = scf::ForOp::create(b, loc, begin, end, idx(1));
-    b.setInsertionPointToStart(loop.getBody());
-    Value event = table("signals", loop.getInductionVar());
-    signalEvent(event);
-  });
+  ifThread0([&] { finishEntry(r, entry); });
+}
+
+void PersistentKernelBuilder::finishEntry(const Record &r, Value entry) {
+  if (timeline) {
+    postTimeline(add(mul(entry, i32(4)), i32(1)), now());
+  }
+  // The first event comes with the record; more walk the signal list.
+  // An entry that waited in its case signals only if it ran.
+  Value signals = cmp(arith::CmpIPredicate::sgt, r.numSignals, i32(0));
+  if (waitInCase)
+    signals = andI(signals, cmp(arith::CmpIPredicate::ne,
+                                memref::LoadOp::create(b, loc, control, idx(4)), i32(0)));
+  auto any = scf::IfOp::create(b, loc, signals, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(any.thenBlock());
+  signalEvent(r.signal0);
+  Value begin = toIndex(add(table("signal_offsets", entry), i32(1)));
+  Value end = toIndex(table("signal_offsets", add(entry, i32(1))));
+  auto loop = scf::ForOp::create(b, loc, begin, end, idx(1));
+  b.setInsertionPointToStart(loop.getBody());
+  Value event = table("signals", loop.getInductionVar());
+  signalEvent(event);
 }
 
 void PersistentKernelBuilder::buildWorker(Value blockId) {
@@ -830,11 +836,18 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
     memref::StoreOp::create(b, loc, word, aotRecords, ValueRange{i});
   }
   gpu::BarrierOp::create(b, loc);
-  // Carried: the AOT position and the JIT ticket (pickEntry).
+  // Carried: the AOT position and the JIT ticket (pickEntry); with
+  // signalAfterPick also the entry run last and its AOT slot, whose
+  // events thread 0 signals after the next pick's barrier (-1: none).
+  SmallVector<Type> carried(signalAfterPick ? 4 : 2, i32Type);
+  SmallVector<Value> initial = {aotBegin, i32(-1)};
+  if (signalAfterPick)
+    initial.append({i32(-1), i32(-1)});
   auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
-                                   ValueRange{aotBegin, i32(-1)});
+                                   initial);
   OpBuilder::InsertionGuard guard(b);
-  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i32Type}, {loc, loc});
+  Block *before = b.createBlock(&loop.getBefore(), {}, carried,
+                                SmallVector<Location>(carried.size(), loc));
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i32Type, i32Type, i32Type},
                                {loc, loc, loc, loc});
   b.setInsertionPointToStart(before);
@@ -863,16 +876,31 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
     memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
     memref::StoreOp::create(b, loc, pick.slot, control, idx(3));
   });
+  // With signalAfterPick this barrier also ends the last entry's body: its
+  // data is written and its shared memory free for the next entry's loads.
   gpu::BarrierOp::create(b, loc);
   Value entry = memref::LoadOp::create(b, loc, control, idx(0));
   Value next = memref::LoadOp::create(b, loc, control, idx(1));
   Value ticket = memref::LoadOp::create(b, loc, control, idx(2));
   Value slot = memref::LoadOp::create(b, loc, control, idx(3));
+  if (signalAfterPick) {
+    // The other threads go on to the next entry's early loads meanwhile.
+    Value ran = before->getArgument(2), ranSlot = before->getArgument(3);
+    ifThread0([&] {
+      auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sge, ran, i32(0)),
+                                   false);
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(any.thenBlock());
+      finishEntry(sharedRecord(ranSlot), ran);
+    });
+  }
   scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
                            ValueRange{entry, next, ticket, slot});
   b.setInsertionPointToStart(after);
-  auto yield = scf::YieldOp::create(
-      b, loc, ValueRange{after->getArgument(1), after->getArgument(2)});
+  SmallVector<Value> yielded = {after->getArgument(1), after->getArgument(2)};
+  if (signalAfterPick)
+    yielded.append({after->getArgument(0), after->getArgument(3)});
+  auto yield = scf::YieldOp::create(b, loc, yielded);
   b.setInsertionPoint(yield);
   runEntry(after->getArgument(0), after->getArgument(3), blockId);
 }

@@ -67,7 +67,7 @@ public:
                           bool timeline, int64_t watchdogNs,
                           int64_t prefetchBytes, int64_t prefetchDepth,
                           bool earlyLoads, bool streamUnits,
-                          StepLoop stepLoop = {})
+                          StepLoop stepLoop = {}, bool overlapSignal = false)
       : b(b), loc(loc), t(t), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth),
@@ -75,6 +75,9 @@ public:
         // only where no JIT entry can be what they wait for; in a graph of
         // several ranks no tensor is known read-only (writtenGraphArgs).
         waitInCase(earlyLoads && t.numJit == 0 && t.ranks == 1),
+        // Signalling after the next pick needs a pick that does not wait
+        // (the next entry may wait for this one's events).
+        signalAfterPick(overlapSignal && waitInCase),
         streamUnits(streamUnits), stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `args` is the argument table of the graph
@@ -229,6 +232,9 @@ private:
   Value claimWorkerIndex(Value blockId);
   void buildWorker(Value blockId);
   void runEntry(Value entry, Value slot, Value blockId);
+  /// Thread 0: the entry's end stamp and its events, if it ran (control
+  /// word 4 with waitInCase). `r` is the entry's record.
+  void finishEntry(const Record &r, Value entry);
   /// Case `caseIndex` of the entry switch: the body on the task's tensors.
   /// With `waitFor` (waitInCase), thread 0 first waits for that record's
   /// events, after a tile.prefetch_point: the body's early copies (of
@@ -333,6 +339,9 @@ private:
   /// Workers pick their next AOT entry without waiting and wait inside the
   /// entry's case, after its early copies (mega-early-loads).
   bool waitInCase;
+  /// Thread 0 signals an entry's events after the barrier that hands out
+  /// the next entry (overlap-signal; only with waitInCase).
+  bool signalAfterPick;
   /// Mark each case's loop over its units tile.stream_units
   /// (mega-stream-units).
   bool streamUnits;
