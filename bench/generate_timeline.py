@@ -5,6 +5,7 @@ loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
     python bench/generate_timeline.py build DIR [VARIANT ...]        # compiler machine
     PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT   # GPU machine
     python bench/generate_timeline.py entries ENTRIES.json [--layer L]   # anywhere
+    python bench/generate_timeline.py placement ENTRIES.json             # anywhere
 
 `build` compiles DIR/gen_llama1b_timeline.* (the graph of
 examples/generation.py's gen_llama1b with mega_timeline) and, beside it,
@@ -24,7 +25,10 @@ task's first start, the boundary included); OUT/generate_timeline.png
 step (task, start, end, CTA, SM): where a stage's tail comes from.
 `entries` prints a layer's tasks from such a file (layer_entries: start
 spreads, durations, end percentiles, and when each task's instances
-started after the previous task's last end, by what their CTA ran before).
+started after the previous task's last end, by what their CTA ran before);
+`placement` counts the CTAs that ran on the SM their worker index stands
+for (workers_by_sm) and the streaming entries whose loads overlapped an
+attention entry of another CTA on their SM.
 
 VARIANTs (VARIANTS below: compile options) add timeline builds of the same
 graph, DIR/gen_llama1b_timeline_<variant>.*, judged and timed in the same
@@ -43,8 +47,13 @@ import generate_ab  # noqa: E402  (the A/B's prompt, judge and timing)
 
 PROMPT, NEW = generate_ab.PROMPT, generate_ab.NEW
 TIMELINE = "gen_llama1b_timeline"
-#: variant -> tilemega.compile options of an extra timeline build.
-VARIANTS = {"no_early_loads": dict(mega_early_loads=False)}
+#: variant -> tilemega.compile options of an extra timeline build ("graph":
+#: keywords of models.generation_graph).
+VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
+            "workers_by_sm": dict(graph=dict(workers_by_sm=True)),
+            "overlap_signal": dict(mega_overlap_signal=True)}
+#: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).
+LATENCY_BOUND = re.compile(r"_attn_(split|merge|combine)$")
 
 
 def build(out, variants=()):
@@ -55,13 +64,14 @@ def build(out, variants=()):
     from tilemega.mega.prefill import compile_prefill
 
     cfg = generation.config("gen_llama1b")
-    text = mega.generation_graph(cfg).to_mlir()
     builds = [(TIMELINE, dict(mega_timeline=True)), ("gen_llama1b", {})]
     for v in variants:
         if v not in VARIANTS:
             raise SystemExit(f"unknown variant {v!r}: one of {', '.join(VARIANTS)}")
         builds.append((f"{TIMELINE}_{v}", dict(VARIANTS[v], mega_timeline=True)))
     for name, options in builds:
+        options = dict(options)
+        text = mega.generation_graph(cfg, **options.pop("graph", {})).to_mlir()
         art = tilemega.compile(text, chip="sm_90a", name=name, **options)
         print("built", art.save(out), flush=True)
     print("built", compile_prefill(cfg, out, "prefill_gen_llama1b"), flush=True)
@@ -231,6 +241,42 @@ def layer_entries(doc, layer):
     return out
 
 
+def placement(doc, ctas_per_sm=2):
+    """How the last step's entries sat on the SMs (an entries document):
+    the CTAs whose worker index w ran on SM w mod G (G = ceil(workers /
+    ctas_per_sm): what a workers_by_sm kernel claims), and the streaming
+    entries whose loads (from their CTA's previous entry's end, when an
+    early prologue is issued, to their own end) overlapped a latency-bound
+    entry (the attention's) of another CTA on their SM."""
+    names = doc["tasks"]
+    workers = max(cta for *_, cta, _ in doc["entries"]) + 1
+    sms = -(-workers // ctas_per_sm)
+    sm_of = {cta: sm for *_, cta, sm in doc["entries"]}
+    by_cta, by_sm = {}, {}
+    for task, start, end, cta, sm in doc["entries"]:
+        by_cta.setdefault(cta, []).append((start, end, task))
+        by_sm.setdefault(sm, []).append((start, end, task, cta))
+    loads_from = {}
+    for cta, entries in by_cta.items():
+        entries.sort()
+        for i, (start, end, task) in enumerate(entries):
+            loads_from[(cta, start)] = entries[i - 1][1] if i else start
+    bound = lambda task: bool(LATENCY_BOUND.search(names[task]))   # noqa: E731
+    streaming = shared = 0
+    for entries in by_sm.values():
+        alone = [(s, e, c) for s, e, t, c in entries if bound(t)]
+        for start, end, task, cta in entries:
+            if bound(task):
+                continue
+            streaming += 1
+            begin = loads_from[(cta, start)]
+            shared += any(c != cta and begin < e and s < end for s, e, c in alone)
+    return {"workers": workers, "sms": sms,
+            "workers_on_their_sm": sum(sm_of[c] == c % sms for c in sm_of),
+            "streaming_entries": streaming,
+            "streaming_loads_under_attention_on_their_sm": shared}
+
+
 def main(argv):
     if argv[:1] == ["build"] and len(argv) >= 2:
         return build(argv[1], argv[2:])
@@ -239,6 +285,10 @@ def main(argv):
         with open(argv[1]) as f:
             rows = layer_entries(json.load(f), layer)
         print(json.dumps(rows, indent=1))
+        return None
+    if argv[:1] == ["placement"] and len(argv) == 2:
+        with open(argv[1]) as f:
+            print(json.dumps(placement(json.load(f)), indent=1))
         return None
     if argv[:1] == ["run"] and len(argv) == 4 and argv[2] == "--out":
         return run(argv[1], argv[3])

@@ -131,3 +131,27 @@ def test_overlap_signal_saves_a_barrier_an_entry():
     assert on.ptx.count("bar.sync") == off.ptx.count("bar.sync") - 1
     with pytest.raises(ValueError, match="mega_overlap_signal must be a bool"):
         tilemega.compile(text, chip="sm_90a", mega_overlap_signal=1)
+
+
+def test_timeline_placement_counts_workers_on_their_sm_and_shared_loads():
+    """bench/generate_timeline.py placement: of a step's entries (task,
+    start, end, CTA, SM), the CTAs on the SM their index stands for, and
+    the streaming entries whose loads overlap another CTA's attention on
+    their SM."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import generate_timeline as gt
+
+    doc = {"tasks": ["t0_l0_qkv", "t1_l0_attn_split", "t2_l0_wo"],
+           # 4 workers on 2 SMs: workers 0, 2 on SM 0 and 1, 3 on SM 1 as
+           # claimed, but worker 3 landed on SM 0.
+           "entries": [[0, 0, 10, 0, 0], [1, 10, 30, 0, 0],    # SM 0: attention 10-30
+                       [0, 0, 12, 2, 0], [2, 31, 40, 2, 0],    # qkv ends under it, wo
+                                                               # loads from 12: both count
+                       [0, 0, 5, 1, 1], [2, 32, 40, 1, 1],     # SM 1: no attention
+                       [0, 0, 8, 3, 0], [2, 35, 45, 3, 0]]}    # qkv before it; wo from 8
+    got = gt.placement(doc)
+    assert got == {"workers": 4, "sms": 2, "workers_on_their_sm": 3,
+                   "streaming_entries": 7, "streaming_loads_under_attention_on_their_sm": 3}
