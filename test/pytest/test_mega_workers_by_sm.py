@@ -6,8 +6,6 @@ entry (mega_overlap_signal). What runs on a GPU (the claims, the timing)
 is bench/generate_ab.py's variants `workers_by_sm` and `overlap_signal`;
 here: the artifacts, the schedule and the metadata checks."""
 
-import collections
-
 import pytest
 
 pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
@@ -61,28 +59,26 @@ def test_state_holds_a_claim_word_a_cta(builds):
 
 
 def _overlaps(kernel):
-    """Streaming entries whose loads (from the end of their worker's
-    previous entry to their own end) overlap, in the simulator's nominal
-    run, an attention entry on the same SM (worker w on SM w mod G)."""
+    """Streaming entries whose loads overlap another CTA's attention entry
+    on their SM (bench/generate_timeline.py placement) in the simulator's
+    nominal run, worker w on SM w mod G as workers_by_sm lays them out."""
     meta = kernel["mega"]
     sms = -(-meta["workers"] // 2)
     run = ms.simulate(meta)
-    tasks = [t["name"] for t in meta["tasks"]]
-    bound = [any(a in tasks[t] for a in ATTENTION) for t in meta["entries"]["task"]]
-    loads_from = {}
-    for entries in meta["aot"]:
-        last = 0.0
-        for e in entries:
-            loads_from[e], last = last, run.end_ns[e]
-    by_sm = collections.defaultdict(list)
-    for e, w in enumerate(run.worker):
-        by_sm[w % sms].append(e)
-    overlaps = 0
-    for entries in by_sm.values():
-        alone = [(run.start_ns[e], run.end_ns[e]) for e in entries if bound[e]]
-        overlaps += sum(1 for e in entries if not bound[e] and any(
-            loads_from[e] < end and start < run.end_ns[e] for start, end in alone))
-    return overlaps
+    doc = {"tasks": [t["name"] for t in meta["tasks"]],
+           "entries": [[t, run.start_ns[e], run.end_ns[e], run.worker[e], run.worker[e] % sms]
+                       for e, t in enumerate(meta["entries"]["task"])]}
+    return _timeline().placement(doc)["streaming_loads_under_attention_on_their_sm"]
+
+
+def _timeline():
+    """bench/generate_timeline.py as a module."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import generate_timeline
+    return generate_timeline
 
 
 def test_attention_gets_sms_of_its_own(builds):
@@ -138,12 +134,7 @@ def test_timeline_placement_counts_workers_on_their_sm_and_shared_loads():
     start, end, CTA, SM), the CTAs on the SM their index stands for, and
     the streaming entries whose loads overlap another CTA's attention on
     their SM."""
-    import os
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-    import generate_timeline as gt
-
+    gt = _timeline()
     doc = {"tasks": ["t0_l0_qkv", "t1_l0_attn_split", "t2_l0_wo"],
            # 4 workers on 2 SMs: workers 0, 2 on SM 0 and 1, 3 on SM 1 as
            # claimed, but worker 3 landed on SM 0.
