@@ -84,7 +84,7 @@ def main(argv=None):
     for path in paths:
         art = load_artifact(path)
         (kernel,) = art.kernels.values()
-        cfg = flash_attention.config(**build_artifacts.ATTENTIONS[kernel.name])
+        cfg = flash_attention.config(**build_artifacts.example_of(kernel.name)[1])
         B, H, Hkv, S, D = (cfg[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
         causal = cfg["causal"]
         q = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)

@@ -230,17 +230,26 @@ EXPERIMENTS = {
                           ("_persistent_c2", dict(cluster=2, num_stages=3, persistent=132)))
 }
 
+# FlashAttention-3's overlap inside a warpgroup (flash_attention's
+# `overlap`: softmax of S_{t+1} under the in-flight P_t V_t, asynchronous
+# gemms and T.wait_wgmma) on each benchmark shape.
+EXPERIMENTS.update({
+    f"{name}_ov": dict(config, overlap=True)
+    for name, config in ATTENTIONS.items()
+    if not name.endswith(("_rp", "_s3", "_bm128"))
+})
+
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)
 
 
 def example_of(name):
     """(example module name, configuration) of benchmark artifact `name`."""
+    if name in ATTENTIONS or name.startswith("bench_attention_") and name in EXPERIMENTS:
+        return "flash_attention", ATTENTIONS.get(name) or EXPERIMENTS[name]
     if name in HOPPER_GEMMS or name in EXPERIMENTS:
         config = HOPPER_GEMMS.get(name) or EXPERIMENTS[name]
         return "gemm_hopper", {k: v for k, v in config.items() if k not in COMPILE_OPTIONS}
-    if name in ATTENTIONS:
-        return "flash_attention", ATTENTIONS[name]
     if name in FP8_GEMMS:
         return "gemm_fp8", FP8_GEMMS[name]
     return "gemm", GEMMS[name]
@@ -275,8 +284,12 @@ def main():
     parser.add_argument("--out", default="out")
     parser.add_argument("--experiments", action="store_true",
                         help="build the unmeasured candidates (EXPERIMENTS) instead")
+    parser.add_argument("--only", default="",
+                        help="build only the names that contain this text")
     args = parser.parse_args()
     for name in (list(EXPERIMENTS) if args.experiments else names()):
+        if args.only not in name:
+            continue
         result = compile_one(name)
         (kernel,) = result.kernels
         print(f"{result.save(args.out)}: registers {kernel.get('registers')}, "

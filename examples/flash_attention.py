@@ -22,6 +22,13 @@ The key blocks stream through T.Pipelined stages (TMA boxes on sm_90a).
 Causal attention stops at the block's last query; only the blocks on the
 diagonal (a second pipelined loop) mask the keys past each query.
 
+With `overlap` (FlashAttention-3's overlap inside a warpgroup) the gemms
+are asynchronous (T.gemm(..., wg_wait=-1)): iteration t issues S_{t+1} =
+Q K_{t+1}^T and O += P_t V_t back to back, waits for the scores only
+(T.wait_wgmma), computes softmax of S_{t+1} while P_t V_t still runs, then
+waits for O and rescales it. S_0 comes before the loop and P_{n-1} V_{n-1}
+after it, through one extra key/value tile ("edge").
+
 The sequence must be a multiple of block_m and block_n (the tiles of a head
 are rows of one [B * H * S, D] view, so an overhanging tile would read and
 write the next head's rows): a ValueError otherwise.
@@ -40,7 +47,8 @@ from example_config import with_defaults
 # 128): two CTAs an SM, one's softmax under the other's wgmma (1.10x SDPA
 # flash at 8k where 128-row blocks, one CTA an SM, gave 1.01x; bench/).
 DEFAULTS = dict(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=128, causal=False,
-                block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False)
+                block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False,
+                overlap=False)
 
 # wgmma's operand rows (TileTensorCores.h kWgmmaRowElems).
 PART = 64
@@ -60,6 +68,9 @@ def config(**overrides):
     if cfg["block_m"] % 64 or cfg["block_m"] > 256:
         raise ValueError(f"block_m must be 64, 128, 192 or 256 (one warpgroup per 64 "
                          f"rows), got {cfg['block_m']}")
+    if cfg["overlap"] and cfg["register_p"]:
+        raise ValueError("overlap keeps P in a shared tile (P_t is read by an in-flight "
+                         "wgmma while softmax computes P_{t+1}): register_p must be False")
     if cfg["block_n"] != PART:
         raise ValueError(f"block_n must be {PART} (P is one wgmma operand of rows of "
                          f"{PART} keys), got {cfg['block_n']}")
@@ -124,14 +135,10 @@ def build(name="flash_attention", **overrides):
                 T.clear(acc[x])
             T.fill(m, -T.infinity("float32"))
             T.clear(l)
-            def key_block(t, masked):
-                """One block of BN keys from row t * BN: the online-softmax
-                step; `masked` hides the keys past each query (causal)."""
-                for x in range(parts):
-                    T.copy(K2[kv_row + t * BN, x * PART], k_s[x])
-                    T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
-                for x in range(parts):
-                    T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0)
+            def softmax(t, masked):
+                """The online-softmax step of the scores of key block t (in
+                sc): m, l and alpha updated, sc = P in float32; `masked`
+                hides the keys past each query (causal)."""
                 if masked:
                     for i, j in T.Parallel(BM, BN):
                         sc[i, j] = T.if_then_else(t * BN + j <= bx * BM + i, sc[i, j],
@@ -145,6 +152,16 @@ def build(name="flash_attention", **overrides):
                 for i, j in T.Parallel(BM, BN):
                     sc[i, j] = T.exp2(T.fma(sc[i, j], c, -m[i]))
                 T.reduce_sum(sc, l, dim=1, clear=False)
+
+            def key_block(t, masked):
+                """One block of BN keys from row t * BN: S = Q K^T, softmax,
+                O = O alpha + P V, each gemm waited for."""
+                for x in range(parts):
+                    T.copy(K2[kv_row + t * BN, x * PART], k_s[x])
+                    T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
+                for x in range(parts):
+                    T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0)
+                softmax(t, masked)
                 if cfg["register_p"]:
                     for i, j in T.Parallel(BM, BN):
                         p_s[i, j] = T.cast(sc[i, j], dtype)
@@ -155,16 +172,57 @@ def build(name="flash_attention", **overrides):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
                     T.gemm(p_s, v_s[x], acc[x])
 
-            if causal:
-                # Blocks wholly at or before the block's first query need no
-                # mask; the BM / BN blocks on the diagonal do.
-                full = bx * (BM // BN)
+            def overlapped_block(t, masked):
+                """Iteration t of the overlapped loop: S_{t+1} and P_t V_t in
+                flight together, softmax of S_{t+1} under P_t V_t."""
+                for x in range(parts):
+                    T.copy(K2[kv_row + (t + 1) * BN, x * PART], k_s[x])
+                    T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
+                for x in range(parts):
+                    T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0,
+                           wg_wait=-1)
+                for x in range(parts):
+                    T.gemm(p_s, v_s[x], acc[x], wg_wait=-1)
+                T.wait_wgmma(parts)  # the scores; P_t V_t stays in flight
+                softmax(t + 1, masked)
+                T.wait_wgmma(0)
+                for x in range(parts):
+                    for i, j in T.Parallel(BM, PART):
+                        acc[x][i, j] = acc[x][i, j] * alpha[i]
+                T.copy(sc, p_s)
+
+            # Key blocks wholly at or before the block's first query need no
+            # mask (causal); the BM / BN blocks on the diagonal do.
+            full = bx * (BM // BN) if causal else S // BN
+            blocks = full + BM // BN if causal else S // BN
+            if cfg["overlap"]:
+                # S_0 before the loop (masked when causal: the diagonal
+                # block when bx is 0), P_{n-1} V_{n-1} after it, both
+                # through the edge tiles.
+                edge = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
+                for x in range(parts):
+                    T.copy(K2[kv_row, x * PART], edge[x])
+                for x in range(parts):
+                    T.gemm(q_s[x], edge[x], sc, transpose_B=True, clear_accum=x == 0)
+                softmax(0, masked=causal)
+                T.copy(sc, p_s)
+                last_full = T.max(full - 1, 0) if causal else full - 1
+                for t in T.Pipelined(last_full, num_stages=stages):
+                    overlapped_block(t, masked=False)
+                if causal:
+                    for t in T.Pipelined(last_full, blocks - 1, num_stages=stages):
+                        overlapped_block(t, masked=True)
+                for x in range(parts):
+                    T.copy(V2[kv_row + (blocks - 1) * BN, x * PART], edge[x])
+                for x in range(parts):
+                    T.gemm(p_s, edge[x], acc[x])
+            elif causal:
                 for t in T.Pipelined(full, num_stages=stages):
                     key_block(t, masked=False)
-                for t in T.Pipelined(full, full + BM // BN, num_stages=stages):
+                for t in T.Pipelined(full, blocks, num_stages=stages):
                     key_block(t, masked=True)
             else:
-                for t in T.Pipelined(S // BN, num_stages=stages):
+                for t in T.Pipelined(blocks, num_stages=stages):
                     key_block(t, masked=False)
             for x in range(parts):
                 for i, j in T.Parallel(BM, PART):

@@ -766,3 +766,87 @@ def test_errors_in_the_mega_bodies_point_at_their_lines():
 
     assert not tr._is_internal(generation_bodies.__file__)
     assert tr._is_internal(ops.__file__) and tr._is_internal(tr.__file__)
+
+
+# ---------------------------------------------------------------------------
+# Asynchronous gemms: T.gemm(..., wg_wait=-1) and T.wait_wgmma
+# ---------------------------------------------------------------------------
+
+@tilemega.jit
+def two_async_gemms(A: T.Tensor((64, 64), "bfloat16"), C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=128):
+        a = T.alloc_shared((64, 64), "bfloat16")
+        s = T.alloc_fragment((64, 64), "float32")
+        o = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.clear(o)
+        T.gemm(a, a, s, transpose_B=True, clear_accum=True, wg_wait=-1)
+        T.gemm(a, a, s, transpose_B=True, wg_wait=-1)
+        T.gemm(a, a, o, wg_wait=-1)
+        T.wait_wgmma(1)
+        T.copy(s, C)
+        T.wait_wgmma(0)
+        T.copy(o, C)
+
+
+def test_async_gemms_and_their_waits():
+    text = two_async_gemms.ir()
+    assert len(re.findall(r"tile.gemm [^{]*{async", text)) == 3, text
+    # With one group left pending, the two gemms into s are complete and o's
+    # is not: the wait hands back s only; the second wait hands back o.
+    waits = re.findall(r"tile.wgmma_wait pending (\d) (%\w+)", text)
+    assert [w[0] for w in waits] == ["1", "0"], text
+    assert waits[0][1] != waits[1][1]
+    kernel = two_async_gemms.compile()
+    assert kernel.kernels[0]["registers"] > 0
+
+
+@tilemega.jit
+def read_before_wait(A: T.Tensor((64, 64), "bfloat16"), C: T.Tensor((64, 64), "float32")):
+    with T.Kernel(1, threads=128):
+        a = T.alloc_shared((64, 64), "bfloat16")
+        s = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, s, transpose_B=True, clear_accum=True, wg_wait=-1)
+        T.copy(s, C)   # READ-IN-FLIGHT-LINE
+        T.wait_wgmma(0)
+
+
+@tilemega.jit
+def never_waited(A: T.Tensor((64, 64), "bfloat16")):
+    with T.Kernel(1, threads=128):
+        a = T.alloc_shared((64, 64), "bfloat16")
+        s = T.alloc_fragment((64, 64), "float32")
+        T.copy(A, a)
+        T.gemm(a, a, s, transpose_B=True, clear_accum=True, wg_wait=-1)   # NEVER-WAITED-LINE
+
+
+def test_async_gemm_misuse_is_reported_at_the_users_line():
+    with pytest.raises(CompileError) as info:
+        read_before_wait.ir()
+    message = str(info.value)
+    assert f'"{HERE}":{line_of("# READ-IN-FLIGHT-LINE")}:' in message, message
+    assert "uses the accumulator of an asynchronous tile.gemm still in flight" in message
+    with pytest.raises(CompileError) as info:
+        never_waited.ir()
+    message = str(info.value)
+    assert f'"{HERE}":{line_of("# NEVER-WAITED-LINE")}:' in message, message
+    assert "still in flight at the end of its block" in message
+
+    @tilemega.jit
+    def bad_wg_wait(A: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            a = T.alloc_shared((64, 64), "bfloat16")
+            s = T.alloc_fragment((64, 64), "float32")
+            T.gemm(a, a, s, wg_wait=1)
+
+    with pytest.raises(T.TileLangError, match=r"wg_wait must be 0 \(wait at once\) or -1"):
+        bad_wg_wait.ir()
+
+    @tilemega.jit
+    def bad_pending(A: T.Tensor((64, 64), "bfloat16")):
+        with T.Kernel(1, threads=128):
+            T.wait_wgmma(-1)
+
+    with pytest.raises(T.TileLangError, match=r"T\.wait_wgmma: pending must be a non-negative"):
+        bad_pending.ir()

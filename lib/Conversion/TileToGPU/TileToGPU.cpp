@@ -61,7 +61,8 @@ struct ConvertTileToGPUPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<tile::TileDialect>();
     // The lowered form of a register-A wgmma (TileToLLVM lowers it).
-    target.addLegalOp<tile::WgmmaRegisterAOp, tile::WgmmaFenceRegistersOp>();
+    target.addLegalOp<tile::WgmmaRegisterAOp, tile::WgmmaFenceRegistersOp,
+                      tile::WgmmaWaitRegistersOp>();
     target.addLegalDialect<arith::ArithDialect, gpu::GPUDialect,
                            math::MathDialect, memref::MemRefDialect,
                            scf::SCFDialect, vector::VectorDialect>();

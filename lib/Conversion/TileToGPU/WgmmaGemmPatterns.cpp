@@ -327,8 +327,11 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
     // In flight (tile-pipeline wgmma-in-flight): this group may run on into
     // the next iteration, whose refill only overwrites the stage of the
     // group waited for here; the loop's end waits for all of them.
+    // Asynchronous (`async`): a tile.wgmma_wait waits for it, and hands the
+    // registers stored below back through the wait (WgmmaWaitLowering).
     bool inFlight = op->hasAttr(tile::kWgmmaInFlightAttrName);
-    NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, inFlight ? 1 : 0);
+    if (!op.getAsync())
+      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, inFlight ? 1 : 0);
     if (inFlight)
       if (failed(waitAfterLoop(op, rewriter)))
         return failure();
@@ -342,10 +345,58 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
   }
 };
 
+/// tile.wgmma_wait: `wgmma.wait_group pending` with the f32 registers of
+/// the listed accumulators passed through it (tile.wgmma_wait_registers),
+/// so that nothing reading them is computed before the wait. Without the
+/// wgmma lowering every gemm was synchronous: nothing to wait for.
+struct WgmmaWaitLowering : TileLoweringPattern<tile::WgmmaWaitOp> {
+  using TileLoweringPattern::TileLoweringPattern;
+
+  LogicalResult
+  matchAndRewrite(tile::WgmmaWaitOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    if (!state.wgmma) {
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Location loc = op.getLoc();
+    // (fragment, slot) of each register, in order.
+    SmallVector<std::pair<Value, int64_t>> places;
+    SmallVector<Value> registers;
+    for (auto [original, storage] :
+         llvm::zip(op.getFragments(), adaptor.getFragments())) {
+      // Accumulators that are not f32 belong to synchronous mma.sync gemms
+      // (wgmma accumulates in f32 only): nothing of theirs is in flight.
+      if (!cast<MemRefType>(original.getType()).getElementType().isF32())
+        continue;
+      Attribute layout = getFragmentLayout(original);
+      if (!layout)
+        return op.emitOpError("waits for a fragment without a layout: run "
+                              "tile-infer-layouts first");
+      ThreadOwnership ownership =
+          getOwnership(layout, cast<MemRefType>(original.getType()).getShape());
+      for (int64_t slot = 0, e = ownership.elements.size(); slot < e; ++slot) {
+        Value index = arith::ConstantIndexOp::create(rewriter, loc, slot);
+        registers.push_back(memref::LoadOp::create(rewriter, loc, storage, index));
+        places.push_back({storage, slot});
+      }
+    }
+    auto wait = tile::WgmmaWaitRegistersOp::create(rewriter, loc, registers,
+                                                   op.getPendingAttr());
+    for (auto [place, value] : llvm::zip(places, wait.getResults())) {
+      Value index = arith::ConstantIndexOp::create(rewriter, loc, place.second);
+      memref::StoreOp::create(rewriter, loc, value, place.first, index);
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void tile_to_gpu::populateWgmmaGemmPatterns(RewritePatternSet &patterns,
                                             TypeConverter &converter,
                                             KernelLoweringState &state) {
-  patterns.add<GemmWgmmaLowering>(converter, patterns.getContext(), state);
+  patterns.add<GemmWgmmaLowering, WgmmaWaitLowering>(converter, patterns.getContext(),
+                                                    state);
 }

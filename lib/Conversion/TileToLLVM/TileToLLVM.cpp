@@ -10,7 +10,9 @@
 //
 // The accumulator is read and written in place: N / 2 "=f" outputs, each
 // input tied to its output ("0", "1", ...), as the struct that NVVM's own
-// wgmma op lowers to.
+// wgmma op lowers to. The fence before it (tile.wgmma_fence_registers) and
+// the wait of asynchronous gemms (tile.wgmma_wait_registers) pass their
+// registers through in the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 #include "mlir/Conversion/LLVMCommon/Pattern.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -122,13 +125,58 @@ struct WgmmaFenceRegistersLowering
   }
 };
 
+/// wgmma.wait_group with the completed accumulators tied through it ("=f"
+/// outputs, each input tied to its output): whatever reads them reads the
+/// asm's outputs, so it comes after the wait. With no registers, NVVM's
+/// own wait.
+struct WgmmaWaitRegistersLowering
+    : public ConvertOpToLLVMPattern<WgmmaWaitRegistersOp> {
+  using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
+
+  LogicalResult
+  matchAndRewrite(WgmmaWaitRegistersOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t pending = op.getPendingAttr().getInt();
+    int64_t count = static_cast<int64_t>(adaptor.getRegisters().size());
+    if (count == 0) {
+      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, pending);
+      rewriter.eraseOp(op);
+      return success();
+    }
+    Type f32 = rewriter.getF32Type();
+    std::string constraints;
+    for (int64_t i = 0; i < count; ++i)
+      constraints += "=f,";
+    for (int64_t i = 0; i < count; ++i)
+      constraints += std::to_string(i) + (i + 1 < count ? "," : "");
+    Type result = count == 1 ? f32
+                             : LLVM::LLVMStructType::getLiteral(
+                                   rewriter.getContext(), SmallVector<Type>(count, f32));
+    auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                                LLVM::AsmDialect::AD_ATT);
+    auto wait = LLVM::InlineAsmOp::create(
+        rewriter, loc, result, adaptor.getRegisters(),
+        "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
+        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::TailCallKind::None, asmDialect, ArrayAttr());
+    SmallVector<Value> values;
+    if (count == 1)
+      values.push_back(wait.getResult(0));
+    for (int64_t i = 0; count > 1 && i < count; ++i)
+      values.push_back(LLVM::ExtractValueOp::create(rewriter, loc, wait.getResult(0), i));
+    rewriter.replaceOp(op, values);
+    return success();
+  }
+};
+
 struct TileToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
   using ConvertToLLVMPatternInterface::ConvertToLLVMPatternInterface;
 
   void populateConvertToLLVMConversionPatterns(
       ConversionTarget &target, LLVMTypeConverter &converter,
       RewritePatternSet &patterns) const final {
-    target.addIllegalOp<WgmmaRegisterAOp, WgmmaFenceRegistersOp>();
+    target.addIllegalOp<WgmmaRegisterAOp, WgmmaFenceRegistersOp, WgmmaWaitRegistersOp>();
     populateTileToLLVMConversionPatterns(converter, patterns);
   }
 };
@@ -137,7 +185,8 @@ struct TileToLLVMDialectInterface : public ConvertToLLVMPatternInterface {
 
 void tile::populateTileToLLVMConversionPatterns(LLVMTypeConverter &converter,
                                                 RewritePatternSet &patterns) {
-  patterns.add<WgmmaRegisterALowering, WgmmaFenceRegistersLowering>(converter);
+  patterns.add<WgmmaRegisterALowering, WgmmaFenceRegistersLowering,
+               WgmmaWaitRegistersLowering>(converter);
 }
 
 void tile::registerConvertTileToLLVMInterface(DialectRegistry &registry) {

@@ -30,7 +30,8 @@ from .mathops import (abs, ceil, cos, exp, exp2, floor, fma, infinity, log, log2
                       max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
 from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layout,
                   atomic_add, atomic_max, clear, copy, fill, gemm, reduce_absmax,
-                  prefetch_point, task_wait, reduce_max, reduce_min, reduce_sum, use_swizzle)
+                  prefetch_point, task_wait, reduce_max, reduce_min, reduce_sum, use_swizzle,
+                  wait_wgmma)
 from .trace import TileLangError, TileLangTypeError
 from .types import (DTYPES, Buffer, DType, SymExpr, Symbol, Tensor, bfloat16, ceildiv,
                     dynamic, float8_e4m3fn, float8_e5m2, float16, float32, float64,
@@ -50,6 +51,7 @@ __all__ = [
     "alloc_shared", "alloc_fragment", "copy", "gemm", "clear", "fill", "reduce_sum",
     "reduce_max", "reduce_min", "reduce_absmax", "atomic_add", "atomic_max",
     "annotate_layout", "use_swizzle", "Blocked", "Swizzle", "prefetch_point", "task_wait",
+    "wait_wgmma",
     # scalar math
     "exp", "exp2", "fma", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
     "abs", "max", "min", "cast", "reinterpret", "if_then_else", "infinity", "max_value",

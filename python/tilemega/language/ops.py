@@ -473,8 +473,11 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, clear_accum=False, *, po
 
     A (M x K, or K x M with transpose_A) and B (K x N, or N x K with
     transpose_B) are shared tiles or fragments; C (M x N) is a fragment.
-    With clear_accum C is zeroed first. (`policy`, `k_pack` and `wg_wait` of
-    TileLang are accepted and ignored.)
+    With clear_accum C is zeroed first. `wg_wait=-1` (TileLang's spelling)
+    leaves the gemm's wgmma in flight: C belongs to the tensor cores, and A
+    and B may not be written, until `T.wait_wgmma` hands C back; 0 (or None)
+    waits at once. (`policy` and `k_pack` of TileLang are accepted and
+    ignored.)
     """
     from ..dialects import tile
     from ..ir import UnitAttr
@@ -499,11 +502,43 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, clear_accum=False, *, po
     if a.dtype is not b.dtype:
         user_error(api, f"dtype mismatch: A is {a.dtype.name} but B is {b.dtype.name}",
                    TileLangTypeError)
+    if wg_wait not in (None, 0, -1):
+        user_error(api, f"wg_wait must be 0 (wait at once) or -1 (stay in flight until "
+                        f"T.wait_wgmma), got {wg_wait!r}")
     with user_location(), state.scope.end_point():
         tile.GemmOp(a.ir, b.ir, c.ir,
                     transpose_a=UnitAttr.get() if transpose_A else None,
                     transpose_b=UnitAttr.get() if transpose_B else None,
-                    clear_accum=UnitAttr.get() if clear_accum else None)
+                    clear_accum=UnitAttr.get() if clear_accum else None,
+                    async_=UnitAttr.get() if wg_wait == -1 else None)
+    if wg_wait == -1:
+        state.scope.pending_gemms.append(c)
+
+
+def wait_wgmma(pending=0):
+    """`T.wait_wgmma(n)`: waits until at most `n` of this block's asynchronous
+    gemms (`T.gemm(..., wg_wait=-1)`, one group each) are in flight, and
+    hands back the accumulators of those that completed (`tile.wgmma_wait`;
+    the kernel's verifier checks the list this fills in)."""
+    from ..dialects import tile
+    from ..ir import IntegerAttr, IntegerType
+
+    api = "T.wait_wgmma"
+    state = in_kernel(api)
+    if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+        user_error(api, f"pending must be a non-negative Python int, got {pending!r}")
+    groups = state.scope.pending_gemms
+    keep = min(pending, len(groups))
+    done, still = groups[:len(groups) - keep], groups[len(groups) - keep:]
+    # An accumulator a newer gemm still writes is not handed back yet.
+    ready = []
+    for c in done:
+        if all(c is not s for s in still) and all(c is not r for r in ready):
+            ready.append(c)
+    del groups[:len(done)]
+    with user_location(), state.scope.end_point():
+        tile.WgmmaWaitOp(IntegerAttr.get(IntegerType.get_signless(64), pending),
+                         [c.ir for c in ready])
 
 
 def clear(buffer):

@@ -154,6 +154,9 @@ class Scope:
         self.closed = False
         self.last_hoisted = None          # the last op placed in the hoisted prefix
         self.memo: Dict[tuple, object] = {}
+        # The accumulators (tile buffers) of this block's asynchronous
+        # gemms in flight, oldest first (T.gemm(..., wg_wait=-1)).
+        self.pending_gemms: list = []
 
     def hoist_point(self):
         from ..ir import InsertionPoint

@@ -4,6 +4,7 @@
 #include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
+#include "tilemega/Dialect/Tile/IR/TileAsyncGemms.h"
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 #include "tilemega/Target/TargetInfo.h"
 
@@ -218,6 +219,8 @@ LogicalResult KernelOp::verify() {
 }
 
 LogicalResult KernelOp::verifyRegions() {
+  if (failed(verifyAsyncGemms(getBody())))
+    return failure();
   Block &body = getBody().front();
   if (body.getNumArguments() != getGrid().size())
     return emitOpError() << "expects one block index per grid dimension ("
@@ -897,6 +900,36 @@ LogicalResult AsyncWaitOp::verify() {
   int64_t pending = getPendingAttr().getInt();
   if (pending < 0)
     return emitOpError() << "pending must be >= 0, got " << pending;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WgmmaWaitOp, WgmmaWaitRegistersOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgmmaWaitOp::verify() {
+  // I64Attr reads back unsigned: look at the attribute's signed value.
+  int64_t pending = getPendingAttr().getInt();
+  if (pending < 0)
+    return emitOpError() << "pending must be >= 0, got " << pending;
+  for (auto [i, v] : llvm::enumerate(getFragments()))
+    if (llvm::is_contained(getFragments().take_front(i), v))
+      return emitOpError() << "lists fragment #" << i << " twice";
+  return success();
+}
+
+LogicalResult WgmmaWaitRegistersOp::verify() {
+  int64_t pending = getPendingAttr().getInt();
+  if (pending < 0)
+    return emitOpError() << "pending must be >= 0, got " << pending;
+  return success();
+}
+
+LogicalResult WgmmaWaitRegistersOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
+    OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
+  for (Value v : operands)
+    inferred.push_back(v.getType());
   return success();
 }
 

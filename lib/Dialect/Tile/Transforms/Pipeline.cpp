@@ -202,10 +202,16 @@ static std::optional<Producer> matchProducer(CopyOp copy, PipelinedOp loop) {
 /// accumulator nothing else in the loop touches (its registers are the
 /// pending wgmma's until the wait after the loop). Empty with fewer than 3
 /// stages: the refill then has no stage that the pending wgmma is not
-/// reading.
+/// reading. Empty in a loop with asynchronous gemms (`async`): their own
+/// waits count the groups in flight, which a wait_group 1 here would upset.
 static SmallVector<GemmOp> findInFlightGemms(PipelinedOp loop) {
   SmallVector<GemmOp> gemms;
   if (loop.getNumStages() < 3)
+    return gemms;
+  WalkResult async = loop.getBody().walk([](GemmOp gemm) {
+    return gemm.getAsync() ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  if (async.wasInterrupted())
     return gemms;
   for (auto gemm : loop.getBody().front().getOps<GemmOp>()) {
     auto alloc = gemm.getC().getDefiningOp<AllocFragmentOp>();

@@ -240,6 +240,12 @@ def Tile_GemmOp : Tile_Op<"gemm", []> {
     fragments and have one element type; C's element type is the accumulation
     type: f32 or f16 for f16/bf16 inputs, f32 for f32 inputs, i32 for i8.
 
+    `async` (TileLang's `wg_wait=-1`) leaves a wgmma's group in flight: C,
+    and the shared A and B it reads, belong to the tensor cores until a
+    `tile.wgmma_wait` lists C, and nothing else may touch them before
+    (tile::verifyAsyncGemms, run by the kernel's verifier). A gemm that
+    lowers to mma.sync, which is synchronous, ignores it.
+
     ```mlir
     tile.gemm %A_s, %B_s, %acc {transpose_b}
         : memref<128x32xf16, #gpu.address_space<workgroup>>,
@@ -251,9 +257,37 @@ def Tile_GemmOp : Tile_Op<"gemm", []> {
     Arg<Tile_Buffer, "A", [MemRead]>:$a,
     Arg<Tile_Buffer, "B", [MemRead]>:$b,
     Arg<Tile_FragmentBuffer, "C", [MemRead, MemWrite]>:$c,
-    UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$clear_accum);
+    UnitAttr:$transpose_a, UnitAttr:$transpose_b, UnitAttr:$clear_accum,
+    UnitAttr:$async);
   let assemblyFormat = [{
     $a `,` $b `,` $c attr-dict `:` type($a) `,` type($b) `,` type($c)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tile_WgmmaWaitOp : Tile_Op<"wgmma_wait", []> {
+  let summary = "Wait for asynchronous gemms, handing their accumulators back";
+  let description = [{
+    Blocks the warpgroup until at most `pending` of its groups of
+    asynchronous wgmma (`tile.gemm ... {async}`, one group each) are
+    incomplete (`wgmma.wait_group N`), and returns to the threads the
+    accumulators of the gemms that completed: `fragments` must be exactly
+    the C of every in-flight gemm but the `pending` newest, so that what
+    reads them afterwards cannot be computed before the wait (the
+    accumulator registers pass through the instruction). TileLang's
+    `T.wait_wgmma(N)`; the T.* front end fills in the fragments.
+
+    ```mlir
+    tile.gemm %q, %k, %s {async, clear_accum, transpose_b} : ...
+    tile.gemm %p, %v, %o {async} : ...
+    tile.wgmma_wait pending 1 %s : memref<64x64xf32, #tile.fragment>
+    ```
+  }];
+  let arguments = (ins I64Attr:$pending,
+                       Arg<Variadic<Tile_FragmentBuffer>, "fragments",
+                           [MemRead, MemWrite]>:$fragments);
+  let assemblyFormat = [{
+    `pending` $pending ($fragments^ `:` type($fragments))? attr-dict
   }];
   let hasVerifier = 1;
 }
@@ -757,6 +791,33 @@ def Tile_WgmmaFenceRegistersOp : Op<Tile_Dialect, "wgmma_fence_registers", [
   let arguments = (ins Variadic<I32>:$registers);
   let results = (outs Variadic<I32>:$fenced);
   let assemblyFormat = "$registers attr-dict";
+}
+
+// Read and write effects: it is the warpgroup's wgmma.wait_group, ordered
+// with every other memory and wgmma operation.
+def Tile_WgmmaWaitRegistersOp : Op<Tile_Dialect, "wgmma_wait_registers", [
+    DeclareOpInterfaceMethods<InferTypeOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "wgmma.wait_group, after which the given accumulators are read";
+  let description = [{
+    `wgmma.wait_group.sync.aligned pending` with the f32 accumulator
+    registers of the gemms it completes passed through it: its results are
+    the same registers, so whatever reads them comes after the wait (a
+    plain wait has no operands, and LLVM would hoist arithmetic on an
+    accumulator above it: ptxas then serialises the wgmma pipeline).
+    Created by `tile.wgmma_wait`'s lowering; TileToLLVM writes it as inline
+    PTX whose outputs are tied to these inputs.
+
+    ```mlir
+    %r0, %r1 = tile.wgmma_wait_registers %a0, %a1 pending 1 : f32, f32
+    ```
+  }];
+  let arguments = (ins Variadic<F32>:$registers, I64Attr:$pending);
+  let results = (outs Variadic<F32>:$waited);
+  let assemblyFormat = [{
+    ($registers^)? `pending` $pending attr-dict (`:` type($registers)^)?
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEOPS_TD
