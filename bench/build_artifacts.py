@@ -239,6 +239,15 @@ EXPERIMENTS.update({
     if not name.endswith(("_rp", "_s3", "_bm128"))
 })
 
+# The K/V copies on a producer warpgroup (warp_specialize, non-causal), with
+# and without the overlap, 64- and 128-row query blocks.
+EXPERIMENTS.update({
+    f"bench_attention_d{d}_s{s}{suffix}": _attention(s, d, warp_specialize=True, **extra)
+    for d, s in ((128, 8192), (64, 4096))
+    for suffix, extra in (("_ws", {}), ("_ws_ov", dict(overlap=True)),
+                          ("_bm128_ws_ov", dict(overlap=True, block_m=128)))
+})
+
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)
 

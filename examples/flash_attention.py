@@ -29,6 +29,9 @@ Q K_{t+1}^T and O += P_t V_t back to back, waits for the scores only
 waits for O and rescales it. S_0 comes before the loop and P_{n-1} V_{n-1}
 after it, through one extra key/value tile ("edge").
 
+`warp_specialize` (non-causal only: one key loop) hands the K/V copies to a
+producer warpgroup on mbarriers (T.Pipelined(..., warp_specialize=True)).
+
 The sequence must be a multiple of block_m and block_n (the tiles of a head
 are rows of one [B * H * S, D] view, so an overhanging tile would read and
 write the next head's rows): a ValueError otherwise.
@@ -48,7 +51,7 @@ from example_config import with_defaults
 # flash at 8k where 128-row blocks, one CTA an SM, gave 1.01x; bench/).
 DEFAULTS = dict(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=128, causal=False,
                 block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False,
-                overlap=False)
+                overlap=False, warp_specialize=False)
 
 # wgmma's operand rows (TileTensorCores.h kWgmmaRowElems).
 PART = 64
@@ -71,6 +74,10 @@ def config(**overrides):
     if cfg["overlap"] and cfg["register_p"]:
         raise ValueError("overlap keeps P in a shared tile (P_t is read by an in-flight "
                          "wgmma while softmax computes P_{t+1}): register_p must be False")
+    if cfg["warp_specialize"] and cfg["causal"]:
+        raise ValueError("warp_specialize needs one key loop (a kernel has one producer "
+                         "warpgroup), but causal attention has two (unmasked, diagonal): "
+                         "causal must be False")
     if cfg["block_n"] != PART:
         raise ValueError(f"block_n must be {PART} (P is one wgmma operand of rows of "
                          f"{PART} keys), got {cfg['block_n']}")
@@ -105,6 +112,7 @@ def build(name="flash_attention", **overrides):
     cfg = config(**overrides)
     B, Hq, Hkv, S, D = (cfg[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
     BM, BN, stages, causal = cfg["block_m"], cfg["block_n"], cfg["num_stages"], cfg["causal"]
+    ws = cfg["warp_specialize"]
     G, parts = Hq // Hkv, D // PART
     c = math.log2(math.e) / math.sqrt(D)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
@@ -207,22 +215,22 @@ def build(name="flash_attention", **overrides):
                 softmax(0, masked=causal)
                 T.copy(sc, p_s)
                 last_full = T.max(full - 1, 0) if causal else full - 1
-                for t in T.Pipelined(last_full, num_stages=stages):
+                for t in T.Pipelined(last_full, num_stages=stages, warp_specialize=ws):
                     overlapped_block(t, masked=False)
                 if causal:
-                    for t in T.Pipelined(last_full, blocks - 1, num_stages=stages):
+                    for t in T.Pipelined(last_full, blocks - 1, num_stages=stages, warp_specialize=ws):
                         overlapped_block(t, masked=True)
                 for x in range(parts):
                     T.copy(V2[kv_row + (blocks - 1) * BN, x * PART], edge[x])
                 for x in range(parts):
                     T.gemm(p_s, edge[x], acc[x])
             elif causal:
-                for t in T.Pipelined(full, num_stages=stages):
+                for t in T.Pipelined(full, num_stages=stages, warp_specialize=ws):
                     key_block(t, masked=False)
-                for t in T.Pipelined(full, blocks, num_stages=stages):
+                for t in T.Pipelined(full, blocks, num_stages=stages, warp_specialize=ws):
                     key_block(t, masked=True)
             else:
-                for t in T.Pipelined(blocks, num_stages=stages):
+                for t in T.Pipelined(blocks, num_stages=stages, warp_specialize=ws):
                     key_block(t, masked=False)
             for x in range(parts):
                 for i, j in T.Parallel(BM, PART):
