@@ -121,3 +121,43 @@ func.func @accumulator_read_in_loop(%A: memref<128x512xbf16>, %B: memref<128x512
   }
   return
 }
+
+// -----
+
+// A loop with an asynchronous gemm (`async`, T.gemm(..., wg_wait=-1)) counts
+// its own wgmma groups with tile.wgmma_wait: wgmma-in-flight leaves it (and
+// the loop's synchronous gemm) unmarked, the copies two iterations ahead.
+// CHECK-LABEL: func.func @with_async_gemm
+// CHECK:         scf.for
+// CHECK-NEXT:      tile.async_wait pending 1
+// CHECK:           tile.gemm {{.*}} {async, transpose_b}
+// CHECK:           tile.wgmma_wait pending 0
+// CHECK-NOT:     tile.wgmma_in_flight
+func.func @with_async_gemm(%A: memref<128x512xbf16>, %B: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 256 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    %d = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    tile.clear %c : memref<128x128xf32, #tile.fragment>
+    tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 {
+      %col = arith.muli %k, %c64 : index
+      tile.copy %A[%c0, %col] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.copy %B[%c0, %col] to %bb[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+      tile.gemm %a, %bb, %c {async, transpose_b}
+          : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+            memref<128x64xbf16, #gpu.address_space<workgroup>>,
+            memref<128x128xf32, #tile.fragment>
+      tile.gemm %a, %bb, %d {transpose_b}
+          : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+            memref<128x64xbf16, #gpu.address_space<workgroup>>,
+            memref<128x128xf32, #tile.fragment>
+      tile.wgmma_wait pending 0 %c : memref<128x128xf32, #tile.fragment>
+    }
+  }
+  return
+}
