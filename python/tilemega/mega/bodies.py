@@ -1,5 +1,10 @@
 """Task bodies of the mega-kernel operators, as tile functions.
 
+rmsnorm and the GEMV family (gemv, gemv_rmsnorm, gemv_rmsnorm_glu,
+gemv_silu) are written in `T.*` (t_body); rope, kv_append, the
+fixed-length attention, silu_mul and residual_add still build their IR
+with the Python bindings (`build`).
+
 Each public function adds a `func.func` holding one `tile.kernel` (a 1-d grid
 of `units` blocks, `threads` threads) at the current insertion point and
 returns a `Body` record: its name, arguments, units and per-unit footprint.
@@ -15,10 +20,13 @@ tensor), the access covers the whole tensor (stride 0): dependencies are then
 conservative, never missing.
 """
 
+import inspect
 import math as _math
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple, Optional, Tuple
+
+import tilemega.language as T
 
 _MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "int32": "i32"}
 
@@ -227,26 +235,34 @@ def _tag(x) -> str:
 
 
 def _rmsnorm_into(X, W, n, eps, store):
-    """x * rsqrt(mean(x^2) + eps) * w over one global vector X of n, one
-    order of operations for every body that normalises (rmsnorm and the
-    GEMVs it is fused into): `store(v, x, i, j)` puts element [i, j] (f32)
-    where the caller wants it; returns the [1, n] fragment x."""
-    _, arith, _, math, memref, tile = _ir()
-    x, sq, ss, w = _frag([1, n]), _frag([1, n]), _frag([1]), _frag([n])
-    tile.copy(_view(X, [1, n]), x)
+    """x * rsqrt(mean(x^2) + eps) * w over one global vector X of n, inside
+    a T.Kernel, one order of operations for every body that normalises
+    (rmsnorm and the GEMVs it is fused into): `store(v, x, i, j)` puts
+    element [i, j] (f32) where the caller wants it; returns the [1, n]
+    fragment x."""
+    x = T.alloc_fragment((1, n), "float32")
+    sq = T.alloc_fragment((1, n), "float32")
+    ss = T.alloc_fragment((1,), "float32")
+    w = T.alloc_fragment((n,), "float32")
+    T.copy(X.view(1, n), x)
     # W's layout is the slice of x's along the row: each thread loads
     # (vectorised) just the columns it normalises.
-    tile.copy(W, w)
-    with _parallel([1, n]) as (i, j):
-        v = memref.load(x, [i, j])
-        memref.store(arith.mulf(v, v), sq, [i, j])
-    tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
-    with _parallel([1, n]) as (i, j):
-        mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / n))
-        scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
-        store(arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(w, [j])),
-              x, i, j)
+    T.copy(W, w)
+    for i, j in T.Parallel(1, n):
+        v = x[i, j]
+        sq[i, j] = v * v
+    T.reduce_sum(sq, ss, dim=1, clear=True)
+    for i, j in T.Parallel(1, n):
+        mean = ss[i] * (1.0 / n)
+        scale = T.rsqrt(mean + eps)
+        store(x[i, j] * scale * w[j], x, i, j)
     return x
+
+
+def _silu(g):
+    """silu_mul's SiLU of an f32 value: g / (1 + exp(-g)), the division
+    approximate (CUDA's __fdividef), as every body that applies it."""
+    return T.fast_div(g, 1.0 + T.exp(-g))
 
 
 # --- bodies ---------------------------------------------------------------------
@@ -254,17 +270,17 @@ def _rmsnorm_into(X, W, n, eps, store):
 def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
     """y = x * rsqrt(mean(x^2) + eps) * w, one vector of H: args (x, w, y)."""
     name = f"rmsnorm_{H}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
-    body = Body(name, (("x", (H,), "bfloat16"), ("w", (H,), "bfloat16"),
-                       ("y", (H,), "bfloat16")), 1,
-                (Access("read", 0, 0, 0, H), Access("read", 1, 0, 0, H),
-                 Access("write", 2, 0, 0, H)), threads)
+    foot = (Access("read", 0, 0, 0, H), Access("read", 1, 0, 0, H), Access("write", 2, 0, 0, H))
 
-    def build(u, X, W, Y):
-        memref, tile = _ir()[4], _ir()[5]
-        x = _rmsnorm_into(X, W, H, eps, lambda v, x, i, j: memref.store(v, x, [i, j]))
-        tile.copy(x, _view(Y, [1, H]))
+    def kernel(x: T.Tensor((H,), "bfloat16"), w: T.Tensor((H,), "bfloat16"),
+               y: T.Tensor((H,), "bfloat16")):
+        with T.Kernel(1, threads=threads):
+            def store(v, xf, i, j):
+                xf[i, j] = v
+            xf = _rmsnorm_into(x, w, H, eps, store)
+            T.copy(xf, y.view(1, H))
 
-    return _make(body, emit, build)
+    return t_body(name, kernel, 1, foot, threads, emit)
 
 
 def gemv_config(rows, K, threads=256):
@@ -292,59 +308,50 @@ def _gemv_setup(what, N, K, R, threads):
     return BK, STAGES
 
 
-def _gemv_rows(row, W, K, R, BK, STAGES, x_source, r_src=None):
-    """The GEMV of `gemv`: returns the [R] f32 fragment W[row:row+R] @ x
-    (+ r_src[row:row+R]); see _gemv_blocks."""
-    return _gemv_blocks([row], W, K, R, BK, STAGES, x_source, r_src)[0]
-
-
 def _gemv_blocks(rows, W, K, R, BK, STAGES, x_source, r_src=None):
-    """For each row start in `rows`, the [R] f32 fragment W[row:row+R] @ x,
-    from one pipelined loop over K (with r_src[row:row+R] added when there
-    is one block). x_source() allocates the vector's tiles and returns
-    (early, late), callables (kk, x) or None that together put chunk kk of
-    the vector into the f32 fragment x [BK] (their global-to-shared copies
-    are pipelined with W's): early runs before W's chunk moves from shared
-    memory to registers, late after it: work done early does not hold w's
-    registers (gemv_silu's activation runs there)."""
-    ir, arith, _, _, memref, tile = _ir()
-    w_s = [_shared([R, BK]) for _ in rows]
+    """Inside a T.Kernel: for each row start in `rows`, the [R] f32
+    fragment W[row:row+R] @ x, from one pipelined loop over K (with
+    r_src[row:row+R] added when there is one block). x_source() allocates
+    the vector's tiles and returns (early, late), callables (kk, x) or
+    None that together put chunk kk of the vector into the f32 fragment x
+    [BK] (their global-to-shared copies are pipelined with W's): early runs
+    before W's chunk moves from shared memory to registers, late after it:
+    work done early does not hold w's registers (gemv_silu's activation
+    runs there)."""
+    w_s = [T.alloc_shared((R, BK), "bfloat16") for _ in rows]
     early, late = x_source()
-    w = [_frag([R, BK]) for _ in rows]
-    x = _frag([BK])
-    acc = [_frag([R, BK]) for _ in rows]
-    out = [_frag([R]) for _ in rows]
+    w = [T.alloc_fragment((R, BK), "float32") for _ in rows]
+    x = T.alloc_fragment((BK,), "float32")
+    acc = [T.alloc_fragment((R, BK), "float32") for _ in rows]
+    out = [T.alloc_fragment((R,), "float32") for _ in rows]
     for a in acc:
-        tile.clear(a)
+        T.clear(a)
     if r_src is not None:
         _check(len(rows) == 1, "_gemv_blocks: a residual is added to one block of rows")
         # Loaded ahead of the loop, so its latency hides behind W's.
-        r = _frag([R])
-        tile.copy(r_src, r, src_offsets=[rows[0]])
+        r = T.alloc_fragment((R,), "float32")
+        T.copy(r_src[rows[0]], r)
     # W streams through shared memory STAGES chunks ahead (cp.async);
     # products accumulate elementwise and are reduced across threads
     # once, after the loop (examples/gemv.py).
-    loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
-    with ir.InsertionPoint(loop.body.blocks[0]):
-        (kk,) = loop.body.blocks[0].arguments
+    for kk in T.Pipelined(0, K, BK, num_stages=STAGES):
         for row, ws in zip(rows, w_s):
-            tile.copy(W, ws, src_offsets=[row, kk])
+            T.copy(W[row, kk], ws)
         if early is not None:
             early(kk, x)
         for ws, wf in zip(w_s, w):
-            tile.copy(ws, wf)
+            T.copy(ws, wf)
         if late is not None:
             late(kk, x)
         for wf, a in zip(w, acc):
-            with _parallel([R, BK]) as (i, j):
-                prod = arith.mulf(memref.load(wf, [i, j]), memref.load(x, [j]))
-                memref.store(arith.addf(memref.load(a, [i, j]), prod), a, [i, j])
+            for i, j in T.Parallel(R, BK):
+                prod = wf[i, j] * x[j]
+                a[i, j] = a[i, j] + prod
     for a, o in zip(acc, out):
-        tile.reduce(tile.ReduceKind.sum, a, 1, o, clear=True)
+        T.reduce_sum(a, o, dim=1, clear=True)
     if r_src is not None:
-        with _parallel([R]) as (i,):
-            memref.store(arith.addf(memref.load(out[0], [i]), memref.load(r, [i])), out[0],
-                         [i])
+        for i in T.Parallel(R):
+            out[0][i] = out[0][i] + r[i]
     return out
 
 
@@ -361,28 +368,40 @@ def _gemv_args(N, K, R, x_args, x_foot, residual):
     return tuple(args), tuple(foot)
 
 
+def _gemv_kernel(args, build):
+    """A T.* kernel function whose tensor parameters are `args` (name,
+    shape, dtype), in order, calling build(*tensors): the GEMV bodies'
+    signatures vary with their options (a residual, a bias)."""
+    def kernel(*tensors):
+        build(*tensors)
+
+    kernel.__signature__ = inspect.Signature([
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation=T.Tensor(shape, dtype)) for name, shape, dtype in args])
+    return kernel
+
+
 def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body:
     """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y)."""
     R = rows_per_unit
     BK, STAGES = _gemv_setup("gemv", N, K, R, threads)
     args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16")],
                             [Access("read", 1, 0, 0, K)], residual)
-    body = Body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
-                foot, threads)
 
-    def build(u, W, X, *rest):
-        arith, tile = _ir()[1], _ir()[5]
-        row = arith.muli(u, _iconst(R))
+    def build(W, X, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
 
-        def x_source():
-            x_s = _shared([BK])
-            return (lambda kk, x: tile.copy(X, x_s, src_offsets=[kk]),
-                    lambda kk, x: tile.copy(x_s, x))
+            def x_source():
+                x_s = T.alloc_shared((BK,), "bfloat16")
+                return (lambda kk, x: T.copy(X[kk], x_s), lambda kk, x: T.copy(x_s, x))
 
-        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, x_source,
+                                  rest[0] if residual else None)
+            T.copy(out, rest[-1][row])
 
-    return _make(body, emit, build)
+    return t_body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""),
+                  _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
@@ -404,24 +423,23 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
         args = args[:3] + (("b", args[3][1], args[3][2]),) + args[4:]
     name = (f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
             + ("_bias" if bias else ""))
-    body = Body(name, args, N // R, foot, threads)
 
-    def build(u, W, X, NW, *rest):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16 = ir.BF16Type.get()
-        row = arith.muli(u, _iconst(R))
-        # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them, into
-        # shared memory.
-        xn_s = _shared([K])
-        _rmsnorm_into(X, NW, K, eps,
-                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
-        # The chunks come from shared memory: nothing to pipeline for x.
-        out = _gemv_rows(row, W, K, R, BK, STAGES, lambda: (
-            lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None),
-            rest[0] if bias else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+    def build(W, X, NW, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
+            # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them,
+            # into shared memory.
+            xn_s = T.alloc_shared((K,), "bfloat16")
 
-    return _make(body, emit, build)
+            def store(v, x, i, j):
+                xn_s[j] = T.cast(v, "bfloat16")
+            _rmsnorm_into(X, NW, K, eps, store)
+            # The chunks come from shared memory: nothing to pipeline for x.
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, lambda: (
+                lambda kk, xc: T.copy(xn_s[kk], xc), None), rest[0] if bias else None)
+            T.copy(out, rest[-1][row])
+
+    return t_body(name, _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
@@ -446,28 +464,26 @@ def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -
             Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K),
             Access("write", 3, R, 0, R))
     name = f"gemv_rms_glu_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
-    body = Body(name, args, N // R, foot, threads)
 
-    def build(u, W, X, NW, Y):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
-        row = arith.muli(u, _iconst(R))
-        xn_s = _shared([K])
-        _rmsnorm_into(X, NW, K, eps,
-                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
-        gate, up = _gemv_blocks([row, arith.addi(row, _iconst(N))], W, K, R, BK, STAGES,
-                                lambda: (lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]),
-                                         None))
-        with _parallel([R]) as (i,):
-            # What gemv_silu computes from the stored (bf16) gate and up.
-            g = arith.extf(f32, arith.truncf(bf16, memref.load(gate, [i])))
-            sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
-                             fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
-            upv = arith.extf(f32, arith.truncf(bf16, memref.load(up, [i])))
-            memref.store(arith.mulf(sig, upv), gate, [i])
-        tile.copy(gate, Y, dst_offsets=[row], sizes=[R])
+    def build(W, X, NW, Y):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
+            xn_s = T.alloc_shared((K,), "bfloat16")
 
-    return _make(body, emit, build)
+            def store(v, x, i, j):
+                xn_s[j] = T.cast(v, "bfloat16")
+            _rmsnorm_into(X, NW, K, eps, store)
+            gate, up = _gemv_blocks([row, row + N], W, K, R, BK, STAGES,
+                                    lambda: (lambda kk, xc: T.copy(xn_s[kk], xc), None))
+            for i in T.Parallel(R):
+                # What gemv_silu computes from the stored (bf16) gate and up.
+                g = T.cast(T.cast(gate[i], "bfloat16"), "float32")
+                sig = _silu(g)
+                upv = T.cast(T.cast(up[i], "bfloat16"), "float32")
+                gate[i] = sig * upv
+            T.copy(gate, Y[row])
+
+    return t_body(name, _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_silu(N, K, rows_per_unit, residual=True, *, threads=256, emit=True) -> Body:
@@ -488,34 +504,34 @@ def gemv_silu(N, K, rows_per_unit, residual=True, *, threads=256, emit=True) -> 
     BK, STAGES = _gemv_setup("gemv_silu", N, K, R, threads)
     args, foot = _gemv_args(N, K, R, [("gu", (2 * K,), "bfloat16")],
                             [Access("read", 1, 0, 0, 2 * K)], residual)
-    body = Body(f"gemv_silu_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
-                foot, threads)
 
-    def build(u, W, GU, *rest):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
-        row = arith.muli(u, _iconst(R))
+    def build(W, GU, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
 
-        def x_source():
-            g_s, u_s, a_s = _shared([BK]), _shared([BK]), _shared([BK])
+            def x_source():
+                g_s = T.alloc_shared((BK,), "bfloat16")
+                u_s = T.alloc_shared((BK,), "bfloat16")
+                a_s = T.alloc_shared((BK,), "bfloat16")
 
-            def early(kk, x):
-                tile.copy(GU, g_s, src_offsets=[kk])
-                tile.copy(GU, u_s, src_offsets=[arith.addi(kk, _iconst(K))])
-                with _parallel([BK]) as (j,):
-                    g = arith.extf(f32, memref.load(g_s, [j]))
-                    # silu_mul's math: g / (1 + exp(-g)) * up.
-                    sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
-                                     fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
-                    up = arith.extf(f32, memref.load(u_s, [j]))
-                    memref.store(arith.truncf(bf16, arith.mulf(sig, up)), a_s, [j])
-                tile.copy(a_s, x)
-            return early, None
+                def early(kk, x):
+                    T.copy(GU[kk], g_s)
+                    T.copy(GU[kk + K], u_s)
+                    for j in T.Parallel(BK):
+                        g = T.cast(g_s[j], "float32")
+                        # silu_mul's math: g / (1 + exp(-g)) * up.
+                        sig = _silu(g)
+                        upv = T.cast(u_s[j], "float32")
+                        a_s[j] = T.cast(sig * upv, "bfloat16")
+                    T.copy(a_s, x)
+                return early, None
 
-        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, x_source,
+                                  rest[0] if residual else None)
+            T.copy(out, rest[-1][row])
 
-    return _make(body, emit, build)
+    return t_body(f"gemv_silu_{N}x{K}_r{R}" + ("_res" if residual else ""),
+                  _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def _rotate_half(load, j, COS, SIN, D):
