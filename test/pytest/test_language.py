@@ -403,6 +403,37 @@ def test_fma_rounds_once_and_needs_floats():
         int_fma.ir()
 
 
+def test_fast_div_is_the_approximate_division_and_needs_floats():
+    """T.fast_div(a, b): arith.divf with fastmath<afn>, an approximate
+    division in the PTX where `/` is the IEEE div.rn (the GEMV bodies'
+    SiLU, mega/bodies.py)."""
+    @tilemega.jit(cache=False)
+    def div_kernel(A: T.Tensor((128,), "float32"), B: T.Tensor((128,), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            f = T.alloc_fragment((128,), "float32")
+            g = T.alloc_fragment((128,), "float32")
+            for i in T.Parallel(128):
+                f[i] = T.fast_div(A[i], 1.0 + B[i])
+                g[i] = A[i] / B[i]
+            T.copy(f, A[0])
+            T.copy(g, B[0])
+
+    assert "fastmath<afn>" in div_kernel.ir()
+    ptx = div_kernel.compile().ptx
+    assert "div.approx.f32" in ptx and "div.rn.f32" in ptx
+
+    @tilemega.jit(cache=False)
+    def int_div(A: T.Tensor((128,), "int32")):
+        with T.Kernel(1, threads=128) as bx:
+            g = T.alloc_fragment((128,), "int32")
+            for i in T.Parallel(128):
+                g[i] = T.fast_div(A[i], 2)
+            T.copy(g, A[0])
+
+    with pytest.raises(T.TileLangTypeError, match=r"T.fast_div.*needs float values, got int32"):
+        int_div.ir()
+
+
 def test_reinterpret_reads_the_bits_and_names_a_width_mismatch():
     """T.reinterpret: a bfloat16's bits as an int16 (arith.bitcast), the
     order key of sample_filtered's radix select; widths must match."""

@@ -26,8 +26,8 @@ Importing this package does not load MLIR.
 
 from .function import KernelSignature, TracedKernel, trace  # noqa: F401
 from .kernel import Kernel, Parallel, Pipelined, serial
-from .mathops import (abs, ceil, cos, exp, exp2, floor, fma, infinity, log, log2,  # noqa: A004
-                      max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
+from .mathops import (abs, ceil, cos, exp, exp2, fast_div, floor, fma, infinity, log,  # noqa: A004
+                      log2, max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
 from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layout,
                   atomic_add, atomic_max, clear, copy, fill, gemm, reduce_absmax,
                   prefetch_point, task_wait, reduce_max, reduce_min, reduce_sum, use_swizzle,
@@ -53,7 +53,7 @@ __all__ = [
     "annotate_layout", "use_swizzle", "Blocked", "Swizzle", "prefetch_point", "task_wait",
     "wait_wgmma",
     # scalar math
-    "exp", "exp2", "fma", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
+    "exp", "exp2", "fma", "fast_div", "log", "log2", "sqrt", "rsqrt", "tanh", "sin", "cos", "floor", "ceil",
     "abs", "max", "min", "cast", "reinterpret", "if_then_else", "infinity", "max_value",
     "min_value",
     # errors and proxies

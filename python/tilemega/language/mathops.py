@@ -101,6 +101,26 @@ def fma(a, b, c):
     return emit_pure(api, ("fma",), [a, b, c], math.fma, a.dtype)
 
 
+def fast_div(a, b):
+    """a / b for floats with approximate-function fast math (`arith.divf`
+    `fastmath<afn>`; CUDA's __fdividef): PTX `div.approx` (about 2 ulp)
+    rather than IEEE division. The GEMV bodies' SiLU, g / (1 + exp(-g)),
+    uses it."""
+    from ..dialects import arith
+    from ..ir import Attribute
+
+    api = "T.fast_div"
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        user_error(api, f"needs at least one traced value, got {a!r} and {b!r}",
+                   TileLangTypeError)
+    a, b = _coerce(api, a, b)
+    if a.dtype.kind != "float":
+        user_error(api, f"needs float values, got {a.dtype.name}", TileLangTypeError)
+    return emit_pure(api, ("divf_afn",), [a, b],
+                     lambda x, y: arith.divf(x, y, fastmath=Attribute.parse(
+                         "#arith.fastmath<afn>")), a.dtype)
+
+
 def _minmax(kind, api, a, b):
     from ..dialects import arith
 

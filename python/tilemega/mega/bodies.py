@@ -1,4 +1,5 @@
-"""Task bodies of the mega-kernel operators, as tile functions.
+"""Task bodies of the mega-kernel operators, written in `T.*`
+(tilemega.language) as tile functions.
 
 Each public function adds a `func.func` holding one `tile.kernel` (a 1-d grid
 of `units` blocks, `threads` threads) at the current insertion point and
@@ -15,10 +16,12 @@ tensor), the access covers the whole tensor (stride 0): dependencies are then
 conservative, never missing.
 """
 
+import inspect
 import math as _math
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Optional, Tuple
+
+import tilemega.language as T
 
 _MLIR_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "int32": "i32"}
 
@@ -56,11 +59,10 @@ class Body:
     units: int
     footprint: Tuple[Access, ...]
     threads: int
-    # build(unit, *arguments) fills the kernel; emit() calls it.
-    build: Optional[Callable] = field(default=None, compare=False, repr=False)
-    # Or a `T.*` kernel function (tilemega.language) whose signature is
+    # The `T.*` kernel function (tilemega.language) whose signature is
     # `args` and whose `T.Kernel(units, threads=threads)` is the body
-    # (t_body makes such records).
+    # (t_body makes the records); None for a record made only to check
+    # shapes.
     kernel: Optional[Callable] = field(default=None, compare=False, repr=False)
 
     @property
@@ -73,90 +75,17 @@ def memref_type(shape, dtype) -> str:
     return "memref<" + "".join(f"{d}x" for d in shape) + _MLIR_DTYPES[dtype] + ">"
 
 
-# --- IR helpers --------------------------------------------------------------
-
-def _ir():
-    # Imported lazily: the records (emit=False) need no native code.
-    from tilemega import ir
-    from tilemega.dialects import arith, func, math, memref, tile
-    return ir, arith, func, math, memref, tile
-
-
-def _elem(dtype):
-    ir = _ir()[0]
-    return {"bfloat16": ir.BF16Type.get, "float16": ir.F16Type.get,
-            "float32": ir.F32Type.get}[dtype]()
-
-
-def _fconst(x):
-    ir, arith = _ir()[:2]
-    f32 = ir.F32Type.get()
-    return arith.constant(f32, ir.FloatAttr.get(f32, x))
-
-
-def _iconst(x):
-    ir, arith = _ir()[:2]
-    return arith.constant(ir.IndexType.get(), x)
-
-
-def _frag(shape, dtype="float32", layout=None):
-    ir, tile = _ir()[0], _ir()[5]
-    t = ir.MemRefType.get(list(shape), _elem(dtype),
-                          memory_space=ir.Attribute.parse("#tile.fragment"))
-    if isinstance(layout, str):
-        layout = ir.Attribute.parse(layout)
-    return tile.alloc_fragment(t, layout=layout)
-
-
-def _shared(shape, dtype="bfloat16", swizzle=None):
-    ir, tile = _ir()[0], _ir()[5]
-    t = ir.MemRefType.get(list(shape), _elem(dtype),
-                          memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
-    return tile.alloc_shared(t, swizzle=swizzle)
-
-
-def _view(value, shape):
-    """`value` (a contiguous global memref) reshaped to `shape`, via
-    collapse_shape to 1-d then expand_shape: tile.copy boxes have the rank of
-    both buffers, so 1-d tensors are viewed as rows."""
-    ir, memref = _ir()[0], _ir()[4]
-    t = ir.MemRefType(value.type)
-    elem, src_shape = t.element_type, list(t.shape)
-    if src_shape == list(shape):
-        return value
-    n = _math.prod(src_shape)
-    if len(src_shape) > 1:
-        value = memref.collapse_shape(ir.MemRefType.get([n], elem), value,
-                                      [list(range(len(src_shape)))])
-    if len(shape) == 1:
-        return value
-    return memref.expand_shape(ir.MemRefType.get(list(shape), elem), value,
-                               [list(range(len(shape)))], [], list(shape))
-
-
-@contextmanager
-def _kernel(body: Body):
-    """Builds body's func.func + tile.kernel; yields (unit index, arguments)."""
-    ir, _, func, _, _, tile = _ir()
-    types = [ir.MemRefType.get(list(shape), _elem(dtype)) for _, shape, dtype in body.args]
-    fn = func.FuncOp(body.name, (types, []))
-    from ..compiler import attr_names
-    arg_name = attr_names()["arg_name"]   # the name the passes read (tile.name)
-    fn.arg_attrs = [ir.DictAttr.get({arg_name: ir.StringAttr.get(n)})
-                    for n, _, _ in body.args]
-    with ir.InsertionPoint(fn.add_entry_block()):
-        k = tile.kernel(grid=[body.units], threads=body.threads)
-        with ir.InsertionPoint(k.body.blocks[0]):
-            yield k.body.blocks[0].arguments[0], list(fn.arguments)
-        func.ReturnOp([])
-
-
 def emit(body: Body) -> Body:
-    """Adds body's func.func at the current insertion point."""
-    if body.kernel is not None:
-        return _emit_traced(body)
-    with _kernel(body) as (u, args):
-        body.build(u, *args)
+    """Traces body.kernel (tilemega.language.trace) and inserts the
+    function at the current insertion point, in the current context."""
+    from tilemega.ir import InsertionPoint, Module
+
+    from ..language.function import KernelSignature, trace
+
+    traced = trace(KernelSignature(body.kernel), {}, {}, name=body.name)
+    parsed = Module.parse(traced.text)
+    (fn,) = list(parsed.body.operations)
+    InsertionPoint.current.insert(fn.detach_from_parent())
     return body
 
 
@@ -178,47 +107,9 @@ def t_body(name, kernel, units, footprint, threads, emit_now=True) -> Body:
     return emit(body) if emit_now else body
 
 
-def _emit_traced(body: Body) -> Body:
-    """Traces body.kernel (tilemega.language.trace) and inserts the
-    function at the current insertion point, in the current context."""
-    from tilemega.ir import InsertionPoint, Module
-
-    from ..language.function import KernelSignature, trace
-
-    traced = trace(KernelSignature(body.kernel), {}, {}, name=body.name)
-    parsed = Module.parse(traced.text)
-    (fn,) = list(parsed.body.operations)
-    InsertionPoint.current.insert(fn.detach_from_parent())
-    return body
-
-
-def _make(body: Body, emit_now: bool, build) -> Body:
-    body = replace(body, build=build)
-    return emit(body) if emit_now else body
-
-
 def _check(cond, message):
     if not cond:
         raise ValueError(message)
-
-
-def _parallel(extents):
-    """tile.parallel over extents; use as `with _parallel(...) as idx:`."""
-    ir, tile = _ir()[0], _ir()[5]
-    p = tile.parallel(list(extents))
-    return _Region(ir.InsertionPoint(p.body.blocks[0]), p.body.blocks[0].arguments)
-
-
-class _Region:
-    def __init__(self, ip, args):
-        self.ip, self.args = ip, args
-
-    def __enter__(self):
-        self.ip.__enter__()
-        return self.args
-
-    def __exit__(self, *exc):
-        return self.ip.__exit__(*exc)
 
 
 def _tag(x) -> str:
@@ -227,26 +118,34 @@ def _tag(x) -> str:
 
 
 def _rmsnorm_into(X, W, n, eps, store):
-    """x * rsqrt(mean(x^2) + eps) * w over one global vector X of n, one
-    order of operations for every body that normalises (rmsnorm and the
-    GEMVs it is fused into): `store(v, x, i, j)` puts element [i, j] (f32)
-    where the caller wants it; returns the [1, n] fragment x."""
-    _, arith, _, math, memref, tile = _ir()
-    x, sq, ss, w = _frag([1, n]), _frag([1, n]), _frag([1]), _frag([n])
-    tile.copy(_view(X, [1, n]), x)
+    """x * rsqrt(mean(x^2) + eps) * w over one global vector X of n, inside
+    a T.Kernel, one order of operations for every body that normalises
+    (rmsnorm and the GEMVs it is fused into): `store(v, x, i, j)` puts
+    element [i, j] (f32) where the caller wants it; returns the [1, n]
+    fragment x."""
+    x = T.alloc_fragment((1, n), "float32")
+    sq = T.alloc_fragment((1, n), "float32")
+    ss = T.alloc_fragment((1,), "float32")
+    w = T.alloc_fragment((n,), "float32")
+    T.copy(X.view(1, n), x)
     # W's layout is the slice of x's along the row: each thread loads
     # (vectorised) just the columns it normalises.
-    tile.copy(W, w)
-    with _parallel([1, n]) as (i, j):
-        v = memref.load(x, [i, j])
-        memref.store(arith.mulf(v, v), sq, [i, j])
-    tile.reduce(tile.ReduceKind.sum, sq, 1, ss, clear=True)
-    with _parallel([1, n]) as (i, j):
-        mean = arith.mulf(memref.load(ss, [i]), _fconst(1.0 / n))
-        scale = math.rsqrt(arith.addf(mean, _fconst(eps)))
-        store(arith.mulf(arith.mulf(memref.load(x, [i, j]), scale), memref.load(w, [j])),
-              x, i, j)
+    T.copy(W, w)
+    for i, j in T.Parallel(1, n):
+        v = x[i, j]
+        sq[i, j] = v * v
+    T.reduce_sum(sq, ss, dim=1, clear=True)
+    for i, j in T.Parallel(1, n):
+        mean = ss[i] * (1.0 / n)
+        scale = T.rsqrt(mean + eps)
+        store(x[i, j] * scale * w[j], x, i, j)
     return x
+
+
+def _silu(g):
+    """silu_mul's SiLU of an f32 value: g / (1 + exp(-g)), the division
+    approximate (CUDA's __fdividef), as every body that applies it."""
+    return T.fast_div(g, 1.0 + T.exp(-g))
 
 
 # --- bodies ---------------------------------------------------------------------
@@ -254,17 +153,17 @@ def _rmsnorm_into(X, W, n, eps, store):
 def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
     """y = x * rsqrt(mean(x^2) + eps) * w, one vector of H: args (x, w, y)."""
     name = f"rmsnorm_{H}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
-    body = Body(name, (("x", (H,), "bfloat16"), ("w", (H,), "bfloat16"),
-                       ("y", (H,), "bfloat16")), 1,
-                (Access("read", 0, 0, 0, H), Access("read", 1, 0, 0, H),
-                 Access("write", 2, 0, 0, H)), threads)
+    foot = (Access("read", 0, 0, 0, H), Access("read", 1, 0, 0, H), Access("write", 2, 0, 0, H))
 
-    def build(u, X, W, Y):
-        memref, tile = _ir()[4], _ir()[5]
-        x = _rmsnorm_into(X, W, H, eps, lambda v, x, i, j: memref.store(v, x, [i, j]))
-        tile.copy(x, _view(Y, [1, H]))
+    def kernel(x: T.Tensor((H,), "bfloat16"), w: T.Tensor((H,), "bfloat16"),
+               y: T.Tensor((H,), "bfloat16")):
+        with T.Kernel(1, threads=threads):
+            def store(v, xf, i, j):
+                xf[i, j] = v
+            xf = _rmsnorm_into(x, w, H, eps, store)
+            T.copy(xf, y.view(1, H))
 
-    return _make(body, emit, build)
+    return t_body(name, kernel, 1, foot, threads, emit)
 
 
 def gemv_config(rows, K, threads=256):
@@ -292,59 +191,50 @@ def _gemv_setup(what, N, K, R, threads):
     return BK, STAGES
 
 
-def _gemv_rows(row, W, K, R, BK, STAGES, x_source, r_src=None):
-    """The GEMV of `gemv`: returns the [R] f32 fragment W[row:row+R] @ x
-    (+ r_src[row:row+R]); see _gemv_blocks."""
-    return _gemv_blocks([row], W, K, R, BK, STAGES, x_source, r_src)[0]
-
-
 def _gemv_blocks(rows, W, K, R, BK, STAGES, x_source, r_src=None):
-    """For each row start in `rows`, the [R] f32 fragment W[row:row+R] @ x,
-    from one pipelined loop over K (with r_src[row:row+R] added when there
-    is one block). x_source() allocates the vector's tiles and returns
-    (early, late), callables (kk, x) or None that together put chunk kk of
-    the vector into the f32 fragment x [BK] (their global-to-shared copies
-    are pipelined with W's): early runs before W's chunk moves from shared
-    memory to registers, late after it: work done early does not hold w's
-    registers (gemv_silu's activation runs there)."""
-    ir, arith, _, _, memref, tile = _ir()
-    w_s = [_shared([R, BK]) for _ in rows]
+    """Inside a T.Kernel: for each row start in `rows`, the [R] f32
+    fragment W[row:row+R] @ x, from one pipelined loop over K (with
+    r_src[row:row+R] added when there is one block). x_source() allocates
+    the vector's tiles and returns (early, late), callables (kk, x) or
+    None that together put chunk kk of the vector into the f32 fragment x
+    [BK] (their global-to-shared copies are pipelined with W's): early runs
+    before W's chunk moves from shared memory to registers, late after it:
+    work done early does not hold w's registers (gemv_silu's activation
+    runs there)."""
+    w_s = [T.alloc_shared((R, BK), "bfloat16") for _ in rows]
     early, late = x_source()
-    w = [_frag([R, BK]) for _ in rows]
-    x = _frag([BK])
-    acc = [_frag([R, BK]) for _ in rows]
-    out = [_frag([R]) for _ in rows]
+    w = [T.alloc_fragment((R, BK), "float32") for _ in rows]
+    x = T.alloc_fragment((BK,), "float32")
+    acc = [T.alloc_fragment((R, BK), "float32") for _ in rows]
+    out = [T.alloc_fragment((R,), "float32") for _ in rows]
     for a in acc:
-        tile.clear(a)
+        T.clear(a)
     if r_src is not None:
         _check(len(rows) == 1, "_gemv_blocks: a residual is added to one block of rows")
         # Loaded ahead of the loop, so its latency hides behind W's.
-        r = _frag([R])
-        tile.copy(r_src, r, src_offsets=[rows[0]])
+        r = T.alloc_fragment((R,), "float32")
+        T.copy(r_src[rows[0]], r)
     # W streams through shared memory STAGES chunks ahead (cp.async);
     # products accumulate elementwise and are reduced across threads
     # once, after the loop (examples/gemv.py).
-    loop = tile.pipelined(_iconst(0), _iconst(K), _iconst(BK), STAGES)
-    with ir.InsertionPoint(loop.body.blocks[0]):
-        (kk,) = loop.body.blocks[0].arguments
+    for kk in T.Pipelined(0, K, BK, num_stages=STAGES):
         for row, ws in zip(rows, w_s):
-            tile.copy(W, ws, src_offsets=[row, kk])
+            T.copy(W[row, kk], ws)
         if early is not None:
             early(kk, x)
         for ws, wf in zip(w_s, w):
-            tile.copy(ws, wf)
+            T.copy(ws, wf)
         if late is not None:
             late(kk, x)
         for wf, a in zip(w, acc):
-            with _parallel([R, BK]) as (i, j):
-                prod = arith.mulf(memref.load(wf, [i, j]), memref.load(x, [j]))
-                memref.store(arith.addf(memref.load(a, [i, j]), prod), a, [i, j])
+            for i, j in T.Parallel(R, BK):
+                prod = wf[i, j] * x[j]
+                a[i, j] = a[i, j] + prod
     for a, o in zip(acc, out):
-        tile.reduce(tile.ReduceKind.sum, a, 1, o, clear=True)
+        T.reduce_sum(a, o, dim=1, clear=True)
     if r_src is not None:
-        with _parallel([R]) as (i,):
-            memref.store(arith.addf(memref.load(out[0], [i]), memref.load(r, [i])), out[0],
-                         [i])
+        for i in T.Parallel(R):
+            out[0][i] = out[0][i] + r[i]
     return out
 
 
@@ -361,28 +251,40 @@ def _gemv_args(N, K, R, x_args, x_foot, residual):
     return tuple(args), tuple(foot)
 
 
+def _gemv_kernel(args, build):
+    """A T.* kernel function whose tensor parameters are `args` (name,
+    shape, dtype), in order, calling build(*tensors): the GEMV bodies'
+    signatures vary with their options (a residual, a bias)."""
+    def kernel(*tensors):
+        build(*tensors)
+
+    kernel.__signature__ = inspect.Signature([
+        inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation=T.Tensor(shape, dtype)) for name, shape, dtype in args])
+    return kernel
+
+
 def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body:
     """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y)."""
     R = rows_per_unit
     BK, STAGES = _gemv_setup("gemv", N, K, R, threads)
     args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16")],
                             [Access("read", 1, 0, 0, K)], residual)
-    body = Body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
-                foot, threads)
 
-    def build(u, W, X, *rest):
-        arith, tile = _ir()[1], _ir()[5]
-        row = arith.muli(u, _iconst(R))
+    def build(W, X, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
 
-        def x_source():
-            x_s = _shared([BK])
-            return (lambda kk, x: tile.copy(X, x_s, src_offsets=[kk]),
-                    lambda kk, x: tile.copy(x_s, x))
+            def x_source():
+                x_s = T.alloc_shared((BK,), "bfloat16")
+                return (lambda kk, x: T.copy(X[kk], x_s), lambda kk, x: T.copy(x_s, x))
 
-        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, x_source,
+                                  rest[0] if residual else None)
+            T.copy(out, rest[-1][row])
 
-    return _make(body, emit, build)
+    return t_body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""),
+                  _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
@@ -404,24 +306,23 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
         args = args[:3] + (("b", args[3][1], args[3][2]),) + args[4:]
     name = (f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
             + ("_bias" if bias else ""))
-    body = Body(name, args, N // R, foot, threads)
 
-    def build(u, W, X, NW, *rest):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16 = ir.BF16Type.get()
-        row = arith.muli(u, _iconst(R))
-        # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them, into
-        # shared memory.
-        xn_s = _shared([K])
-        _rmsnorm_into(X, NW, K, eps,
-                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
-        # The chunks come from shared memory: nothing to pipeline for x.
-        out = _gemv_rows(row, W, K, R, BK, STAGES, lambda: (
-            lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]), None),
-            rest[0] if bias else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+    def build(W, X, NW, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
+            # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them,
+            # into shared memory.
+            xn_s = T.alloc_shared((K,), "bfloat16")
 
-    return _make(body, emit, build)
+            def store(v, x, i, j):
+                xn_s[j] = T.cast(v, "bfloat16")
+            _rmsnorm_into(X, NW, K, eps, store)
+            # The chunks come from shared memory: nothing to pipeline for x.
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, lambda: (
+                lambda kk, xc: T.copy(xn_s[kk], xc), None), rest[0] if bias else None)
+            T.copy(out, rest[-1][row])
+
+    return t_body(name, _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
@@ -446,28 +347,26 @@ def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -
             Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K),
             Access("write", 3, R, 0, R))
     name = f"gemv_rms_glu_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
-    body = Body(name, args, N // R, foot, threads)
 
-    def build(u, W, X, NW, Y):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
-        row = arith.muli(u, _iconst(R))
-        xn_s = _shared([K])
-        _rmsnorm_into(X, NW, K, eps,
-                      lambda v, x, i, j: memref.store(arith.truncf(bf16, v), xn_s, [j]))
-        gate, up = _gemv_blocks([row, arith.addi(row, _iconst(N))], W, K, R, BK, STAGES,
-                                lambda: (lambda kk, xc: tile.copy(xn_s, xc, src_offsets=[kk]),
-                                         None))
-        with _parallel([R]) as (i,):
-            # What gemv_silu computes from the stored (bf16) gate and up.
-            g = arith.extf(f32, arith.truncf(bf16, memref.load(gate, [i])))
-            sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
-                             fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
-            upv = arith.extf(f32, arith.truncf(bf16, memref.load(up, [i])))
-            memref.store(arith.mulf(sig, upv), gate, [i])
-        tile.copy(gate, Y, dst_offsets=[row], sizes=[R])
+    def build(W, X, NW, Y):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
+            xn_s = T.alloc_shared((K,), "bfloat16")
 
-    return _make(body, emit, build)
+            def store(v, x, i, j):
+                xn_s[j] = T.cast(v, "bfloat16")
+            _rmsnorm_into(X, NW, K, eps, store)
+            gate, up = _gemv_blocks([row, row + N], W, K, R, BK, STAGES,
+                                    lambda: (lambda kk, xc: T.copy(xn_s[kk], xc), None))
+            for i in T.Parallel(R):
+                # What gemv_silu computes from the stored (bf16) gate and up.
+                g = T.cast(T.cast(gate[i], "bfloat16"), "float32")
+                sig = _silu(g)
+                upv = T.cast(T.cast(up[i], "bfloat16"), "float32")
+                gate[i] = sig * upv
+            T.copy(gate, Y[row])
+
+    return t_body(name, _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def gemv_silu(N, K, rows_per_unit, residual=True, *, threads=256, emit=True) -> Body:
@@ -488,51 +387,50 @@ def gemv_silu(N, K, rows_per_unit, residual=True, *, threads=256, emit=True) -> 
     BK, STAGES = _gemv_setup("gemv_silu", N, K, R, threads)
     args, foot = _gemv_args(N, K, R, [("gu", (2 * K,), "bfloat16")],
                             [Access("read", 1, 0, 0, 2 * K)], residual)
-    body = Body(f"gemv_silu_{N}x{K}_r{R}" + ("_res" if residual else ""), args, N // R,
-                foot, threads)
 
-    def build(u, W, GU, *rest):
-        ir, arith, _, math, memref, tile = _ir()
-        bf16, f32 = ir.BF16Type.get(), ir.F32Type.get()
-        row = arith.muli(u, _iconst(R))
+    def build(W, GU, *rest):
+        with T.Kernel(N // R, threads=threads) as u:
+            row = u * R
 
-        def x_source():
-            g_s, u_s, a_s = _shared([BK]), _shared([BK]), _shared([BK])
+            def x_source():
+                g_s = T.alloc_shared((BK,), "bfloat16")
+                u_s = T.alloc_shared((BK,), "bfloat16")
+                a_s = T.alloc_shared((BK,), "bfloat16")
 
-            def early(kk, x):
-                tile.copy(GU, g_s, src_offsets=[kk])
-                tile.copy(GU, u_s, src_offsets=[arith.addi(kk, _iconst(K))])
-                with _parallel([BK]) as (j,):
-                    g = arith.extf(f32, memref.load(g_s, [j]))
-                    # silu_mul's math: g / (1 + exp(-g)) * up.
-                    sig = arith.divf(g, arith.addf(_fconst(1.0), math.exp(arith.negf(g))),
-                                     fastmath=ir.Attribute.parse("#arith.fastmath<afn>"))
-                    up = arith.extf(f32, memref.load(u_s, [j]))
-                    memref.store(arith.truncf(bf16, arith.mulf(sig, up)), a_s, [j])
-                tile.copy(a_s, x)
-            return early, None
+                def early(kk, x):
+                    T.copy(GU[kk], g_s)
+                    T.copy(GU[kk + K], u_s)
+                    for j in T.Parallel(BK):
+                        g = T.cast(g_s[j], "float32")
+                        # silu_mul's math: g / (1 + exp(-g)) * up.
+                        sig = _silu(g)
+                        upv = T.cast(u_s[j], "float32")
+                        a_s[j] = T.cast(sig * upv, "bfloat16")
+                    T.copy(a_s, x)
+                return early, None
 
-        out = _gemv_rows(row, W, K, R, BK, STAGES, x_source, rest[0] if residual else None)
-        tile.copy(out, rest[-1], dst_offsets=[row], sizes=[R])
+            (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, x_source,
+                                  rest[0] if residual else None)
+            T.copy(out, rest[-1][row])
 
-    return _make(body, emit, build)
+    return t_body(f"gemv_silu_{N}x{K}_r{R}" + ("_res" if residual else ""),
+                  _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
 def _rotate_half(load, j, COS, SIN, D):
-    """Element j of the Llama RoPE of one head, in f32; load(jj) reads
-    element jj of the head (bf16):
+    """Element j of the Llama RoPE of one head, in f32 (inside a T.Parallel);
+    load(jj) reads element jj of the head (bf16):
     out[j] = x[j] cos[i] - x[j + D/2] sin[i] in the first half,
              x[j] cos[i] + x[j - D/2] sin[i] in the second (i = j mod D/2)."""
-    ir, arith, _, _, memref, _ = _ir()
-    f32, half = ir.F32Type.get(), D // 2
-    i = arith.remui(j, _iconst(half))
-    partner = arith.remui(arith.addi(j, _iconst(half)), _iconst(D))
-    first = arith.cmpi(arith.CmpIPredicate.ult, j, _iconst(half))
-    a = arith.extf(f32, load(j))
-    b = arith.extf(f32, load(partner))
-    sb = arith.mulf(b, memref.load(SIN, [i]))
-    sb = arith.select(first, arith.negf(sb), sb)
-    return arith.addf(arith.mulf(a, memref.load(COS, [i])), sb)
+    half = D // 2
+    i = j % half
+    partner = (j + half) % D
+    first = j < half
+    a = T.cast(load(j), "float32")
+    b = T.cast(load(partner), "float32")
+    sb = b * SIN[i]
+    sb = T.if_then_else(first, -sb, sb)
+    return a * COS[i] + sb
 
 
 def rope(Hq, Hkv, D, *, threads=256, emit=True) -> Body:
@@ -545,33 +443,31 @@ def rope(Hq, Hkv, D, *, threads=256, emit=True) -> Body:
     half, total = D // 2, (Hq + 2 * Hkv) * D
     # Units < Hq write q head u, the others k head u - Hq: one access per
     # output, each over its units only.
-    body = Body(f"rope_{Hq}x{Hkv}x{D}",
-                (("qkv", (total,), "bfloat16"), ("cos", (half,), "float32"),
-                 ("sin", (half,), "float32"), ("q_out", (Hq * D,), "bfloat16"),
-                 ("k_out", (Hkv * D,), "bfloat16")), Hq + Hkv,
-                (Access("read", 0, D, 0, D), Access("read", 1, 0, 0, half),
-                 Access("read", 2, 0, 0, half), Access("write", 3, D, 0, D, 0, Hq),
-                 Access("write", 4, D, -Hq * D, D, Hq, Hq + Hkv)), threads)
+    foot = (Access("read", 0, D, 0, D), Access("read", 1, 0, 0, half),
+            Access("read", 2, 0, 0, half), Access("write", 3, D, 0, D, 0, Hq),
+            Access("write", 4, D, -Hq * D, D, Hq, Hq + Hkv))
 
-    def build(u, QKV, COS, SIN, QO, KO):
-        ir, arith, _, _, memref, tile = _ir()
-        bf16 = ir.BF16Type.get()
-        # One head (D elements) is less than one element per thread, which
-        # no fragment layout allows: the head goes through shared memory.
-        x_s, o_s = _shared([D]), _shared([D])
-        tile.copy(QKV, x_s, src_offsets=[arith.muli(u, _iconst(D))], sizes=[D])
-        with _parallel([D]) as (j,):
-            v = _rotate_half(lambda jj: memref.load(x_s, [jj]), j, COS, SIN, D)
-            memref.store(arith.truncf(bf16, v), o_s, [j])
-        # The other output's offset points past its end: those stores are
-        # masked off (tile.copy drops out-of-bounds global elements).
-        is_q = arith.cmpi(arith.CmpIPredicate.ult, u, _iconst(Hq))
-        q_off = arith.select(is_q, arith.muli(u, _iconst(D)), _iconst(Hq * D))
-        k_head = arith.select(is_q, _iconst(Hkv), arith.subi(u, _iconst(Hq)))
-        tile.copy(o_s, QO, dst_offsets=[q_off], sizes=[D])
-        tile.copy(o_s, KO, dst_offsets=[arith.muli(k_head, _iconst(D))], sizes=[D])
+    def kernel(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((half,), "float32"),
+               sin: T.Tensor((half,), "float32"), q_out: T.Tensor((Hq * D,), "bfloat16"),
+               k_out: T.Tensor((Hkv * D,), "bfloat16")):
+        with T.Kernel(Hq + Hkv, threads=threads) as u:
+            # One head (D elements) is less than one element per thread,
+            # which no fragment layout allows: the head goes through shared
+            # memory.
+            x_s = T.alloc_shared((D,), "bfloat16")
+            o_s = T.alloc_shared((D,), "bfloat16")
+            T.copy(qkv[u * D], x_s)
+            for j in T.Parallel(D):
+                o_s[j] = T.cast(_rotate_half(lambda jj: x_s[jj], j, cos, sin, D), "bfloat16")
+            # The other output's offset points past its end: those stores
+            # are masked off (tile.copy drops out-of-bounds global elements).
+            is_q = u < Hq
+            q_off = T.if_then_else(is_q, u * D, Hq * D)
+            k_head = T.if_then_else(is_q, Hkv, u - Hq)
+            T.copy(o_s, q_out[q_off])
+            T.copy(o_s, k_out[k_head * D])
 
-    return _make(body, emit, build)
+    return t_body(f"rope_{Hq}x{Hkv}x{D}", kernel, Hq + Hkv, foot, threads, emit)
 
 
 def kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
@@ -581,27 +477,24 @@ def kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
     unit h: k_cache[h, pos] = k_rot[h], v_cache[h, pos] = v head h of qkv."""
     _check(0 <= pos < S, f"kv_append: pos {pos} is outside the cache of {S}")
     total, v0 = (Hq + 2 * Hkv) * D, (Hq + Hkv) * D
-    body = Body(f"kv_append_{Hq}x{Hkv}x{D}_s{S}_p{pos}",
-                (("k_rot", (Hkv * D,), "bfloat16"), ("qkv", (total,), "bfloat16"),
-                 ("k_cache", (Hkv, S, D), "bfloat16"),
-                 ("v_cache", (Hkv, S, D), "bfloat16")), Hkv,
-                (Access("read", 0, D, 0, D), Access("read", 1, D, v0, D),
-                 Access("write", 2, S * D, pos * D, D),
-                 Access("write", 3, S * D, pos * D, D)), threads)
+    foot = (Access("read", 0, D, 0, D), Access("read", 1, D, v0, D),
+            Access("write", 2, S * D, pos * D, D), Access("write", 3, S * D, pos * D, D))
 
-    def build(h, K, QKV, KC, VC):
-        arith, tile = _ir()[1], _ir()[5]
-        # Global -> shared -> global (a copy needs one non-global side; a
-        # head is too small for a fragment over all the threads).
-        k_s, v_s = _shared([D]), _shared([D])
-        tile.copy(K, k_s, src_offsets=[arith.muli(h, _iconst(D))], sizes=[D])
-        tile.copy(QKV, v_s, src_offsets=[arith.muli(arith.addi(h, _iconst(Hq + Hkv)),
-                                                     _iconst(D))], sizes=[D])
-        at = arith.muli(arith.addi(arith.muli(h, _iconst(S)), _iconst(pos)), _iconst(D))
-        tile.copy(k_s, _view(KC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
-        tile.copy(v_s, _view(VC, [Hkv * S * D]), dst_offsets=[at], sizes=[D])
+    def kernel(k_rot: T.Tensor((Hkv * D,), "bfloat16"), qkv: T.Tensor((total,), "bfloat16"),
+               k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+               v_cache: T.Tensor((Hkv, S, D), "bfloat16")):
+        with T.Kernel(Hkv, threads=threads) as h:
+            # Global -> shared -> global (a copy needs one non-global side;
+            # a head is too small for a fragment over all the threads).
+            k_s = T.alloc_shared((D,), "bfloat16")
+            v_s = T.alloc_shared((D,), "bfloat16")
+            T.copy(k_rot[h * D], k_s)
+            T.copy(qkv[(h + (Hq + Hkv)) * D], v_s)
+            at = (h * S + pos) * D
+            T.copy(k_s, k_cache.view(Hkv * S * D)[at])
+            T.copy(v_s, v_cache.view(Hkv * S * D)[at])
 
-    return _make(body, emit, build)
+    return t_body(f"kv_append_{Hq}x{Hkv}x{D}_s{S}_p{pos}", kernel, Hkv, foot, threads, emit)
 
 
 def rope_kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
@@ -615,43 +508,37 @@ def rope_kv_append(Hq, Hkv, D, S, pos, *, threads=256, emit=True) -> Body:
     _check(Hq % Hkv == 0, f"rope_kv_append: heads {Hq} not a multiple of kv_heads {Hkv}")
     _check(0 <= pos < S, f"rope_kv_append: pos {pos} is outside the cache of {S}")
     G, half, total = Hq // Hkv, D // 2, (Hq + 2 * Hkv) * D
-    body = Body(f"rope_kv_{Hq}x{Hkv}x{D}_s{S}_p{pos}",
-                (("qkv", (total,), "bfloat16"), ("cos", (half,), "float32"),
-                 ("sin", (half,), "float32"), ("q_out", (Hq * D,), "bfloat16"),
-                 ("k_cache", (Hkv, S, D), "bfloat16"),
-                 ("v_cache", (Hkv, S, D), "bfloat16")), Hkv,
-                (Access("read", 0, G * D, 0, G * D),                 # q heads of group g
-                 Access("read", 0, D, Hq * D, D),                    # k head g
-                 Access("read", 0, D, (Hq + Hkv) * D, D),            # v head g
-                 Access("read", 1, 0, 0, half), Access("read", 2, 0, 0, half),
-                 Access("write", 3, G * D, 0, G * D),
-                 Access("write", 4, S * D, pos * D, D),
-                 Access("write", 5, S * D, pos * D, D)), threads)
+    foot = (Access("read", 0, G * D, 0, G * D),                 # q heads of group g
+            Access("read", 0, D, Hq * D, D),                    # k head g
+            Access("read", 0, D, (Hq + Hkv) * D, D),            # v head g
+            Access("read", 1, 0, 0, half), Access("read", 2, 0, 0, half),
+            Access("write", 3, G * D, 0, G * D),
+            Access("write", 4, S * D, pos * D, D),
+            Access("write", 5, S * D, pos * D, D))
 
-    def build(g, QKV, COS, SIN, QO, KC, VC):
-        ir, arith, _, _, memref, tile = _ir()
-        bf16 = ir.BF16Type.get()
-        heads = _view(QKV, [Hq + 2 * Hkv, D])
-        # Rows 0..G-1: the group's q heads, row G: its k head. Heads are
-        # less than one element per thread: they go through shared memory.
-        x_s, o_s, v_s = _shared([G + 1, D]), _shared([G + 1, D]), _shared([D])
-        tile.copy(heads, x_s, src_offsets=[arith.muli(g, _iconst(G)), 0], sizes=[G, D])
-        tile.copy(heads, x_s, src_offsets=[arith.addi(g, _iconst(Hq)), 0],
-                  dst_offsets=[G, 0], sizes=[1, D])
-        tile.copy(QKV, v_s, src_offsets=[arith.muli(arith.addi(g, _iconst(Hq + Hkv)),
-                                                     _iconst(D))], sizes=[D])
-        with _parallel([G + 1, D]) as (h, j):
-            v = _rotate_half(lambda jj: memref.load(x_s, [h, jj]), j, COS, SIN, D)
-            memref.store(arith.truncf(bf16, v), o_s, [h, j])
-        at = arith.addi(arith.muli(g, _iconst(S)), _iconst(pos))   # cache row [g, pos]
-        tile.copy(o_s, _view(QO, [Hq, D]), dst_offsets=[arith.muli(g, _iconst(G)), 0],
-                  sizes=[G, D])
-        tile.copy(o_s, _view(KC, [Hkv * S, D]), src_offsets=[G, 0], dst_offsets=[at, 0],
-                  sizes=[1, D])
-        tile.copy(v_s, _view(VC, [Hkv * S * D]), dst_offsets=[arith.muli(at, _iconst(D))],
-                  sizes=[D])
+    def kernel(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((half,), "float32"),
+               sin: T.Tensor((half,), "float32"), q_out: T.Tensor((Hq * D,), "bfloat16"),
+               k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+               v_cache: T.Tensor((Hkv, S, D), "bfloat16")):
+        with T.Kernel(Hkv, threads=threads) as g:
+            heads = qkv.view(Hq + 2 * Hkv, D)
+            # Rows 0..G-1: the group's q heads, row G: its k head. Heads are
+            # less than one element per thread: they go through shared memory.
+            x_s = T.alloc_shared((G + 1, D), "bfloat16")
+            o_s = T.alloc_shared((G + 1, D), "bfloat16")
+            v_s = T.alloc_shared((D,), "bfloat16")
+            T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
+            T.copy(heads[g + Hq:g + Hq + 1, 0:D], x_s[G:G + 1, 0:D])
+            T.copy(qkv[(g + (Hq + Hkv)) * D], v_s)
+            for h, j in T.Parallel(G + 1, D):
+                o_s[h, j] = T.cast(_rotate_half(lambda jj: x_s[h, jj], j, cos, sin, D),
+                                   "bfloat16")
+            at = g * S + pos   # cache row [g, pos]
+            T.copy(o_s[0:G, 0:D], q_out.view(Hq, D)[g * G, 0])
+            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[at, 0])
+            T.copy(v_s, v_cache.view(Hkv * S * D)[at * D])
 
-    return _make(body, emit, build)
+    return t_body(f"rope_kv_{Hq}x{Hkv}x{D}_s{S}_p{pos}", kernel, Hkv, foot, threads, emit)
 
 
 def attention_config(Hq, Hkv, D, S_len, splits, threads):
@@ -691,83 +578,78 @@ def attention_split(Hq, Hkv, D, S_len, S_max, splits, *, threads=256, emit=True)
     _check(splits >= 1 and 1 <= S_len <= S_max,
            f"attention: need splits >= 1 and 1 <= kv_len {S_len} <= cache length {S_max}")
     G, keys = Hq // Hkv, S_len // splits
-    BN, STAGES, layout_text = attention_config(Hq, Hkv, D, S_len, splits, threads)
+    BN, STAGES, layout = attention_config(Hq, Hkv, D, S_len, splits, threads)
     # q of group g = u // splits is not linear in u: cover all of q. The
     # keys of unit u start at (g*S_max + s*keys)*D, which is u*keys*D only
     # when the cache is full (S_len = S_max); otherwise cover the cache.
     kv = (Access("read", 1, keys * D, 0, keys * D), Access("read", 2, keys * D, 0, keys * D)) \
         if S_len == S_max else \
         (Access("read", 1, 0, 0, Hkv * S_max * D), Access("read", 2, 0, 0, Hkv * S_max * D))
-    body = Body(f"attn_split_{Hq}x{Hkv}x{D}_l{S_len}_s{S_max}_k{splits}",
-                (("q", (Hq * D,), "bfloat16"), ("k_cache", (Hkv, S_max, D), "bfloat16"),
-                 ("v_cache", (Hkv, S_max, D), "bfloat16"),
-                 ("o_part", (Hq * splits * D,), "float32"),
-                 ("lse", (Hq * splits,), "float32")), Hkv * splits,
-                (Access("read", 0, 0, 0, Hq * D),) + kv +
-                (Access("write", 3, G * D, 0, G * D), Access("write", 4, G, 0, G)),
-                threads)
+    foot = (Access("read", 0, 0, 0, Hq * D),) + kv + \
+        (Access("write", 3, G * D, 0, G * D), Access("write", 4, G, 0, G))
+    c = _math.log2(_math.e) / _math.sqrt(D)  # exp(x/sqrt(D)) = exp2(x*c)
 
-    def build(u, Q, K, V, OP, LSE):
-        ir, arith, _, math, memref, tile = _ir()
-        layout = layout_text
-        # Each 4-byte word of K row r is XORed with r % 32, so the lanes of
-        # the S gemm, which read different K rows at one column, hit
-        # different banks.
-        k_swizzle = ir.Attribute.parse(
-            f"#tile.swizzle<bits = 5, base = 1, shift = {D.bit_length() - 2}>")
-        c = _math.log2(_math.e) / _math.sqrt(D)  # exp(x/sqrt(D)) = exp2(x*c)
-        g = arith.divui(u, _iconst(splits))
-        s = arith.remui(u, _iconst(splits))
-        K2, V2 = _view(K, [Hkv * S_max, D]), _view(V, [Hkv * S_max, D])
-        q_s = _shared([G, D])
-        k_s = _shared([BN, D], swizzle=k_swizzle)
-        v_s = _shared([BN, D])
-        p_s = _shared([G, BN])
-        sc = _frag([G, BN], layout=layout)
-        acc = _frag([G, D], layout=layout)
-        m, l, m_cur, alpha = _frag([G]), _frag([G]), _frag([G]), _frag([G])
-        first_key = arith.addi(arith.muli(g, _iconst(S_max)), arith.muli(s, _iconst(keys)))
-        tile.copy(_view(Q, [Hq, D]), q_s, src_offsets=[arith.muli(g, _iconst(G)), 0])
-        tile.fill(m, _fconst(float("-inf")))
-        tile.clear(l)
-        tile.clear(acc)
-        loop = tile.pipelined(_iconst(0), _iconst(keys // BN), _iconst(1), STAGES)
-        with ir.InsertionPoint(loop.body.blocks[0]):
-            (t,) = loop.body.blocks[0].arguments
-            n0 = arith.addi(first_key, arith.muli(t, _iconst(BN)))
-            tile.copy(K2, k_s, src_offsets=[n0, 0])
-            tile.copy(V2, v_s, src_offsets=[n0, 0])
-            tile.gemm(q_s, k_s, sc, transpose_b=True, clear_accum=True)
-            tile.reduce(tile.ReduceKind.max, sc, 1, m_cur, clear=True)
-            # Online softmax in base 2: m' = max(m, rowmax * c),
-            # alpha = exp2(m - m') rescales l and acc.
-            with _parallel([G]) as (i,):
-                m_old = memref.load(m, [i])
-                m_new = arith.maximumf(m_old, arith.mulf(memref.load(m_cur, [i]), _fconst(c)))
-                a = math.exp2(arith.subf(m_old, m_new))  # 0 while m_old = -inf
-                memref.store(a, alpha, [i])
-                memref.store(arith.mulf(memref.load(l, [i]), a), l, [i])
-                memref.store(m_new, m, [i])
-            with _parallel([G, BN]) as (i, j):
-                x = arith.subf(arith.mulf(memref.load(sc, [i, j]), _fconst(c)),
-                               memref.load(m, [i]))
-                memref.store(math.exp2(x), sc, [i, j])
-            with _parallel([G, D]) as (i, j):
-                memref.store(arith.mulf(memref.load(acc, [i, j]), memref.load(alpha, [i])),
-                             acc, [i, j])
-            tile.reduce(tile.ReduceKind.sum, sc, 1, l)
-            tile.copy(sc, p_s)
-            tile.gemm(p_s, v_s, acc)
-        with _parallel([G, D]) as (i, j):
-            memref.store(arith.divf(memref.load(acc, [i, j]), memref.load(l, [i])), acc, [i, j])
-        row0 = arith.muli(u, _iconst(G))
-        tile.copy(acc, _view(OP, [Hq * splits, D]), dst_offsets=[row0, 0], sizes=[G, D])
-        # Every thread holding row i has m[i] and l[i]; they store the same value.
-        with _parallel([G]) as (i,):
-            v = arith.addf(memref.load(m, [i]), math.log2(memref.load(l, [i])))
-            memref.store(v, LSE, [arith.addi(row0, i)])
+    def kernel(q: T.Tensor((Hq * D,), "bfloat16"),
+               k_cache: T.Tensor((Hkv, S_max, D), "bfloat16"),
+               v_cache: T.Tensor((Hkv, S_max, D), "bfloat16"),
+               o_part: T.Tensor((Hq * splits * D,), "float32"),
+               lse: T.Tensor((Hq * splits,), "float32")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            g = u // splits
+            s = u % splits
+            K2, V2 = k_cache.view(Hkv * S_max, D), v_cache.view(Hkv * S_max, D)
+            q_s = T.alloc_shared((G, D), "bfloat16")
+            # Each 4-byte word of K row r is XORed with r % 32, so the lanes
+            # of the S gemm, which read different K rows at one column, hit
+            # different banks.
+            k_s = T.alloc_shared((BN, D), "bfloat16",
+                                 swizzle=T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2))
+            v_s = T.alloc_shared((BN, D), "bfloat16")
+            p_s = T.alloc_shared((G, BN), "bfloat16")
+            sc = T.alloc_fragment((G, BN), "float32", layout=layout)
+            acc = T.alloc_fragment((G, D), "float32", layout=layout)
+            m = T.alloc_fragment((G,), "float32")
+            l = T.alloc_fragment((G,), "float32")  # noqa: E741
+            m_cur = T.alloc_fragment((G,), "float32")
+            alpha = T.alloc_fragment((G,), "float32")
+            first_key = g * S_max + s * keys
+            T.copy(q.view(Hq, D)[g * G, 0], q_s)
+            T.fill(m, -T.infinity())
+            T.clear(l)
+            T.clear(acc)
+            for t in T.Pipelined(0, keys // BN, 1, num_stages=STAGES):
+                n0 = first_key + t * BN
+                T.copy(K2[n0, 0], k_s)
+                T.copy(V2[n0, 0], v_s)
+                T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
+                T.reduce_max(sc, m_cur, dim=1, clear=True)
+                # Online softmax in base 2: m' = max(m, rowmax * c),
+                # alpha = exp2(m - m') rescales l and acc.
+                for i in T.Parallel(G):
+                    m_old = m[i]
+                    m_new = T.max(m_old, m_cur[i] * c)
+                    a = T.exp2(m_old - m_new)  # 0 while m_old = -inf
+                    alpha[i] = a
+                    l[i] = l[i] * a
+                    m[i] = m_new
+                for i, j in T.Parallel(G, BN):
+                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
+                for i, j in T.Parallel(G, D):
+                    acc[i, j] = acc[i, j] * alpha[i]
+                T.reduce_sum(sc, l, dim=1, clear=False)
+                T.copy(sc, p_s)
+                T.gemm(p_s, v_s, acc)
+            for i, j in T.Parallel(G, D):
+                acc[i, j] = acc[i, j] / l[i]
+            row0 = u * G
+            T.copy(acc, o_part.view(Hq * splits, D)[row0, 0])
+            # Every thread holding row i has m[i] and l[i]; they store the
+            # same value.
+            for i in T.Parallel(G):
+                lse[row0 + i] = m[i] + T.log2(l[i])
 
-    return _make(body, emit, build)
+    return t_body(f"attn_split_{Hq}x{Hkv}x{D}_l{S_len}_s{S_max}_k{splits}", kernel,
+                  Hkv * splits, foot, threads, emit)
 
 
 def _combine_layout(splits, G, D, threads):
@@ -795,41 +677,37 @@ def attention_combine(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
 
     args (o_part[Hq*splits*D] f32, lse[Hq*splits] f32, o[Hq*D])."""
     G = Hq // Hkv
-    body = Body(f"attn_combine_{Hq}x{Hkv}x{D}_k{splits}",
-                (("o_part", (Hq * splits * D,), "float32"),
-                 ("lse", (Hq * splits,), "float32"), ("o", (Hq * D,), "bfloat16")), Hkv,
-                (Access("read", 0, splits * G * D, 0, splits * G * D),
-                 Access("read", 1, splits * G, 0, splits * G),
-                 Access("write", 2, G * D, 0, G * D)), threads)
-
+    foot = (Access("read", 0, splits * G * D, 0, splits * G * D),
+            Access("read", 1, splits * G, 0, splits * G),
+            Access("write", 2, G * D, 0, G * D))
     layout = _combine_layout(splits, G, D, threads)
 
-    def build(g, OP, LSE, O):
-        _, arith, _, math, memref, tile = _ir()
-        x = _frag([splits, G, D], layout=layout)  # partial outputs
-        w = _frag([splits, G, D], layout=layout)  # lse, then split weights
-        mx, den, num = _frag([G, D]), _frag([G, D]), _frag([G, D])
-        first = arith.muli(g, _iconst(splits))
-        tile.copy(_view(OP, [Hkv * splits, G, D]), x, src_offsets=[first, 0, 0])
-        # lse broadcast over D: every reduction and division below runs over
-        # tiles of one layout.
-        with _parallel([splits, G, D]) as (sp, i, d):
-            idx = arith.addi(arith.muli(arith.addi(first, sp), _iconst(G)), i)
-            memref.store(memref.load(LSE, [idx]), w, [sp, i, d])
-        tile.reduce(tile.ReduceKind.max, w, 0, mx, clear=True)
-        with _parallel([splits, G, D]) as (sp, i, d):
-            wt = math.exp2(arith.subf(memref.load(w, [sp, i, d]), memref.load(mx, [i, d])))
-            memref.store(wt, w, [sp, i, d])
-            memref.store(arith.mulf(memref.load(x, [sp, i, d]), wt), x, [sp, i, d])
-        tile.reduce(tile.ReduceKind.sum, w, 0, den, clear=True)
-        tile.reduce(tile.ReduceKind.sum, x, 0, num, clear=True)
-        with _parallel([G, D]) as (i, d):
-            memref.store(arith.divf(memref.load(num, [i, d]), memref.load(den, [i, d])),
-                         num, [i, d])
-        tile.copy(num, _view(O, [Hq, D]), dst_offsets=[arith.muli(g, _iconst(G)), 0],
-                  sizes=[G, D])
+    def kernel(o_part: T.Tensor((Hq * splits * D,), "float32"),
+               lse: T.Tensor((Hq * splits,), "float32"), o: T.Tensor((Hq * D,), "bfloat16")):
+        with T.Kernel(Hkv, threads=threads) as g:
+            x = T.alloc_fragment((splits, G, D), "float32", layout=layout)  # partials
+            w = T.alloc_fragment((splits, G, D), "float32", layout=layout)  # lse, weights
+            mx = T.alloc_fragment((G, D), "float32")
+            den = T.alloc_fragment((G, D), "float32")
+            num = T.alloc_fragment((G, D), "float32")
+            first = g * splits
+            T.copy(o_part.view(Hkv * splits, G, D)[first, 0, 0], x)
+            # lse broadcast over D: every reduction and division below runs
+            # over tiles of one layout.
+            for sp, i, d in T.Parallel(splits, G, D):
+                w[sp, i, d] = lse[(first + sp) * G + i]
+            T.reduce_max(w, mx, dim=0, clear=True)
+            for sp, i, d in T.Parallel(splits, G, D):
+                wt = T.exp2(w[sp, i, d] - mx[i, d])
+                w[sp, i, d] = wt
+                x[sp, i, d] = x[sp, i, d] * wt
+            T.reduce_sum(w, den, dim=0, clear=True)
+            T.reduce_sum(x, num, dim=0, clear=True)
+            for i, d in T.Parallel(G, D):
+                num[i, d] = num[i, d] / den[i, d]
+            T.copy(num, o.view(Hq, D)[g * G, 0])
 
-    return _make(body, emit, build)
+    return t_body(f"attn_combine_{Hq}x{Hkv}x{D}_k{splits}", kernel, Hkv, foot, threads, emit)
 
 
 def _elementwise_chunk(n, chunk, what):
@@ -837,48 +715,46 @@ def _elementwise_chunk(n, chunk, what):
            f"{what}: size {n} is not a multiple of chunk {chunk}")
 
 
-def silu_mul(I, chunk, *, threads=256, emit=True) -> Body:
+def silu_mul(I, chunk, *, threads=256, emit=True) -> Body:  # noqa: E741
     """a[i] = silu(gu[i]) * gu[I + i]: args (gu[2I], a[I]); unit = chunk of a."""
     _elementwise_chunk(I, chunk, "silu_mul")
-    body = Body(f"silu_mul_{I}_c{chunk}",
-                (("gu", (2 * I,), "bfloat16"), ("a", (I,), "bfloat16")), I // chunk,
-                (Access("read", 0, chunk, 0, chunk), Access("read", 0, chunk, I, chunk),
-                 Access("write", 1, chunk, 0, chunk)), threads)
+    foot = (Access("read", 0, chunk, 0, chunk), Access("read", 0, chunk, I, chunk),
+            Access("write", 1, chunk, 0, chunk))
 
-    def build(u, GU, A):
-        _, arith, _, math, memref, tile = _ir()
-        gate, up = _frag([1, chunk]), _frag([1, chunk])
-        GU2 = _view(GU, [2, I])
-        col = arith.muli(u, _iconst(chunk))
-        tile.copy(GU2, gate, src_offsets=[0, col])
-        tile.copy(GU2, up, src_offsets=[1, col])
-        with _parallel([1, chunk]) as (i, j):
-            x = memref.load(gate, [i, j])
-            # silu(x) = x / (1 + exp(-x))
-            sig = arith.divf(x, arith.addf(_fconst(1.0), math.exp(arith.negf(x))))
-            memref.store(arith.mulf(sig, memref.load(up, [i, j])), gate, [i, j])
-        tile.copy(gate, _view(A, [1, I]), dst_offsets=[0, col], sizes=[1, chunk])
+    def kernel(gu: T.Tensor((2 * I,), "bfloat16"), a: T.Tensor((I,), "bfloat16")):
+        with T.Kernel(I // chunk, threads=threads) as u:
+            gate = T.alloc_fragment((1, chunk), "float32")
+            up = T.alloc_fragment((1, chunk), "float32")
+            gu2 = gu.view(2, I)
+            col = u * chunk
+            T.copy(gu2[0, col], gate)
+            T.copy(gu2[1, col], up)
+            for i, j in T.Parallel(1, chunk):
+                x = gate[i, j]
+                # silu(x) = x / (1 + exp(-x))
+                sig = x / (1.0 + T.exp(-x))
+                gate[i, j] = sig * up[i, j]
+            T.copy(gate, a.view(1, I)[0, col])
 
-    return _make(body, emit, build)
+    return t_body(f"silu_mul_{I}_c{chunk}", kernel, I // chunk, foot, threads, emit)
 
 
 def residual_add(H, chunk, *, threads=256, emit=True) -> Body:
     """y = a + b: args (a[H], b[H], y[H]); unit = chunk of y."""
     _elementwise_chunk(H, chunk, "residual_add")
-    body = Body(f"add_{H}_c{chunk}",
-                (("a", (H,), "bfloat16"), ("b", (H,), "bfloat16"), ("y", (H,), "bfloat16")),
-                H // chunk,
-                (Access("read", 0, chunk, 0, chunk), Access("read", 1, chunk, 0, chunk),
-                 Access("write", 2, chunk, 0, chunk)), threads)
+    foot = (Access("read", 0, chunk, 0, chunk), Access("read", 1, chunk, 0, chunk),
+            Access("write", 2, chunk, 0, chunk))
 
-    def build(u, A, B, Y):
-        _, arith, _, _, memref, tile = _ir()
-        a, b = _frag([chunk]), _frag([chunk])
-        col = arith.muli(u, _iconst(chunk))
-        tile.copy(A, a, src_offsets=[col])
-        tile.copy(B, b, src_offsets=[col])
-        with _parallel([chunk]) as (j,):
-            memref.store(arith.addf(memref.load(a, [j]), memref.load(b, [j])), a, [j])
-        tile.copy(a, Y, dst_offsets=[col], sizes=[chunk])
+    def kernel(a: T.Tensor((H,), "bfloat16"), b: T.Tensor((H,), "bfloat16"),
+               y: T.Tensor((H,), "bfloat16")):
+        with T.Kernel(H // chunk, threads=threads) as u:
+            a_f = T.alloc_fragment((chunk,), "float32")
+            b_f = T.alloc_fragment((chunk,), "float32")
+            col = u * chunk
+            T.copy(a[col], a_f)
+            T.copy(b[col], b_f)
+            for j in T.Parallel(chunk):
+                a_f[j] = a_f[j] + b_f[j]
+            T.copy(a_f, y[col])
 
-    return _make(body, emit, build)
+    return t_body(f"add_{H}_c{chunk}", kernel, H // chunk, foot, threads, emit)
