@@ -148,6 +148,16 @@ EXAMPLES = [
     ("flash_attention_d64_causal_gqa7_rp", "flash_attention",
      {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
       "register_p": True}),
+    # FlashAttention-3's overlap inside a warpgroup (`overlap`: asynchronous
+    # gemms, softmax of S_{t+1} under P_t V_t): head_dim 128 and 64, causal,
+    # GQA.
+    ("flash_attention_d128_ov", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 1024, "overlap": True}),
+    ("flash_attention_d128_causal_gqa4_ov", "flash_attention",
+     {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True, "overlap": True}),
+    ("flash_attention_d64_causal_gqa7_ov", "flash_attention",
+     {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
+      "overlap": True}),
     # GQA decode attention, 32 query heads over 8 KV heads of 64, 1024 keys:
     # flash-decoding (a split kernel over 8 x 16 blocks + a combine kernel in
     # one artifact), and the single-kernel form (one block per KV head, 16
