@@ -133,7 +133,9 @@ def build(name="gemm_hopper", **overrides):
         # A row that is not a power of two (BN = 192) does not start at a bit
         # of the offset: rows go in blocks of 64 columns, whose rows do.
         # It is also what a TMA store reads: 128-byte rows under the 128-byte
-        # swizzle, in blocks of 64 columns (one box each).
+        # swizzle, in blocks of 64 columns (one box each). (A 192-column
+        # tile's offsets are split back by a division by 192: 128 x 192
+        # tiles spill 36-76 bytes, and lost to 128 x 256 ones on the H100.)
         row_chunks = T.Swizzle(bits=3, base=3, shift=3, columns=64)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 

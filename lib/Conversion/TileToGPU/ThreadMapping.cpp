@@ -227,11 +227,15 @@ SmallVector<Value> tile_to_gpu::swizzleIndices(OpBuilder &b, Location loc,
   // of two (a 192-column GEMM tile), where the division is a multiply-high
   // sequence per element whose results ptxas kept in registers and spilled;
   // a power-of-two row divides by shifts, which LLVM folds, so those tiles
-  // keep the general form (and the PTX their GPU checks were run on).
+  // keep the general form (and the PTX their GPU checks were run on). Not
+  // with column blocks: their physical order (block, row, column) is what
+  // TMA and wgmma read, and an in-row XOR would leave the rows whole (a
+  // layout only the threads agree on: a 192-column C tile stored by TMA
+  // came out wrong on the H100).
   int64_t rowElems = type.getDimSize(rank - 1);
   int64_t span = int64_t(1) << (swizzle.getBase() + swizzle.getBits());
   bool inColumn = !llvm::isPowerOf2_64(rowElems) && rowElems % span == 0 &&
-                  (columns == 0 || columns % span == 0);
+                  columns == 0;
   Value linear = cIndex(b, loc, 0);
   for (int64_t d = 0; d + (columns ? 1 : 0) < rank; ++d) {
     Value scaled =

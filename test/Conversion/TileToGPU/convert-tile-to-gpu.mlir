@@ -127,6 +127,31 @@ func.func @swizzle_row_of_192(%A: memref<64x192xf16>) {
 
 // -----
 
+// With column blocks (columns = 64) the same 192-element rows keep their
+// physical order, block then row then column, which TMA and wgmma read: the
+// permuted offset is split back into the row-major indices (by 192), not
+// XORed in place (which kept whole rows: a 192-column C tile stored by TMA
+// came out wrong on the H100).
+
+// CHECK-LABEL: gpu.func @swizzle_row_of_192_in_column_blocks
+// CHECK:         arith.divui %{{.*}}, %c64
+// CHECK:         arith.remui %{{.*}}, %c64
+// CHECK:         arith.muli %{{.*}}, %c256
+// CHECK:         arith.remui %{{.*}}, %c192
+// CHECK:         arith.divui %{{.*}}, %c192
+// CHECK:         vector.store
+func.func @swizzle_row_of_192_in_column_blocks(%A: memref<64x192xf16>) {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %s = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>}
+        : memref<4x192xf16, #gpu.address_space<workgroup>>
+    tile.copy %A[0, 0] to %s[0, 0] sizes [4, 192]
+        : memref<64x192xf16> to memref<4x192xf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
 // CHECK-LABEL: gpu.func @pipelined
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK:           gpu.barrier
