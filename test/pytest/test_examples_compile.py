@@ -57,9 +57,10 @@ def test_example_compiles_and_assembles(name, module, config):
 
 @pytest.mark.parametrize("name", sorted(build_artifacts.EXPERIMENTS))
 def test_bench_experiment_compiles_without_spills(name):
-    """The unmeasured GEMM candidates (bench/build_artifacts.py EXPERIMENTS:
-    128 x 192 tiles, whose 192-element rows swizzle in place) assemble with
-    no spills, so that a GPU run can time them as they would ship."""
+    """The benchmark candidates (bench/build_artifacts.py EXPERIMENTS: the
+    FlashAttention variants with asynchronous gemms and a producer
+    warpgroup) assemble with no spills, so that a GPU run times them as they
+    would ship."""
     result = build_artifacts.compile_one(name)
     assert "wgmma.mma_async" in result.ptx
     if ptxas_checks_enabled():
