@@ -230,6 +230,13 @@ EXPERIMENTS.update({
     if not name.endswith(("_rp", "_s3", "_bm128"))
 })
 
+# The overlap with P from registers (register_p: no shared round trip for P).
+EXPERIMENTS.update({
+    f"{name}_ov_rp": dict(config, overlap=True, register_p=True)
+    for name, config in ATTENTIONS.items()
+    if not name.endswith(("_rp", "_s3", "_bm128"))
+})
+
 # The K/V copies on a producer warpgroup (warp_specialize, non-causal), with
 # and without the overlap, 64- and 128-row query blocks.
 EXPERIMENTS.update({

@@ -27,7 +27,8 @@ are asynchronous (T.gemm(..., wg_wait=-1)): iteration t issues S_{t+1} =
 Q K_{t+1}^T and O += P_t V_t back to back, waits for the scores only
 (T.wait_wgmma), computes softmax of S_{t+1} while P_t V_t still runs, then
 waits for O and rescales it. S_0 comes before the loop and P_{n-1} V_{n-1}
-after it, through one extra key/value tile ("edge").
+after it, through one extra key/value tile ("edge"). P_{t+1} is written
+after the wait for P_t V_t, so it may live in registers too (register_p).
 
 `warp_specialize` (non-causal only: one key loop) hands the K/V copies to a
 producer warpgroup on mbarriers (T.Pipelined(..., warp_specialize=True)).
@@ -71,9 +72,6 @@ def config(**overrides):
     if cfg["block_m"] % 64 or cfg["block_m"] > 256:
         raise ValueError(f"block_m must be 64, 128, 192 or 256 (one warpgroup per 64 "
                          f"rows), got {cfg['block_m']}")
-    if cfg["overlap"] and cfg["register_p"]:
-        raise ValueError("overlap keeps P in a shared tile (P_t is read by an in-flight "
-                         "wgmma while softmax computes P_{t+1}): register_p must be False")
     if cfg["warp_specialize"] and cfg["causal"]:
         raise ValueError("warp_specialize needs one key loop (a kernel has one producer "
                          "warpgroup), but causal attention has two (unmasked, diagonal): "
@@ -161,6 +159,15 @@ def build(name="flash_attention", **overrides):
                     sc[i, j] = T.exp2(T.fma(sc[i, j], c, -m[i]))
                 T.reduce_sum(sc, l, dim=1, clear=False)
 
+            def store_p():
+                """P = sc in the input dtype: into the registers wgmma's
+                register-A form reads (register_p) or the shared tile."""
+                if cfg["register_p"]:
+                    for i, j in T.Parallel(BM, BN):
+                        p_s[i, j] = T.cast(sc[i, j], dtype)
+                else:
+                    T.copy(sc, p_s)
+
             def key_block(t, masked):
                 """One block of BN keys from row t * BN: S = Q K^T, softmax,
                 O = O alpha + P V, each gemm waited for."""
@@ -170,11 +177,7 @@ def build(name="flash_attention", **overrides):
                 for x in range(parts):
                     T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0)
                 softmax(t, masked)
-                if cfg["register_p"]:
-                    for i, j in T.Parallel(BM, BN):
-                        p_s[i, j] = T.cast(sc[i, j], dtype)
-                else:
-                    T.copy(sc, p_s)
+                store_p()
                 for x in range(parts):
                     for i, j in T.Parallel(BM, PART):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
@@ -197,7 +200,7 @@ def build(name="flash_attention", **overrides):
                 for x in range(parts):
                     for i, j in T.Parallel(BM, PART):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
-                T.copy(sc, p_s)
+                store_p()
 
             # Key blocks wholly at or before the block's first query need no
             # mask (causal); the BM / BN blocks on the diagonal do.
@@ -213,7 +216,7 @@ def build(name="flash_attention", **overrides):
                 for x in range(parts):
                     T.gemm(q_s[x], edge[x], sc, transpose_B=True, clear_accum=x == 0)
                 softmax(0, masked=causal)
-                T.copy(sc, p_s)
+                store_p()
                 last_full = T.max(full - 1, 0) if causal else full - 1
                 for t in T.Pipelined(last_full, num_stages=stages, warp_specialize=ws):
                     overlapped_block(t, masked=False)
