@@ -230,7 +230,8 @@ EXPERIMENTS.update({
     if not name.endswith(("_rp", "_s3", "_bm128"))
 })
 
-# The overlap with P from registers (register_p: no shared round trip for P).
+# The overlap with P from registers (register_p: no shared round trip for P;
+# built, never run: no GPU was left in the session that allowed it).
 EXPERIMENTS.update({
     f"{name}_ov_rp": dict(config, overlap=True, register_p=True)
     for name, config in ATTENTIONS.items()

@@ -28,7 +28,9 @@ Q K_{t+1}^T and O += P_t V_t back to back, waits for the scores only
 (T.wait_wgmma), computes softmax of S_{t+1} while P_t V_t still runs, then
 waits for O and rescales it. S_0 comes before the loop and P_{n-1} V_{n-1}
 after it, through one extra key/value tile ("edge"). P_{t+1} is written
-after the wait for P_t V_t, so it may live in registers too (register_p).
+after the wait for P_t V_t, so it may live in registers too (register_p;
+that combination compiles without spills or wgmma serialisation but has
+not run on a GPU yet: bench/build_artifacts.py --experiments `_ov_rp`).
 
 `warp_specialize` (non-causal only: one key loop) hands the K/V copies to a
 producer warpgroup on mbarriers (T.Pipelined(..., warp_specialize=True)).

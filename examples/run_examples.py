@@ -158,16 +158,6 @@ EXAMPLES = [
     ("flash_attention_d64_causal_gqa7_ov", "flash_attention",
      {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
       "overlap": True}),
-    # The overlap with P from registers (register_p): P_{t+1} is written after
-    # the wait for P_t V_t.
-    ("flash_attention_d128_ov_rp", "flash_attention",
-     {"heads": 4, "kv_heads": 4, "seq": 1024, "overlap": True, "register_p": True}),
-    ("flash_attention_d128_causal_gqa4_ov_rp", "flash_attention",
-     {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True, "overlap": True,
-      "register_p": True}),
-    ("flash_attention_d64_causal_gqa7_ov_rp", "flash_attention",
-     {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
-      "overlap": True, "register_p": True}),
     # GQA decode attention, 32 query heads over 8 KV heads of 64, 1024 keys:
     # flash-decoding (a split kernel over 8 x 16 blocks + a combine kernel in
     # one artifact), and the single-kernel form (one block per KV head, 16
