@@ -89,6 +89,42 @@ struct WgmmaRegisterALowering : public ConvertOpToLLVMPattern<WgmmaRegisterAOp> 
 /// input tied to its output): their values exist before the fence and the
 /// wgmma reads the asm's outputs, so nothing can move their computation
 /// after it.
+/// `text` as side-effecting inline PTX through which `registers` (all of
+/// one type, `constraint` "r" or "f") pass: one output per register, each
+/// input tied to its output, so whatever computes them comes before the
+/// asm and whatever reads its results comes after. The results, in order.
+SmallVector<Value> tiedRegistersAsm(ConversionPatternRewriter &rewriter, Location loc,
+                                    ValueRange registers, StringRef constraint,
+                                    const std::string &text) {
+  int64_t count = static_cast<int64_t>(registers.size());
+  std::string constraints;
+  for (int64_t i = 0; i < count; ++i)
+    constraints += "=" + constraint.str() + ",";
+  for (int64_t i = 0; i < count; ++i)
+    constraints += std::to_string(i) + (i + 1 < count ? "," : "");
+  Type type = count ? registers.front().getType() : Type();
+  Type result = count == 0 ? Type()
+                : count == 1
+                    ? type
+                    : LLVM::LLVMStructType::getLiteral(rewriter.getContext(),
+                                                       SmallVector<Type>(count, type));
+  auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
+                                              LLVM::AsmDialect::AD_ATT);
+  auto ptx = LLVM::InlineAsmOp::create(
+      rewriter, loc, result, registers, text, constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false, LLVM::TailCallKind::None,
+      asmDialect, ArrayAttr());
+  SmallVector<Value> values;
+  if (count == 1)
+    values.push_back(ptx.getResult(0));
+  for (int64_t i = 0; count > 1 && i < count; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(rewriter, loc, ptx.getResult(0), i));
+  return values;
+}
+
+/// wgmma.fence with the A registers tied through it: their values exist
+/// before the fence and the wgmma reads the asm's outputs, so nothing can
+/// move their computation after it.
 struct WgmmaFenceRegistersLowering
     : public ConvertOpToLLVMPattern<WgmmaFenceRegistersOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -96,39 +132,15 @@ struct WgmmaFenceRegistersLowering
   LogicalResult
   matchAndRewrite(WgmmaFenceRegistersOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    int64_t count = static_cast<int64_t>(adaptor.getRegisters().size());
-    Type i32 = rewriter.getI32Type();
-    std::string constraints;
-    for (int64_t i = 0; i < count; ++i)
-      constraints += "=r,";
-    for (int64_t i = 0; i < count; ++i)
-      constraints += std::to_string(i) + (i + 1 < count ? "," : "");
-    Type result = count == 0 ? Type()
-                  : count == 1
-                      ? i32
-                      : LLVM::LLVMStructType::getLiteral(rewriter.getContext(),
-                                                         SmallVector<Type>(count, i32));
-    auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                                LLVM::AsmDialect::AD_ATT);
-    auto fence = LLVM::InlineAsmOp::create(
-        rewriter, loc, result, adaptor.getRegisters(), "wgmma.fence.sync.aligned;",
-        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, asmDialect, ArrayAttr());
-    SmallVector<Value> values;
-    if (count == 1)
-      values.push_back(fence.getResult(0));
-    for (int64_t i = 0; count > 1 && i < count; ++i)
-      values.push_back(LLVM::ExtractValueOp::create(rewriter, loc, fence.getResult(0), i));
-    rewriter.replaceOp(op, values);
+    rewriter.replaceOp(op, tiedRegistersAsm(rewriter, op.getLoc(), adaptor.getRegisters(),
+                                            "r", "wgmma.fence.sync.aligned;"));
     return success();
   }
 };
 
-/// wgmma.wait_group with the completed accumulators tied through it ("=f"
-/// outputs, each input tied to its output): whatever reads them reads the
-/// asm's outputs, so it comes after the wait. With no registers, NVVM's
-/// own wait.
+/// wgmma.wait_group with the completed accumulators tied through it:
+/// whatever reads them reads the asm's outputs, so it comes after the wait.
+/// With no registers, NVVM's own wait.
 struct WgmmaWaitRegistersLowering
     : public ConvertOpToLLVMPattern<WgmmaWaitRegistersOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
@@ -136,36 +148,15 @@ struct WgmmaWaitRegistersLowering
   LogicalResult
   matchAndRewrite(WgmmaWaitRegistersOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     int64_t pending = op.getPendingAttr().getInt();
-    int64_t count = static_cast<int64_t>(adaptor.getRegisters().size());
-    if (count == 0) {
-      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, loc, pending);
+    if (adaptor.getRegisters().empty()) {
+      NVVM::WgmmaWaitGroupSyncOp::create(rewriter, op.getLoc(), pending);
       rewriter.eraseOp(op);
       return success();
     }
-    Type f32 = rewriter.getF32Type();
-    std::string constraints;
-    for (int64_t i = 0; i < count; ++i)
-      constraints += "=f,";
-    for (int64_t i = 0; i < count; ++i)
-      constraints += std::to_string(i) + (i + 1 < count ? "," : "");
-    Type result = count == 1 ? f32
-                             : LLVM::LLVMStructType::getLiteral(
-                                   rewriter.getContext(), SmallVector<Type>(count, f32));
-    auto asmDialect = LLVM::AsmDialectAttr::get(rewriter.getContext(),
-                                                LLVM::AsmDialect::AD_ATT);
-    auto wait = LLVM::InlineAsmOp::create(
-        rewriter, loc, result, adaptor.getRegisters(),
-        "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";",
-        constraints, /*has_side_effects=*/true, /*is_align_stack=*/false,
-        LLVM::TailCallKind::None, asmDialect, ArrayAttr());
-    SmallVector<Value> values;
-    if (count == 1)
-      values.push_back(wait.getResult(0));
-    for (int64_t i = 0; count > 1 && i < count; ++i)
-      values.push_back(LLVM::ExtractValueOp::create(rewriter, loc, wait.getResult(0), i));
-    rewriter.replaceOp(op, values);
+    rewriter.replaceOp(
+        op, tiedRegistersAsm(rewriter, op.getLoc(), adaptor.getRegisters(), "f",
+                             "wgmma.wait_group.sync.aligned " + std::to_string(pending) + ";"));
     return success();
   }
 };

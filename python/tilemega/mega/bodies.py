@@ -142,6 +142,18 @@ def _rmsnorm_into(X, W, n, eps, store):
     return x
 
 
+def _rmsnorm_to_shared(X, W, n, eps):
+    """rmsnorm's numbers of X (n), rounded to bf16 as rmsnorm stores them,
+    in a shared vector (the GEMVs that normalise their input read their
+    chunks from it); inside a T.Kernel."""
+    xn_s = T.alloc_shared((n,), "bfloat16")
+
+    def store(v, x, i, j):
+        xn_s[j] = T.cast(v, "bfloat16")
+    _rmsnorm_into(X, W, n, eps, store)
+    return xn_s
+
+
 def _silu(g):
     """silu_mul's SiLU of an f32 value: g / (1 + exp(-g)), the division
     approximate (CUDA's __fdividef), as every body that applies it."""
@@ -310,13 +322,7 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
     def build(W, X, NW, *rest):
         with T.Kernel(N // R, threads=threads) as u:
             row = u * R
-            # rmsnorm's numbers, rounded to bf16 as rmsnorm stores them,
-            # into shared memory.
-            xn_s = T.alloc_shared((K,), "bfloat16")
-
-            def store(v, x, i, j):
-                xn_s[j] = T.cast(v, "bfloat16")
-            _rmsnorm_into(X, NW, K, eps, store)
+            xn_s = _rmsnorm_to_shared(X, NW, K, eps)
             # The chunks come from shared memory: nothing to pipeline for x.
             (out,) = _gemv_blocks([row], W, K, R, BK, STAGES, lambda: (
                 lambda kk, xc: T.copy(xn_s[kk], xc), None), rest[0] if bias else None)
@@ -351,11 +357,7 @@ def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -
     def build(W, X, NW, Y):
         with T.Kernel(N // R, threads=threads) as u:
             row = u * R
-            xn_s = T.alloc_shared((K,), "bfloat16")
-
-            def store(v, x, i, j):
-                xn_s[j] = T.cast(v, "bfloat16")
-            _rmsnorm_into(X, NW, K, eps, store)
+            xn_s = _rmsnorm_to_shared(X, NW, K, eps)
             gate, up = _gemv_blocks([row, row + N], W, K, R, BK, STAGES,
                                     lambda: (lambda kk, xc: T.copy(xn_s[kk], xc), None))
             for i in T.Parallel(R):

@@ -895,23 +895,30 @@ LogicalResult PipelinedOp::verifyRegions() {
 // AsyncWaitOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AsyncWaitOp::verify() {
-  // I64Attr reads back unsigned: look at the attribute's signed value.
-  int64_t pending = getPendingAttr().getInt();
-  if (pending < 0)
-    return emitOpError() << "pending must be >= 0, got " << pending;
+/// A wait's `pending` count: I64Attr reads back unsigned, so the
+/// attribute's signed value is the one to check.
+static LogicalResult verifyPending(Operation *op, IntegerAttr pending) {
+  if (pending.getInt() < 0)
+    return op->emitOpError() << "pending must be >= 0, got " << pending.getInt();
   return success();
 }
+
+/// The result types of an op whose results are its operands passed through.
+static LogicalResult operandTypes(ValueRange operands, SmallVectorImpl<Type> &inferred) {
+  for (Value v : operands)
+    inferred.push_back(v.getType());
+  return success();
+}
+
+LogicalResult AsyncWaitOp::verify() { return verifyPending(*this, getPendingAttr()); }
 
 //===----------------------------------------------------------------------===//
 // WgmmaWaitOp, WgmmaWaitRegistersOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult WgmmaWaitOp::verify() {
-  // I64Attr reads back unsigned: look at the attribute's signed value.
-  int64_t pending = getPendingAttr().getInt();
-  if (pending < 0)
-    return emitOpError() << "pending must be >= 0, got " << pending;
+  if (failed(verifyPending(*this, getPendingAttr())))
+    return failure();
   for (auto [i, v] : llvm::enumerate(getFragments()))
     if (llvm::is_contained(getFragments().take_front(i), v))
       return emitOpError() << "lists fragment #" << i << " twice";
@@ -919,18 +926,13 @@ LogicalResult WgmmaWaitOp::verify() {
 }
 
 LogicalResult WgmmaWaitRegistersOp::verify() {
-  int64_t pending = getPendingAttr().getInt();
-  if (pending < 0)
-    return emitOpError() << "pending must be >= 0, got " << pending;
-  return success();
+  return verifyPending(*this, getPendingAttr());
 }
 
 LogicalResult WgmmaWaitRegistersOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
-  for (Value v : operands)
-    inferred.push_back(v.getType());
-  return success();
+  return operandTypes(operands, inferred);
 }
 
 //===----------------------------------------------------------------------===//
@@ -940,9 +942,7 @@ LogicalResult WgmmaWaitRegistersOp::inferReturnTypes(
 LogicalResult WgmmaFenceRegistersOp::inferReturnTypes(
     MLIRContext *, std::optional<Location>, ValueRange operands, DictionaryAttr,
     OpaqueProperties, RegionRange, SmallVectorImpl<Type> &inferred) {
-  for (Value v : operands)
-    inferred.push_back(v.getType());
-  return success();
+  return operandTypes(operands, inferred);
 }
 
 //===----------------------------------------------------------------------===//
