@@ -154,6 +154,32 @@ def _rmsnorm_to_shared(X, W, n, eps):
     return xn_s
 
 
+def online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c):
+    """One key block of flash attention (FlashAttention-2's online softmax),
+    after the masked scores `sc` [rows, block_n] of the block: in base 2,
+    m' = max(m, rowmax(sc) * c) with c = log2(e) / sqrt(D), alpha = exp2(m -
+    m') rescales l and the output `acc` [rows, D] (0 while m = -inf), p =
+    exp2(sc * c - m') adds to l and, through shared `p_s`, p @ `v_s` to acc.
+    The fixed-length split (attention_split), the decode
+    (generation_bodies.attention_at) and the prefill
+    (prefill_bodies.attention_rows) attentions share it."""
+    rows, block_n = sc.shape
+    D = acc.shape[1]
+    T.reduce_max(sc, m_cur, dim=1)
+    for i in T.Parallel(rows):
+        m_new = T.max(m[i], m_cur[i] * c)
+        alpha[i] = T.exp2(m[i] - m_new)
+        l[i] = l[i] * alpha[i]
+        m[i] = m_new
+    for i, j in T.Parallel(rows, block_n):
+        sc[i, j] = T.exp2(sc[i, j] * c - m[i])
+    for i, j in T.Parallel(rows, D):
+        acc[i, j] = acc[i, j] * alpha[i]
+    T.reduce_sum(sc, l, dim=1, clear=False)
+    T.copy(sc, p_s)
+    T.gemm(p_s, v_s, acc)
+
+
 def _silu(g):
     """silu_mul's SiLU of an f32 value: g / (1 + exp(-g)), the division
     approximate (CUDA's __fdividef), as every body that applies it."""
@@ -624,23 +650,7 @@ def attention_split(Hq, Hkv, D, S_len, S_max, splits, *, threads=256, emit=True)
                 T.copy(K2[n0, 0], k_s)
                 T.copy(V2[n0, 0], v_s)
                 T.gemm(q_s, k_s, sc, transpose_B=True, clear_accum=True)
-                T.reduce_max(sc, m_cur, dim=1, clear=True)
-                # Online softmax in base 2: m' = max(m, rowmax * c),
-                # alpha = exp2(m - m') rescales l and acc.
-                for i in T.Parallel(G):
-                    m_old = m[i]
-                    m_new = T.max(m_old, m_cur[i] * c)
-                    a = T.exp2(m_old - m_new)  # 0 while m_old = -inf
-                    alpha[i] = a
-                    l[i] = l[i] * a
-                    m[i] = m_new
-                for i, j in T.Parallel(G, BN):
-                    sc[i, j] = T.exp2(sc[i, j] * c - m[i])
-                for i, j in T.Parallel(G, D):
-                    acc[i, j] = acc[i, j] * alpha[i]
-                T.reduce_sum(sc, l, dim=1, clear=False)
-                T.copy(sc, p_s)
-                T.gemm(p_s, v_s, acc)
+                online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c)
             for i, j in T.Parallel(G, D):
                 acc[i, j] = acc[i, j] / l[i]
             row0 = u * G

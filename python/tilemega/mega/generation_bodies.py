@@ -29,7 +29,7 @@ import math as _math
 import tilemega.language as T
 
 from . import generation_state as gs
-from .bodies import Access, Body, _check, t_body
+from .bodies import Access, Body, _check, online_softmax_step, t_body
 
 
 def embed_token(V, H, S, *, threads=256, emit=True) -> Body:
@@ -113,31 +113,6 @@ def rotate_half(x_s, o_s, cos, sin, p):
         a = T.cast(x_s[h, j], "float32")
         b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
         o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
-
-
-def online_softmax_step(sc, v_s, p_s, acc, m, l, m_cur, alpha, c):
-    """One key block of flash attention (FlashAttention-2's online softmax),
-    after the masked scores `sc` [rows, block_n] of the block: in base 2,
-    m' = max(m, rowmax(sc) * c) with c = log2(e) / sqrt(D), alpha = exp2(m -
-    m') rescales l and the output `acc` [rows, D] (0 while m = -inf), p =
-    exp2(sc * c - m') adds to l and, through shared `p_s`, p @ `v_s` to acc.
-    The decode (attention_at) and prefill (prefill_bodies.attention_rows)
-    attentions share it."""
-    rows, block_n = sc.shape
-    D = acc.shape[1]
-    T.reduce_max(sc, m_cur, dim=1)
-    for i in T.Parallel(rows):
-        m_new = T.max(m[i], m_cur[i] * c)
-        alpha[i] = T.exp2(m[i] - m_new)
-        l[i] = l[i] * alpha[i]
-        m[i] = m_new
-    for i, j in T.Parallel(rows, block_n):
-        sc[i, j] = T.exp2(sc[i, j] * c - m[i])
-    for i, j in T.Parallel(rows, D):
-        acc[i, j] = acc[i, j] * alpha[i]
-    T.reduce_sum(sc, l, dim=1, clear=False)
-    T.copy(sc, p_s)
-    T.gemm(p_s, v_s, acc)
 
 
 def padded_group(G, D, threads):

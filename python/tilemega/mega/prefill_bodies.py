@@ -27,7 +27,7 @@ import math as _math
 import tilemega.language as T
 
 from .bodies import Body, _check, t_body
-from .generation_bodies import online_softmax_step
+from .bodies import online_softmax_step
 
 
 def embed_rows(V, H, S, C, *, threads=128) -> Body:
