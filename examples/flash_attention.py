@@ -32,6 +32,10 @@ after the wait for P_t V_t, so it may live in registers too (register_p;
 that combination compiles without spills or wgmma serialisation but has
 not run on a GPU yet: bench/build_artifacts.py --experiments `_ov_rp`).
 
+`whole_d` keeps Q, K, V and O as whole head_dim-wide tiles (one gemm each
+for Q K^T and P V: wgmma reads K-major rows wider than 64 elements in
+64-column blocks).
+
 `warp_specialize` (non-causal only: one key loop) hands the K/V copies to a
 producer warpgroup on mbarriers (T.Pipelined(..., warp_specialize=True)).
 
@@ -54,7 +58,7 @@ from example_config import with_defaults
 # flash at 8k where 128-row blocks, one CTA an SM, gave 1.01x; bench/).
 DEFAULTS = dict(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=128, causal=False,
                 block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False,
-                overlap=False, warp_specialize=False)
+                overlap=False, warp_specialize=False, whole_d=False)
 
 # wgmma's operand rows (TileTensorCores.h kWgmmaRowElems).
 PART = 64
@@ -113,7 +117,12 @@ def build(name="flash_attention", **overrides):
     B, Hq, Hkv, S, D = (cfg[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim"))
     BM, BN, stages, causal = cfg["block_m"], cfg["block_n"], cfg["num_stages"], cfg["causal"]
     ws = cfg["warp_specialize"]
-    G, parts = Hq // Hkv, D // PART
+    # Tiles of head_dim columns in 64-column parts, or whole (whole_d: one
+    # gemm for Q K^T and one for P V, wgmma reading K-major rows of D in
+    # 64-column blocks, as a TileLang kernel writes it).
+    G = Hq // Hkv
+    part = D if cfg["whole_d"] else PART
+    parts = D // part
     c = math.log2(math.e) / math.sqrt(D)
     dtype = {"f16": "float16", "bf16": "bfloat16"}[cfg["dtype"]]
 
@@ -125,21 +134,21 @@ def build(name="flash_attention", **overrides):
             K2, V2 = K.view(B * Hkv * S, D), V.view(B * Hkv * S, D)
             q_row = bh * S + bx * BM
             kv_row = (bh // Hq * Hkv + bh % Hq // G) * S
-            q_s = [T.alloc_shared((BM, PART), dtype) for _ in range(parts)]
-            k_s = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
-            v_s = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
+            q_s = [T.alloc_shared((BM, part), dtype) for _ in range(parts)]
+            k_s = [T.alloc_shared((BN, part), dtype) for _ in range(parts)]
+            v_s = [T.alloc_shared((BN, part), dtype) for _ in range(parts)]
             # P in registers (register_p: wgmma's register-A form reads the
             # fragment softmax wrote, in the scores' layout) or through a
             # swizzled shared tile.
             p_s = (T.alloc_fragment if cfg["register_p"] else T.alloc_shared)((BM, BN), dtype)
             sc = T.alloc_fragment((BM, BN), "float32")
-            acc = [T.alloc_fragment((BM, PART), "float32") for _ in range(parts)]
+            acc = [T.alloc_fragment((BM, part), "float32") for _ in range(parts)]
             m = T.alloc_fragment((BM,), "float32")
             l = T.alloc_fragment((BM,), "float32")
             m_cur = T.alloc_fragment((BM,), "float32")
             alpha = T.alloc_fragment((BM,), "float32")
             for x in range(parts):
-                T.copy(Q2[q_row, x * PART], q_s[x])
+                T.copy(Q2[q_row, x * part], q_s[x])
                 T.clear(acc[x])
             T.fill(m, -T.infinity("float32"))
             T.clear(l)
@@ -174,14 +183,14 @@ def build(name="flash_attention", **overrides):
                 """One block of BN keys from row t * BN: S = Q K^T, softmax,
                 O = O alpha + P V, each gemm waited for."""
                 for x in range(parts):
-                    T.copy(K2[kv_row + t * BN, x * PART], k_s[x])
-                    T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
+                    T.copy(K2[kv_row + t * BN, x * part], k_s[x])
+                    T.copy(V2[kv_row + t * BN, x * part], v_s[x])
                 for x in range(parts):
                     T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0)
                 softmax(t, masked)
                 store_p()
                 for x in range(parts):
-                    for i, j in T.Parallel(BM, PART):
+                    for i, j in T.Parallel(BM, part):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
                     T.gemm(p_s, v_s[x], acc[x])
 
@@ -189,8 +198,8 @@ def build(name="flash_attention", **overrides):
                 """Iteration t of the overlapped loop: S_{t+1} and P_t V_t in
                 flight together, softmax of S_{t+1} under P_t V_t."""
                 for x in range(parts):
-                    T.copy(K2[kv_row + (t + 1) * BN, x * PART], k_s[x])
-                    T.copy(V2[kv_row + t * BN, x * PART], v_s[x])
+                    T.copy(K2[kv_row + (t + 1) * BN, x * part], k_s[x])
+                    T.copy(V2[kv_row + t * BN, x * part], v_s[x])
                 for x in range(parts):
                     T.gemm(q_s[x], k_s[x], sc, transpose_B=True, clear_accum=x == 0,
                            wg_wait=-1)
@@ -200,7 +209,7 @@ def build(name="flash_attention", **overrides):
                 softmax(t + 1, masked)
                 T.wait_wgmma(0)
                 for x in range(parts):
-                    for i, j in T.Parallel(BM, PART):
+                    for i, j in T.Parallel(BM, part):
                         acc[x][i, j] = acc[x][i, j] * alpha[i]
                 store_p()
 
@@ -212,9 +221,9 @@ def build(name="flash_attention", **overrides):
                 # S_0 before the loop (masked when causal: the diagonal
                 # block when bx is 0), P_{n-1} V_{n-1} after it, both
                 # through the edge tiles.
-                edge = [T.alloc_shared((BN, PART), dtype) for _ in range(parts)]
+                edge = [T.alloc_shared((BN, part), dtype) for _ in range(parts)]
                 for x in range(parts):
-                    T.copy(K2[kv_row, x * PART], edge[x])
+                    T.copy(K2[kv_row, x * part], edge[x])
                 for x in range(parts):
                     T.gemm(q_s[x], edge[x], sc, transpose_B=True, clear_accum=x == 0)
                 softmax(0, masked=causal)
@@ -226,7 +235,7 @@ def build(name="flash_attention", **overrides):
                     for t in T.Pipelined(last_full, blocks - 1, num_stages=stages, warp_specialize=ws):
                         overlapped_block(t, masked=True)
                 for x in range(parts):
-                    T.copy(V2[kv_row + (blocks - 1) * BN, x * PART], edge[x])
+                    T.copy(V2[kv_row + (blocks - 1) * BN, x * part], edge[x])
                 for x in range(parts):
                     T.gemm(p_s, edge[x], acc[x])
             elif causal:
@@ -238,9 +247,9 @@ def build(name="flash_attention", **overrides):
                 for t in T.Pipelined(blocks, num_stages=stages, warp_specialize=ws):
                     key_block(t, masked=False)
             for x in range(parts):
-                for i, j in T.Parallel(BM, PART):
+                for i, j in T.Parallel(BM, part):
                     acc[x][i, j] = acc[x][i, j] / l[i]
-                T.copy(acc[x], O2[q_row, x * PART])
+                T.copy(acc[x], O2[q_row, x * part])
 
     return kernel.ir()
 

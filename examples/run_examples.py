@@ -158,6 +158,14 @@ EXAMPLES = [
     ("flash_attention_d64_causal_gqa7_ov", "flash_attention",
      {"heads": 14, "kv_heads": 2, "seq": 1024, "head_dim": 64, "causal": True,
       "overlap": True}),
+    # Whole head_dim-wide tiles (whole_d: one gemm each for Q K^T and P V,
+    # K-major wgmma operands of 128 elements in 64-column blocks), with and
+    # without the overlap.
+    ("flash_attention_d128_wd", "flash_attention",
+     {"heads": 4, "kv_heads": 4, "seq": 1024, "whole_d": True}),
+    ("flash_attention_d128_causal_gqa4_wd_ov", "flash_attention",
+     {"batch": 2, "heads": 8, "kv_heads": 2, "seq": 512, "causal": True, "whole_d": True,
+      "overlap": True}),
     # GQA decode attention, 32 query heads over 8 KV heads of 64, 1024 keys:
     # flash-decoding (a split kernel over 8 x 16 blocks + a combine kernel in
     # one artifact), and the single-kernel form (one block per KV head, 16

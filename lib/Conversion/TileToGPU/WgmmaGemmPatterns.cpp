@@ -28,8 +28,10 @@
 // (ThreadOwnership::findSlot) rather than repeating the formula.
 //
 // A K-major operand (A M x K, B N x K with transpose_b) is rows of 64
-// elements of K: a K step of 16 moves the start 32 bytes along the rows,
-// warpgroup g's part of A starts 64 rows on. An MN-major operand (A K x M
+// elements of K (in 64-column blocks, #tile.swizzle<..., columns = 64>,
+// when K is wider): a K step of 16 moves the start 32 bytes along the rows,
+// every fourth step to the next block; warpgroup g's part of A starts 64
+// rows on. An MN-major operand (A K x M
 // with transpose_a: imm-trans-a = 1; B K x N: imm-trans-b = 1) is rows of K
 // stored in 64-column blocks (#tile.swizzle<..., columns = 64> when wider
 // than 64; the canonical MN-major 128-byte atom is 8 rows of K by 128 bytes
@@ -72,6 +74,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::tilemega;
 using namespace mlir::tilemega::tile_to_gpu;
@@ -99,18 +103,27 @@ Value descriptor(OpBuilder &b, Location loc, Value address,
 }
 
 /// Where one operand's descriptors start and how they move: the byte offset
-/// of warpgroup g's part (A only), of each K step of 16, and the leading
-/// byte offset of the descriptor.
+/// of warpgroup g's part (A only), of each K step of 16 inside a block of
+/// `blockSteps` steps, of each such block, and the leading byte offset of
+/// the descriptor.
 struct OperandWalk {
   int64_t groupBytes = 0, stepBytes = 0, leadingBytes = 16;
+  int64_t blockSteps = std::numeric_limits<int64_t>::max(), blockBytes = 0;
+
+  /// The byte offset of K step `s`.
+  int64_t stepOffset(int64_t s) const {
+    return s / blockSteps * blockBytes + s % blockSteps * stepBytes;
+  }
 };
 
-/// A K-major operand (rows of 64 elements of K) steps 16 elements, 32 bytes
-/// inside the swizzle atom, and its 64-row warpgroup parts are 64 rows
-/// apart. An MN-major one (rows of K, 128 bytes of M or N a block) steps 16
-/// rows, and its 64-column blocks, one per warpgroup for A, are `rows`
-/// rows of 128 bytes apart (an operand one block wide keeps the unused
-/// leading offset at 1, as K-major ones do).
+/// A K-major operand (rows of 64 elements of K, in 64-column blocks of
+/// `rows` rows when K is wider) steps 16 elements, 32 bytes inside the
+/// swizzle atom, and every fourth step to the next block; its 64-row
+/// warpgroup parts are 64 rows apart in every block. An MN-major one (rows
+/// of K, 128 bytes of M or N a block) steps 16 rows, and its 64-column
+/// blocks, one per warpgroup for A, are `rows` rows of 128 bytes apart (an
+/// operand one block wide keeps the unused leading offset at 1, as K-major
+/// ones do).
 OperandWalk walkOperand(bool majorK, MemRefType type) {
   int64_t rows = type.getDimSize(0);
   int64_t elemBits = type.getElementTypeBitWidth();
@@ -121,6 +134,8 @@ OperandWalk walkOperand(bool majorK, MemRefType type) {
   if (majorK) {
     walk.groupBytes = tile::kWgmmaTileM * rowBytes;
     walk.stepBytes = tileK * elemBits / 8;
+    walk.blockSteps = span / tileK;
+    walk.blockBytes = rows * rowBytes;
   } else {
     walk.groupBytes = rows * rowBytes;
     walk.stepBytes = tileK * rowBytes;
@@ -294,7 +309,7 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
         Value descB = descriptor(
             rewriter, loc,
             arith::AddIOp::create(rewriter, loc, bAddress,
-                                  cI64(rewriter, loc, s * bWalk.stepBytes)),
+                                  cI64(rewriter, loc, bWalk.stepOffset(s))),
             bWalk.leadingBytes);
         ArrayRef<Value> a = ArrayRef<Value>(aRegisters).slice(4 * s, 4);
         d = tile::WgmmaRegisterAOp::create(rewriter, loc, dType, d, a[0], a[1],
@@ -306,12 +321,12 @@ struct GemmWgmmaLowering : TileLoweringPattern<tile::GemmOp> {
       Value descA = descriptor(
           rewriter, loc,
           arith::AddIOp::create(rewriter, loc, aAddress,
-                                cI64(rewriter, loc, s * aWalk.stepBytes)),
+                                cI64(rewriter, loc, aWalk.stepOffset(s))),
           aWalk.leadingBytes);
       Value descB = descriptor(
           rewriter, loc,
           arith::AddIOp::create(rewriter, loc, bAddress,
-                                cI64(rewriter, loc, s * bWalk.stepBytes)),
+                                cI64(rewriter, loc, bWalk.stepOffset(s))),
           bWalk.leadingBytes);
       NVVM::WGMMAScaleOut scaleD =
           accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero;

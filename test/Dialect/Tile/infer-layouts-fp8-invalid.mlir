@@ -26,7 +26,7 @@ func.func @short_k() {
     %a = tile.alloc_shared : memref<64x64xf8E5M2, #gpu.address_space<workgroup>>
     %bb = tile.alloc_shared : memref<128x64xf8E5M2, #gpu.address_space<workgroup>>
     %c = tile.alloc_fragment : memref<64x128xf32, #tile.fragment>
-    // expected-error @+1 {{A must be rows of 128 elements of K under #tile.swizzle<bits = 3, base = 4, shift = 3>}}
+    // expected-error @+1 {{A must be rows of a multiple of 128 elements of K under #tile.swizzle<bits = 3, base = 4, shift = 3>}}
     tile.gemm %a, %bb, %c {clear_accum, transpose_b}
         : memref<64x64xf8E5M2, #gpu.address_space<workgroup>>,
           memref<128x64xf8E5M2, #gpu.address_space<workgroup>>,

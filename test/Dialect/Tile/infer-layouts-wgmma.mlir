@@ -71,3 +71,24 @@ func.func @mn_major() {
   return
 }
 
+
+// -----
+
+// A second gemm into an accumulator the first laid out for wgmma (Q K^T
+// before a loop and in it): its operand tiles take wgmma's swizzle too,
+// which for rows of 128 elements is the 64-column blocks, not the ldmatrix
+// swizzle (shift 4) they would get otherwise.
+// CHECK-LABEL: func.func @second_gemm_into_a_wgmma_accumulator
+// CHECK-COUNT-3: tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3, columns = 64>} : memref<64x128xbf16
+// CHECK-NOT:     shift = 4
+func.func @second_gemm_into_a_wgmma_accumulator() {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %q = tile.alloc_shared : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %k1 = tile.alloc_shared : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %k2 = tile.alloc_shared : memref<64x128xbf16, #gpu.address_space<workgroup>>
+    %s = tile.alloc_fragment : memref<64x64xf32, #tile.fragment>
+    tile.gemm %q, %k1, %s {clear_accum, transpose_b} : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
+    tile.gemm %q, %k2, %s {transpose_b} : memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x128xbf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
+  }
+  return
+}

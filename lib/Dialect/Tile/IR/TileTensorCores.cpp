@@ -233,9 +233,11 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
           "(transpose_b)";
     return decline();
   }
-  // Each operand is rows of its contiguous dimension: K for a K-major one
-  // (exactly 64 elements, one 128-byte swizzle span), M or N for an
-  // MN-major one (a multiple of 64: 64-column blocks of that span).
+  // Each operand is rows of its contiguous dimension, a multiple of one
+  // 128-byte swizzle span (64 16-bit elements), in blocks of one span
+  // when wider: K for a K-major one (a K step of 16 moves 32 bytes within
+  // a block, every fourth step to the next block), M or N for an MN-major
+  // one (the blocks are the descriptor's leading offset apart).
   for (auto [name, value, majorK] :
        {std::tuple<StringRef, Value, bool>{"A", gemm.getA(), aMajorK},
         {"B", gemm.getB(), bMajorK}}) {
@@ -244,15 +246,15 @@ TensorCoreChoice mlir::tilemega::tile::chooseWgmma(GemmOp gemm,
     auto type = cast<MemRefType>(value.getType());
     int64_t row = type.getDimSize(1);
     SwizzleAttr swizzle = getSharedSwizzle(value);
-    bool rowOk = majorK ? row == span : row % span == 0;
+    bool rowOk = row % span == 0;
     if (!rowOk || !swizzle || !isWgmmaOperandLayout(swizzle, row, elemBits)) {
       StringRef along = majorK ? "K" : name == "A" ? "M" : "N";
-      os << name << " must be rows of " << (majorK ? "" : "a multiple of ")
-         << span << " elements of " << along << " under #tile.swizzle<bits = "
+      os << name << " must be rows of a multiple of " << span << " elements of "
+         << along << " under #tile.swizzle<bits = "
          << "3, base = " << (elemBits == 8 ? 4 : 3)
-         << ", shift = 3> (the 128-byte swizzle wgmma reads)";
-      if (!majorK)
-        os << ", wider rows in blocks of columns = " << span;
+         << ", shift = 3> (the 128-byte swizzle wgmma reads), wider rows in "
+            "blocks of columns = "
+         << span;
       os << "; got " << row << " elements";
       if (swizzle)
         os << " under " << swizzle;

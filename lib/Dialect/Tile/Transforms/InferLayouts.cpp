@@ -210,16 +210,14 @@ void inferTensorCoreSwizzles(KernelOp kernel) {
   });
 }
 
-/// The wgmma accumulator layout (16 rows a warp) for `gemm` when
-/// tile::chooseWgmma accepts it, giving the operand tiles that have no
-/// swizzle yet tile::getWgmmaOperandSwizzle's (rows of 64 16-bit elements:
-/// the 128-byte swizzle; wider MN-major rows: the same in 64-column
-/// blocks); null, with the tiles as they were (and chooseWgmma's reason in
-/// `why`, when given), otherwise.
-MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads,
-                                 std::string *why = nullptr) {
-  int64_t warps = threads / 32;
-  auto layout = MmaLayoutAttr::get(gemm.getContext(), ArrayRef<int64_t>{warps, 1});
+/// Gives `gemm`'s operand tiles that have no swizzle yet
+/// tile::getWgmmaOperandSwizzle's (rows of 64 16-bit elements: the 128-byte
+/// swizzle; wider rows: the same in 64-column blocks) when tile::chooseWgmma
+/// then accepts the gemm with the accumulator layout `layout`; true then.
+/// Otherwise false, with the tiles as they were (and chooseWgmma's reason
+/// in `why`, when given).
+bool proposeWgmmaSwizzles(GemmOp gemm, MmaLayoutAttr layout,
+                          std::string *why = nullptr) {
   SmallVector<AllocSharedOp> swizzled;
   for (Value operand : {gemm.getA(), gemm.getB()}) {
     auto alloc = operand.getDefiningOp<AllocSharedOp>();
@@ -235,12 +233,21 @@ MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads,
   }
   TensorCoreChoice choice = chooseWgmma(gemm, layout);
   if (choice.usesTensorCores())
-    return layout;
+    return true;
   if (why)
     *why = choice.whyNot;
   for (AllocSharedOp alloc : swizzled)
     alloc.removeSwizzleAttr();
-  return nullptr;
+  return false;
+}
+
+/// The wgmma accumulator layout (16 rows a warp) for `gemm` when
+/// proposeWgmmaSwizzles accepts it; null otherwise.
+MmaLayoutAttr proposeWgmmaLayout(GemmOp gemm, int64_t threads,
+                                 std::string *why = nullptr) {
+  int64_t warps = threads / 32;
+  auto layout = MmaLayoutAttr::get(gemm.getContext(), ArrayRef<int64_t>{warps, 1});
+  return proposeWgmmaSwizzles(gemm, layout, why) ? layout : nullptr;
 }
 
 struct TileInferLayoutsPass
@@ -327,8 +334,17 @@ struct TileInferLayoutsPass
     bool failedGemm = false;
     kernel.walk([&](GemmOp gemm) {
       auto c = gemm.getC().getDefiningOp<AllocFragmentOp>();
-      if (!c || layoutOf.count(groups.getLeaderValue(c)))
+      if (!c)
         return;
+      if (Attribute decided = layoutOf.lookup(groups.getLeaderValue(c))) {
+        // A later gemm into an accumulator an earlier one laid out for
+        // wgmma (Q K^T before and inside a loop): its operand tiles take
+        // wgmma's swizzle too where it then applies, not the ldmatrix one
+        // (which differs for rows wider than 64 elements).
+        if (auto mma = dyn_cast<MmaLayoutAttr>(decided); mma && wgmma)
+          proposeWgmmaSwizzles(gemm, mma);
+        return;
+      }
       if (isWgmmaOnlyInput(gemm.getA().getType().getElementType())) {
         // No mma.sync or SIMT form to fall back to: wgmma or an error.
         MmaLayoutAttr hopper = wgmma ? proposeWgmmaLayout(gemm, threads)

@@ -85,7 +85,8 @@ int64_t getWgmmaTileK(int64_t elemBits);
 /// elements of `elemBits` in: the 128-byte swizzle (#tile.swizzle<3, 3, 3>
 /// on 16-bit elements, <3, 4, 3> on 8-bit ones) on rows of one span, in
 /// blocks of one span (`columns`) on rows of a larger multiple of it (an
-/// MN-major operand wider than one swizzle atom); null for other rows.
+/// operand wider than one swizzle atom, K-major or MN-major); null for
+/// other rows.
 /// Layout inference gives it, chooseWgmma requires it.
 SwizzleAttr getWgmmaOperandSwizzle(MLIRContext *ctx, int64_t rowElems,
                                    int64_t elemBits = 16);
@@ -94,9 +95,10 @@ SwizzleAttr getWgmmaOperandSwizzle(MLIRContext *ctx, int64_t rowElems,
 /// the mma layout (each warp 16 rows of the accumulator, so that warpgroup
 /// g owns rows 64g..64g+63 and its registers are wgmma's D fragment), or
 /// null with the reason. A and B in shared memory, each either K-major
-/// (A M x K; B N x K with transpose_b), rows of K = one swizzle span, or
-/// MN-major (A K x M with transpose_a; B K x N), rows of M or N a multiple
-/// of the span, both laid out by getWgmmaOperandSwizzle; K a multiple of the
+/// (A M x K; B N x K with transpose_b), rows of K, or MN-major (A K x M
+/// with transpose_a; B K x N), rows of M or N, the rows a multiple of the
+/// swizzle span, laid out by getWgmmaOperandSwizzle (one-span column
+/// blocks when wider); K a multiple of the
 /// wgmma step shared by both; 8 <= N <= 256 with N % 8 == 0; f16/bf16 into
 /// f32, or e4m3/e5m2 into f32 with both operands K-major. The caller
 /// decides whether the chip has wgmma (sm_90a) and whether the Hopper path
