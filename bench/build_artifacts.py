@@ -247,6 +247,16 @@ EXPERIMENTS.update({
                           ("_bm128_ws_ov", dict(overlap=True, block_m=128)))
 })
 
+# Whole head_dim-wide tiles (whole_d: Q K^T and P V one gemm each over
+# head_dim 128, wgmma stepping through the 64-column blocks), alone and
+# with the overlap.
+EXPERIMENTS.update({
+    f"{name}{suffix}": dict(config, whole_d=True, **extra)
+    for name, config in ATTENTIONS.items()
+    if config["head_dim"] == 128 and not name.endswith(("_rp", "_s3", "_bm128"))
+    for suffix, extra in (("_wd", {}), ("_wd_ov", dict(overlap=True)))
+})
+
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)
 
