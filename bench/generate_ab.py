@@ -60,6 +60,9 @@ VARIANTS = {
     "overlap_signal": dict(ctas_per_sm=None, mega_overlap_signal=True),
     "workers_by_sm+overlap_signal": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
                                          mega_overlap_signal=True),
+    # The bodies' weight (and activation) tiles by 1-D bulk copies on
+    # mbarriers (the TMA unit) instead of cp.async (the threads' loads).
+    "bulk_copies": dict(ctas_per_sm=None, mega_bulk_copies=True),
 }
 
 

@@ -55,6 +55,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pipelining.wgmmaInFlight = options.wgmmaInFlight;
   pipelining.tma = options.tma;
   pipelining.earlyDepth = options.megaEarlyDepth;
+  pipelining.linearBulk = options.megaBulkCopies;
   pm.addNestedPass<func::FuncOp>(tile::createTilePipeline(pipelining));
   ConvertTileToGPUOptions toGPU;
   toGPU.wgmma = options.wgmma;

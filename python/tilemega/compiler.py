@@ -344,6 +344,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_prefetch_depth: int = 1, mega_early_loads: bool = True,
             mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
             mega_early_depth: int = 0, mega_overlap_signal: bool = False,
+            mega_bulk_copies: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -365,7 +366,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         wait (mega_early_depth, 0: all; tile-pipeline early-depth) and
         whether an entry's events are signalled after the barrier that
         hands out the next entry (mega_overlap_signal; with early loads:
-        convert-mega-to-gpu overlap-signal).
+        convert-mega-to-gpu overlap-signal), and whether the bodies' loops
+        stream their tiles with 1-D bulk copies on mbarriers instead of
+        cp.async (mega_bulk_copies, sm_90a; tile-pipeline linear-bulk).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -425,6 +428,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         raise ValueError(f"mega_overlap_signal must be a bool, got {mega_overlap_signal!r}")
     if mega_overlap_signal:
         options += " mega-overlap-signal=1"
+    if not isinstance(mega_bulk_copies, bool):
+        raise ValueError(f"mega_bulk_copies must be a bool, got {mega_bulk_copies!r}")
+    if _resolve_hopper_option(mega_bulk_copies, "mega_bulk_copies", "the 1-D bulk copy", chip):
+        options += " mega-bulk-copies=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))

@@ -87,6 +87,12 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("Signal an entry's events after the barrier that hands "
                      "out the next entry (convert-mega-to-gpu overlap-signal)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> megaBulkCopies{
+      *this, "mega-bulk-copies",
+      llvm::cl::desc("Pipeline a persistent mega-kernel's loops with 1-D "
+                     "bulk copies on mbarriers where every copy allows them "
+                     "(tile-pipeline linear-bulk; sm_90a)"),
+      llvm::cl::init(false)};
   PassOptions::Option<int64_t> megaEarlyDepth{
       *this, "mega-early-depth",
       llvm::cl::desc("Iterations of a loop's prologue whose early loads start "

@@ -15,6 +15,12 @@
 //                                     destination is named in the
 //                                     shared::cluster window (which holds
 //                                     the CTA's own), the form PTX 8.0 has
+//   tile.bulk_copy {linear}           thread 0: per row of the box,
+//                                     mbarrier.expect_tx + cp.async.bulk
+//                                     (1-D, no tensor map); zeros for a row
+//                                     outside the tensor
+//   tile.mbarrier_arrive_expect_tx 0  thread 0: mbarrier.arrive (after
+//                                     linear copies)
 //   tile.mbarrier_wait                every thread: mbarrier.try_wait.parity
 //                                     until the phase completes
 //   tile.mbarrier_arrive              each warp's first lane: mbarrier.arrive
@@ -45,6 +51,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -204,6 +211,13 @@ struct MbarrierArriveExpectTxLowering
     Location loc = op.getLoc();
     int64_t bytes = op.getBytes();
     inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
+      if (bytes == 0) {                 // linear copies expected their own
+        NVVM::MBarrierArriveOp::create(
+            b, loc, Type(),
+            sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
+            Value(), NVVM::MemScopeKind::CTA, /*relaxed=*/false);
+        return;
+      }
       NVVM::MBarrierArriveExpectTxOp::create(
           b, loc, Type(),
           sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex()),
@@ -280,11 +294,119 @@ struct MbarrierWaitLowering : TileLoweringPattern<tile::MbarrierWaitOp> {
   }
 };
 
+/// A `linear` bulk copy: thread 0, row by row (an scf.for over the box's
+/// rows), adds the row's bytes to the barrier's expected ones and issues
+/// one 1-D bulk copy of it; a row outside the tensor (an outer index past
+/// its extent, or the column offset past the row: chooseLinearBulkCopy
+/// makes a row wholly in or out) gets zeros from the thread instead, then
+/// an async-proxy fence (a later bulk copy into the same bytes comes after
+/// them). The arrival that follows the copies releases those zeros to the
+/// waiters.
+LogicalResult lowerLinearBulkCopy(tile::BulkCopyOp op,
+                                  tile::BulkCopyOp::Adaptor adaptor,
+                                  ConversionPatternRewriter &rewriter) {
+  Location loc = op.getLoc();
+  MemRefType srcType = op.getSrc().getType(), dstType = op.getDst().getType();
+  SmallVector<OpFoldResult> offsets = op.getMixedSrcOffsets();
+  SmallVector<int64_t> divisors = llvm::map_to_vector(
+      offsets, [](OpFoldResult o) { return tile::knownDivisor(o); });
+  tile::LinearBulkCopyChoice choice = tile::chooseLinearBulkCopy(
+      srcType, dstType, dstType.getShape(), tile::getSharedSwizzle(op.getDst()),
+      divisors);
+  if (!choice.ok())
+    return op.emitOpError() << "cannot be linear bulk copies: " << choice.whyNot;
+  SmallVector<int64_t> strides;
+  int64_t unusedOffset;
+  (void)srcType.getStridesAndOffset(strides, unusedOffset);
+  ArrayRef<int64_t> sizes = dstType.getShape();
+  int64_t rank = sizes.size(), inner = sizes.back();
+  int64_t elemBytes = dstType.getElementTypeBitWidth() / 8;
+  auto index = [&](OpBuilder &b, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  inFirstThread(op, rewriter, loc, [&](OpBuilder &b) {
+    Value barrier =
+        sharedPointer(b, loc, adaptor.getBarriers(), adaptor.getIndex());
+    auto rows = scf::ForOp::create(b, loc, index(b, 0), index(b, choice.rows),
+                                   index(b, 1));
+    OpBuilder rb = OpBuilder::atBlockTerminator(rows.getBody());
+    Value row = rows.getInductionVar();
+    // The row's indices in the box (innermost outer dimension fastest) and
+    // in the tensor, its first element there, and whether it is inside.
+    SmallVector<Value> boxIndices(rank), srcIndices(rank);
+    boxIndices[rank - 1] = index(rb, 0);
+    Value rest = row, inBounds;
+    for (int64_t d = rank - 2; d >= 0; --d) {
+      boxIndices[d] = rb.createOrFold<arith::RemUIOp>(loc, rest, index(rb, sizes[d]));
+      rest = rb.createOrFold<arith::DivUIOp>(loc, rest, index(rb, sizes[d]));
+    }
+    Value element = index(rb, 0);
+    for (int64_t d = 0; d < rank; ++d) {
+      Value offset = getValueOrCreateConstantIndexOp(rb, loc, offsets[d]);
+      srcIndices[d] = rb.createOrFold<arith::AddIOp>(loc, offset, boxIndices[d]);
+      std::optional<int64_t> known = getConstantIntValue(srcIndices[d]);
+      if (!known || *known >= srcType.getDimSize(d))
+        inBounds = andConditions(
+            rb, loc, inBounds,
+            arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::ult,
+                                  srcIndices[d],
+                                  index(rb, srcType.getDimSize(d))));
+      element = rb.createOrFold<arith::AddIOp>(
+          loc, element,
+          rb.createOrFold<arith::MulIOp>(loc, srcIndices[d],
+                                         index(rb, strides[d])));
+    }
+    auto copyRow = [&](OpBuilder &cb) {
+      Value bytes = i32(cb, loc, choice.rowBytes);
+      NVVM::MBarrierExpectTxOp::create(cb, loc, barrier, bytes,
+                                       NVVM::MemScopeKind::CTA);
+      Value src = LLVM::IntToPtrOp::create(
+          cb, loc,
+          LLVM::LLVMPointerType::get(
+              cb.getContext(),
+              static_cast<unsigned>(NVVM::NVVMMemorySpace::Global)),
+          sharedAddress(cb, loc, adaptor.getSrc(), element));
+      Value first = arith::MulIOp::create(cb, loc, row, index(cb, inner));
+      NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+          cb, loc,
+          sharedPointer(cb, loc, adaptor.getDst(), first, /*cluster=*/true),
+          src, barrier, bytes, Value(), Value());
+    };
+    if (!inBounds) {
+      copyRow(rb);
+      return;
+    }
+    auto ifOp = scf::IfOp::create(rb, loc, inBounds, /*withElseRegion=*/true);
+    OpBuilder tb = OpBuilder::atBlockTerminator(ifOp.thenBlock());
+    copyRow(tb);
+    OpBuilder eb = OpBuilder::atBlockTerminator(ifOp.elseBlock());
+    int64_t width = std::max<int64_t>(1, 16 / elemBytes);
+    auto zeros = arith::ConstantOp::create(
+        eb, loc, DenseElementsAttr::get(
+                     VectorType::get({width}, dstType.getElementType()),
+                     eb.getZeroAttr(dstType.getElementType())));
+    auto columns = scf::ForOp::create(eb, loc, index(eb, 0), index(eb, inner),
+                                      index(eb, width));
+    OpBuilder zb = OpBuilder::atBlockTerminator(columns.getBody());
+    SmallVector<Value> at(boxIndices);
+    at[rank - 1] = columns.getInductionVar();
+    vector::StoreOp::create(zb, loc, zeros, adaptor.getDst(), at);
+    NVVM::FenceProxyOp::create(
+        eb, loc, NVVM::ProxyKind::async_shared,
+        NVVM::SharedSpaceAttr::get(eb.getContext(),
+                                   NVVM::SharedSpace::shared_cta));
+  });
+  rewriter.eraseOp(op);
+  return success();
+}
+
 struct BulkCopyLowering : TileLoweringPattern<tile::BulkCopyOp> {
   using TileLoweringPattern::TileLoweringPattern;
   LogicalResult
   matchAndRewrite(tile::BulkCopyOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getLinear())
+      return lowerLinearBulkCopy(op, adaptor, rewriter);
     Value tensorMap = state.tensorMaps.lookup(op);
     if (!tensorMap)
       return op.emitOpError("has no tensor-map parameter (the kernel was not "

@@ -190,6 +190,8 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     SmallVector<TensorMap> tensorMaps;
     SmallVector<std::pair<tile::BulkCopyOp, unsigned>> bulkCopies;
     kernel.walk([&](tile::BulkCopyOp copy) {
+      if (copy.getLinear())                    // 1-D bulk copies: no map
+        return;
       unsigned arg = tile::getBulkCopyArgument(copy.getSrc()).getArgNumber();
       ArrayRef<int64_t> shape = copy.getSrc().getType().getShape();
       tile::BulkCopyChoice choice = tile::chooseBulkCopy(
@@ -349,6 +351,14 @@ LogicalResult tile_to_gpu::outlineTileKernels(
       if (tensorMaps[index].swizzleBytes)
         periodAligned.insert(alloc);
     }
+    // Linear bulk copies' tiles too (their mbarrier orders the rows a
+    // thread fills with zeros as well: it arrives after them).
+    gpuFunc.walk([&](tile::BulkCopyOp copy) {
+      if (copy.getLinear())
+        if (tile::AllocSharedOp alloc =
+                KernelLoweringState::sharedAlloc(copy.getDst()))
+          state.bulkCopyTiles.insert(alloc);
+    });
     if (!periodAligned.empty())
       gpuModule->setAttr(kSharedAlignmentAttrName,
                          b.getI64IntegerAttr(tile::kWgmmaSwizzleAlign));

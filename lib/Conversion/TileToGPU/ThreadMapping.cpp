@@ -2,6 +2,7 @@
 
 #include "TileToGPUInternal.h"
 
+
 #include "tilemega/Dialect/Tile/IR/TileTensorCores.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -119,52 +120,6 @@ Value tile_to_gpu::andConditions(OpBuilder &b, Location loc, Value a,
   if (!c)
     return a;
   return arith::AndIOp::create(b, loc, a, c);
-}
-
-static constexpr int64_t kDivisorCap = int64_t(1) << 20;
-
-int64_t tile_to_gpu::knownDivisor(Value value) {
-  if (auto cst = getConstantIntValue(value)) {
-    if (*cst == 0)
-      return kDivisorCap;
-    int64_t v = *cst < 0 ? -*cst : *cst;
-    return v & -v; // Lowest set bit.
-  }
-  Operation *def = value.getDefiningOp();
-  if (!def) {
-    // A loop counter is lb + i * step: divisible by what both are.
-    auto arg = cast<BlockArgument>(value);
-    // During conversion a block may be detached for a moment: no parent.
-    Operation *parent = arg.getOwner()->getParentOp();
-    if (auto loop = dyn_cast_or_null<scf::ForOp>(parent))
-      if (arg == loop.getInductionVar())
-        return std::min(knownDivisor(loop.getLowerBound()),
-                        knownDivisor(loop.getStep()));
-    if (auto loop = dyn_cast_or_null<tile::PipelinedOp>(parent))
-      if (arg == loop.getInductionVar())
-        return std::min(knownDivisor(loop.getLowerBound()),
-                        knownDivisor(loop.getStep()));
-    return 1;
-  }
-  if (auto mul = dyn_cast<arith::MulIOp>(def))
-    return std::min(kDivisorCap,
-                    knownDivisor(mul.getLhs()) * knownDivisor(mul.getRhs()));
-  if (auto add = dyn_cast<arith::AddIOp>(def))
-    return std::min(knownDivisor(add.getLhs()), knownDivisor(add.getRhs()));
-  if (auto shl = dyn_cast<arith::ShLIOp>(def))
-    if (auto amount = getConstantIntValue(shl.getRhs()))
-      return std::min(kDivisorCap, knownDivisor(shl.getLhs()) << *amount);
-  return 1;
-}
-
-int64_t tile_to_gpu::knownDivisor(OpFoldResult value) {
-  if (auto v = dyn_cast<Value>(value))
-    return knownDivisor(v);
-  int64_t c = *getConstantIntValue(value);
-  if (c == 0)
-    return kDivisorCap;
-  c = c < 0 ? -c : c;
-  return c & -c;
 }
 
 SmallVector<Value> tile_to_gpu::addOffsets(OpBuilder &b, Location loc,

@@ -3,6 +3,7 @@
 #ifndef TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
 #define TILEMEGA_LIB_CONVERSION_TILETOGPU_TILETOGPUINTERNAL_H
 
+#include "tilemega/Dialect/Tile/IR/TileBulkCopies.h"
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileLayouts.h"
 
@@ -155,9 +156,8 @@ Value sharedAddress(OpBuilder &b, Location loc, Value tile,
 void emitGuarded(OpBuilder &b, Location loc, Value cond,
                  function_ref<void(OpBuilder &)> body);
 
-/// The largest power of two known to divide `value` (capped at 1 << 20).
-int64_t knownDivisor(Value value);
-int64_t knownDivisor(OpFoldResult value);
+/// The largest power of two known to divide `value` (TileBulkCopies.h).
+using tile::knownDivisor;
 
 /// i1 AND of `a` and `b` where either may be null (meaning true).
 Value andConditions(OpBuilder &b, Location loc, Value a, Value c);

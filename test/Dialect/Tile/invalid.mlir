@@ -1028,6 +1028,62 @@ func.func @bulk_copy_swizzle(%A: memref<128x512xbf16>) {
 
 // -----
 
+// A linear bulk copy writes its bytes in order: no swizzled tile.
+func.func @linear_bulk_copy_swizzled(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<16x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{cannot be linear bulk copies: the tile is swizzled (a bulk copy writes its bytes in order)}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] {linear} : memref<128x512xbf16> to memref<16x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+// Rows of 8 bytes: a 1-D bulk copy moves multiples of 16.
+func.func @linear_bulk_copy_short_rows(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared : memref<16x4xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{cannot be linear bulk copies: the box's rows are 8 bytes, not a multiple of 16}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] {linear} : memref<128x512xbf16> to memref<16x4xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+// A column offset not known to be a multiple of the box's rows.
+func.func @linear_bulk_copy_crossing(%A: memref<128x512xbf16>, %col: index) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared : memref<16x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{cannot be linear bulk copies: the box's rows of 64 may cross the end of a tensor row of 512}}
+    tile.bulk_copy %A[0, %col] to %a, %bars[%c0] {linear} : memref<128x512xbf16> to memref<16x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+// Linear bulk copies do not multicast.
+func.func @linear_bulk_copy_multicast(%A: memref<128x512xbf16>) {
+  tile.kernel blocks(%b) in [2] threads 128 cluster 2 {
+    %c0 = arith.constant 0 : index
+    %a = tile.alloc_shared : memref<16x64xbf16, #gpu.address_space<workgroup>>
+    %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{is linear (1-D bulk copies), which do not multicast}}
+    tile.bulk_copy %A[0, 0] to %a, %bars[%c0] {linear, multicast = 2 : i64} : memref<128x512xbf16> to memref<16x64xbf16, #gpu.address_space<workgroup>>, memref<2xi64, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
 func.func @bulk_copy_box(%A: memref<512x512xbf16>) {
   tile.kernel blocks(%b) in [1] threads 128 {
     %c0 = arith.constant 0 : index
@@ -1045,8 +1101,8 @@ func.func @expect_tx_bytes() {
   tile.kernel blocks(%b) in [1] threads 128 {
     %c0 = arith.constant 0 : index
     %bars = tile.alloc_shared : memref<2xi64, #gpu.address_space<workgroup>>
-    // expected-error @+1 {{expects 1 to 1048575 bytes per phase, got 0}}
-    tile.mbarrier_arrive_expect_tx %bars[%c0], 0 : memref<2xi64, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{expects 0 to 1048575 bytes per phase, got 1048576}}
+    tile.mbarrier_arrive_expect_tx %bars[%c0], 1048576 : memref<2xi64, #gpu.address_space<workgroup>>
   }
   return
 }

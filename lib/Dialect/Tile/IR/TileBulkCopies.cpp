@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -189,4 +190,109 @@ BlockArgument tile::getBulkCopyArgument(Value src) {
   if (!isa<FunctionOpInterface>(arg.getOwner()->getParentOp()))
     return nullptr;
   return arg;
+}
+
+LinearBulkCopyChoice tile::chooseLinearBulkCopy(MemRefType global,
+                                                MemRefType tile,
+                                                ArrayRef<int64_t> sizes,
+                                                SwizzleAttr swizzle,
+                                                ArrayRef<int64_t> offsetDivisors) {
+  LinearBulkCopyChoice choice;
+  auto refuseLinear = [&](const Twine &why) {
+    choice.whyNot = why.str();
+    return choice;
+  };
+  if (!isGlobal(global) || !isShared(tile))
+    return refuseLinear("bulk copies go from global to shared memory");
+  Type elem = global.getElementType();
+  if (elem != tile.getElementType() || !elem.isIntOrFloat() ||
+      elem.getIntOrFloatBitWidth() % 8)
+    return refuseLinear("bulk copies move whole-byte elements of one type");
+  int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
+  int64_t rank = global.getRank();
+  if (rank < 1 || static_cast<int64_t>(sizes.size()) != rank ||
+      static_cast<int64_t>(offsetDivisors.size()) != rank ||
+      tile.getShape() != sizes)
+    return refuseLinear("the box is not the whole destination tile");
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (!global.hasStaticShape() ||
+      failed(global.getStridesAndOffset(strides, offset)) ||
+      llvm::any_of(strides, ShapedType::isDynamic) || strides.back() != 1)
+    return refuseLinear("the tensor is not statically shaped and strided with "
+                        "contiguous rows");
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    if ((strides[d] * elemBytes) % 16)
+      return refuseLinear("a stride of the tensor is " +
+                          Twine(strides[d] * elemBytes) +
+                          " bytes, not a multiple of 16");
+  if (swizzle && swizzle.getBits() != 0)
+    return refuseLinear("the tile is swizzled (a bulk copy writes its bytes "
+                        "in order)");
+  if (!tile.getLayout().isIdentity()) {
+    SmallVector<int64_t> tileStrides;
+    int64_t tileOffset;
+    if (failed(tile.getStridesAndOffset(tileStrides, tileOffset)) ||
+        tileStrides != computeSuffixProduct(tile.getShape()))
+      return refuseLinear("the tile is not contiguous");
+  }
+  int64_t inner = sizes.back();
+  choice.rowBytes = inner * elemBytes;
+  if (choice.rowBytes % 16)
+    return refuseLinear("the box's rows are " + Twine(choice.rowBytes) +
+                        " bytes, not a multiple of 16");
+  if (global.getShape().back() % inner || offsetDivisors.back() % inner)
+    return refuseLinear("the box's rows of " + Twine(inner) +
+                        " may cross the end of a tensor row of " +
+                        Twine(global.getShape().back()) +
+                        " (its column offset is not known to be a multiple "
+                        "of them)");
+  choice.rows = tile.getNumElements() / inner;
+  return choice;
+}
+
+static constexpr int64_t kDivisorCap = int64_t(1) << 20;
+
+int64_t tile::knownDivisor(Value value) {
+  if (auto cst = getConstantIntValue(value)) {
+    if (*cst == 0)
+      return kDivisorCap;
+    int64_t v = *cst < 0 ? -*cst : *cst;
+    return v & -v; // Lowest set bit.
+  }
+  Operation *def = value.getDefiningOp();
+  if (!def) {
+    // A loop counter is lb + i * step: divisible by what both are.
+    auto arg = cast<BlockArgument>(value);
+    // During conversion a block may be detached for a moment: no parent.
+    Operation *parent = arg.getOwner()->getParentOp();
+    if (auto loop = dyn_cast_or_null<scf::ForOp>(parent))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound()),
+                        knownDivisor(loop.getStep()));
+    if (auto loop = dyn_cast_or_null<PipelinedOp>(parent))
+      if (arg == loop.getInductionVar())
+        return std::min(knownDivisor(loop.getLowerBound()),
+                        knownDivisor(loop.getStep()));
+    return 1;
+  }
+  if (auto mul = dyn_cast<arith::MulIOp>(def))
+    return std::min(kDivisorCap,
+                    knownDivisor(mul.getLhs()) * knownDivisor(mul.getRhs()));
+  if (auto add = dyn_cast<arith::AddIOp>(def))
+    return std::min(knownDivisor(add.getLhs()), knownDivisor(add.getRhs()));
+  if (auto shl = dyn_cast<arith::ShLIOp>(def))
+    if (auto amount = getConstantIntValue(shl.getRhs()))
+      return std::min(kDivisorCap, knownDivisor(shl.getLhs()) << *amount);
+  return 1;
+}
+
+int64_t tile::knownDivisor(OpFoldResult value) {
+  if (auto v = dyn_cast<Value>(value))
+    return knownDivisor(v);
+  int64_t c = *getConstantIntValue(value);
+  if (c == 0)
+    return kDivisorCap;
+  c = c < 0 ? -c : c;
+  return c & -c;
 }

@@ -441,8 +441,8 @@ LogicalResult TaskWaitOp::verify() {
 LogicalResult MbarrierArriveExpectTxOp::verify() {
   // PTX's tx-count is a 20-bit quantity per phase.
   constexpr int64_t kMaxTxBytes = (int64_t(1) << 20) - 1;
-  if (getBytes() < 1 || getBytes() > kMaxTxBytes)
-    return emitOpError() << "expects 1 to " << kMaxTxBytes
+  if (getBytes() < 0 || getBytes() > kMaxTxBytes)
+    return emitOpError() << "expects 0 to " << kMaxTxBytes
                          << " bytes per phase, got " << getBytes();
   return success();
 }
@@ -491,6 +491,18 @@ LogicalResult BulkCopyOp::verify() {
                                             getStaticSrcOffsets(),
                                             getSrcOffsets())))
     return failure();
+  if (getLinear()) {
+    if (getMulticast())
+      return emitOpError("is linear (1-D bulk copies), which do not multicast");
+    SmallVector<int64_t> divisors = llvm::map_to_vector(
+        getMixedSrcOffsets(), [](OpFoldResult o) { return knownDivisor(o); });
+    LinearBulkCopyChoice choice =
+        chooseLinearBulkCopy(srcType, dstType, dstType.getShape(),
+                             getSharedSwizzle(getDst()), divisors);
+    if (!choice.ok())
+      return emitOpError() << "cannot be linear bulk copies: " << choice.whyNot;
+    return success();
+  }
   // The tensor map describes a kernel argument (or a reshape of one): the
   // runtime encodes it from the tensor passed there.
   if (!getBulkCopyArgument(getSrc()))

@@ -399,8 +399,9 @@ struct TilePipelinePass
            << " bytes: use fewer stages or smaller tiles";
   }
 
-  /// The loops whose producers become TMA bulk copies (decideBulkCopies).
-  DenseSet<Operation *> bulkLoops;
+  /// The loops whose producers become TMA bulk copies (decideBulkCopies),
+  /// and among them those of linear (1-D) bulk copies.
+  DenseSet<Operation *> bulkLoops, linearLoops;
   /// Whether the kernel being pipelined multicasts a copy (its cluster's
   /// reason to exist).
   bool multicasting = false;
@@ -422,7 +423,8 @@ struct TilePipelinePass
       PipelinedOp loop, ArrayRef<Producer *> early, int64_t ahead,
       function_ref<void(OpBuilder &, Value, Value, ArrayRef<Producer *>,
                         IRMapping &)>
-          issue) {
+          issue,
+      Value barriers = Value()) {
     auto why = [&](StringRef reason) {
       LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: early copies of " << loop.getLoc()
                               << " stay at the loop: " << reason << "\n");
@@ -477,12 +479,18 @@ struct TilePipelinePass
           step = outer.lookup(loop.getStep());
     Value span = hb.createOrFold<arith::SubIOp>(loc, ub, lb);
     Value trips = hb.createOrFold<arith::CeilDivSIOp>(loc, span, step);
+    // Bulk copies: their barriers first (thread 0 initialises them and
+    // issues the copies; the loop's gpu.barrier publishes them to the other
+    // threads before they wait); no cp.async groups.
+    if (barriers)
+      MbarrierInitOp::create(hb, loc, barriers);
     for (int64_t j = 0; j < ahead; ++j) {
       Value cj = arith::ConstantIndexOp::create(hb, loc, j);
       Value pred = hb.createOrFold<arith::CmpIOp>(
           loc, arith::CmpIPredicate::slt, cj, trips);
       issue(hb, cj, pred, early, outer);
-      AsyncCommitOp::create(hb, loc);
+      if (!barriers)
+        AsyncCommitOp::create(hb, loc);
     }
     hoistCursor[point] = before->getPrevNode();
     LLVM_DEBUG(llvm::dbgs() << "tile-pipeline: early copies of " << loop.getLoc()
@@ -595,9 +603,11 @@ struct TilePipelinePass
   /// loop's `tma = true`, which then requires it), unless the loop says
   /// `tma = false`, outside persistent mega-kernels (whose runtime binds no
   /// tensor maps), when every producer copies from an argument of the
-  /// kernel's function a box that tile::chooseBulkCopy accepts. A loop that
-  /// cannot says why under -debug; one that requires TMA and cannot is an
-  /// error at its line.
+  /// kernel's function a box that tile::chooseBulkCopy accepts. In a
+  /// persistent mega-kernel, with `linear-bulk`, when every producer's box
+  /// tile::chooseLinearBulkCopy accepts: linear (1-D) bulk copies. A loop
+  /// that cannot says why under -debug; one that requires TMA and cannot is
+  /// an error at its line.
   LogicalResult decideBulkCopies(PipelinedOp loop, ArrayRef<Producer> list) {
     std::optional<bool> asked = loop.getTma();
     // A warp-specialised loop's producer issues TMA copies: it needs them.
@@ -616,14 +626,37 @@ struct TilePipelinePass
                               << ": " << why << "\n");
       return success();
     };
+    // A persistent mega-kernel's runtime binds no tensor maps: 1-D bulk
+    // copies (linear-bulk) or cp.async.
+    auto func = loop->getParentOfType<func::FuncOp>();
+    if (func && func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName())) {
+      if (!linearBulk)
+        return refuse("a persistent mega-kernel takes no tensor maps (and "
+                      "linear-bulk is off)");
+      for (const Producer &p : list) {
+        CopyOp copy = p.copy;
+        AllocSharedOp alloc = p.alloc;
+        SmallVector<int64_t> divisors = llvm::map_to_vector(
+            copy.getMixedSrcOffsets(),
+            [](OpFoldResult o) { return knownDivisor(o); });
+        LinearBulkCopyChoice choice = chooseLinearBulkCopy(
+            copy.getSrc().getType(), alloc.getType(), copy.getSizes(),
+            alloc.getSwizzleAttr(), divisors);
+        if (!choice.ok())
+          return refuse("the copy at " + locationString(copy) +
+                        " cannot be linear bulk copies: " + choice.whyNot);
+      }
+      bulkLoops.insert(loop);
+      linearLoops.insert(loop);
+      return success();
+    }
     if (!tma && !asked)
       return success();
     if (!tma)
       return refuse("the pipeline has no TMA path here (sm_90a with "
                     "tilemega.compile's tma is needed)");
-    auto func = loop->getParentOfType<func::FuncOp>();
-    if (!func || func->hasAttr(mega::MegaDialect::getMegaMetadataAttrName()))
-      return refuse("a persistent mega-kernel takes no tensor maps");
+    if (!func)
+      return refuse("the loop is in no function");
     for (const Producer &p : list) {
       CopyOp copy = p.copy;
       AllocSharedOp alloc = p.alloc;
@@ -654,6 +687,9 @@ struct TilePipelinePass
     Location loc = loop.getLoc();
     int64_t numStages = loop.getNumStages();
     bool bulk = bulkLoops.contains(loop);
+    // Linear bulk copies expect their own bytes: the stage's one arrival
+    // follows them (and may follow early ones issued at a prefetch point).
+    bool linear = linearLoops.contains(loop);
     // Iterations whose copies are in flight ahead of the one computed:
     // N - 1, or N - 2 when the gemms' wgmma of the previous iteration may
     // still be reading its stage (the refill then takes the stage of two
@@ -717,7 +753,8 @@ struct TilePipelinePass
     // `ring` that of the iteration issued.
     auto issueSome = [&](OpBuilder &ob, Value iteration, Value pred,
                          ArrayRef<Producer *> which, IRMapping &outer,
-                         Value base = Value(), Value ring = Value()) {
+                         Value base = Value(), Value ring = Value(),
+                         bool arrive = true) {
       std::optional<int64_t> known =
           pred ? getConstantIntValue(pred) : std::optional<int64_t>(1);
       if (known && *known == 0)
@@ -738,21 +775,27 @@ struct TilePipelinePass
         if (llvm::any_of(which, [&](Producer *p) { return p->slice.contains(&op); }))
           ob.clone(op, mapping);
       if (bulk) {
-        // One arrival expecting every tile's bytes, then the TMA boxes.
-        MbarrierArriveExpectTxOp::create(ob, loc, barriers, stage,
-                                         ob.getI64IntegerAttr(stageBytes));
+        // One arrival expecting every tile's bytes, then the TMA boxes;
+        // linear copies first, each expecting its rows, then the arrival.
+        if (!linear)
+          MbarrierArriveExpectTxOp::create(ob, loc, barriers, stage,
+                                           ob.getI64IntegerAttr(stageBytes));
         for (Producer *pp : which) {
           Producer &p = *pp;
           CopyOp copy = p.copy;
           SmallVector<Value> offsets;
           for (Value v : copy.getSrcOffsets())
             offsets.push_back(mapping.lookupOrDefault(v));
-          BulkCopyOp::create(ob, copy.getLoc(),
-                             mapping.lookupOrDefault(copy.getSrc()), offsets,
-                             copy.getStaticSrcOffsetsAttr(),
-                             stageView(ob, loc, p.buffer, stage), barriers,
-                             stage, /*multicast=*/nullptr);
+          auto bulkCopy = BulkCopyOp::create(
+              ob, copy.getLoc(), mapping.lookupOrDefault(copy.getSrc()),
+              offsets, copy.getStaticSrcOffsetsAttr(),
+              stageView(ob, loc, p.buffer, stage), barriers, stage,
+              /*multicast=*/nullptr);
+          bulkCopy.setLinear(linear);
         }
+        if (linear && arrive)
+          MbarrierArriveExpectTxOp::create(ob, loc, barriers, stage,
+                                           ob.getI64IntegerAttr(0));
         return;
       }
       for (Producer *p : which) {
@@ -764,7 +807,9 @@ struct TilePipelinePass
     SmallVector<Producer *> all, early, late;
     for (Producer &p : list) {
       all.push_back(&p);
-      (!bulk && p.copy->hasAttr(TileDialect::getEarlyAttrName()) ? early : late)
+      ((!bulk || linear) && p.copy->hasAttr(TileDialect::getEarlyAttrName())
+           ? early
+           : late)
           .push_back(&p);
     }
     IRMapping none;
@@ -776,7 +821,15 @@ struct TilePipelinePass
     // run issues its whole prologue itself).
     // early-depth: only the first iterations' early copies at the point.
     int64_t hoisted = earlyDepth > 0 ? std::min<int64_t>(ahead, earlyDepth) : ahead;
-    if (stream || !hoistEarlyPrologue(loop, early, hoisted, issueSome))
+    // Early linear copies signal barriers initialised at the point, before
+    // them (one arrival a phase: the loop's prologue arrives for them).
+    auto issueEarly = [&](OpBuilder &ob, Value iteration, Value pred,
+                          ArrayRef<Producer *> which, IRMapping &outer) {
+      issueSome(ob, iteration, pred, which, outer, Value(), Value(),
+                /*arrive=*/false);
+    };
+    if (stream || !hoistEarlyPrologue(loop, early, hoisted, issueEarly,
+                                      bulk ? barriers : Value()))
       hoisted = 0;
     // cp.async groups close with a commit; TMA stages need none.
     auto commit = [&](OpBuilder &ob) {
@@ -784,7 +837,8 @@ struct TilePipelinePass
         AsyncCommitOp::create(ob, loc);
     };
     if (bulk) {
-      MbarrierInitOp::create(b, loc, barriers);
+      if (!hoisted)
+        MbarrierInitOp::create(b, loc, barriers);
       gpu::BarrierOp::create(b, loc);
     }
 

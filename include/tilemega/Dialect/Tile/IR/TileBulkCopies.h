@@ -94,6 +94,41 @@ bool isRunUniformly(Operation *op, int64_t cluster);
 /// bytes). Null for anything else.
 BlockArgument getBulkCopyArgument(Value src);
 
+/// A copy as 1-D bulk copies (`cp.async.bulk`, no tensor map: what a
+/// persistent mega-kernel, whose runtime binds no tensor maps, can use):
+/// one copy of `rowBytes` per row of the box (every index but the
+/// innermost), each from the row's global address into the tile's row.
+struct LinearBulkCopyChoice {
+  int64_t rowBytes = 0;
+  int64_t rows = 0;
+  std::string whyNot;
+
+  bool ok() const { return whyNot.empty(); }
+};
+
+/// Can the box `sizes` of the global tensor `global`, at offsets whose
+/// largest known power-of-two divisors are `offsetDivisors`, be copied into
+/// the whole shared tile `tile` (laid out with `swizzle`) by 1-D bulk
+/// copies, one a row? Yes when: same element type of whole bytes; the
+/// tensor statically shaped and strided with a unit innermost stride and
+/// its other strides multiples of 16 bytes; the tile unswizzled and
+/// contiguous, of the box's shape; a row of the box a multiple of 16
+/// bytes; and the box's rows never cross the end of a tensor row (the
+/// innermost extent divides the tensor's, and its offset is a multiple of
+/// it): a row is then wholly inside the tensor or wholly outside, where
+/// the lowering fills it with zeros instead (as cp.async and TMA do).
+LinearBulkCopyChoice chooseLinearBulkCopy(MemRefType global, MemRefType tile,
+                                          ArrayRef<int64_t> sizes,
+                                          SwizzleAttr swizzle,
+                                          ArrayRef<int64_t> offsetDivisors);
+
+/// The largest power of two known to divide the index `value` (capped at
+/// 1 << 20; 0 counts as the cap): constants, loop counters (scf.for,
+/// tile.pipelined: their lower bound and step), and products, sums and
+/// constant left shifts of such. 1 for anything else.
+int64_t knownDivisor(Value value);
+int64_t knownDivisor(OpFoldResult value);
+
 } // namespace mlir::tilemega::tile
 
 #endif // TILEMEGA_DIALECT_TILE_IR_TILEBULKCOPIES_H

@@ -639,7 +639,9 @@ def Tile_MbarrierArriveExpectTxOp : Tile_Op<"mbarrier_arrive_expect_tx", []> {
     current phase of mbarrier `index` waits for and arrives on it (its one
     expected arrival): the phase completes once the bulk copies that signal
     it (`tile.bulk_copy`) have delivered that many bytes
-    (`mbarrier.arrive.expect_tx`).
+    (`mbarrier.arrive.expect_tx`). With 0 bytes it only arrives
+    (`mbarrier.arrive`): `linear` bulk copies issued before it expect their
+    own bytes.
 
     ```mlir
     tile.mbarrier_arrive_expect_tx %bars[%stage], 32768
@@ -699,9 +701,22 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
     all of them run the copy as often (tile::isClusterUniform,
     tile::isRunUniformly: the rule tile-pipeline chooses multicasts by).
 
+    With `linear` the box needs no tensor map (a persistent mega-kernel's
+    runtime binds none; `src` may be any global buffer): the block's first
+    thread copies it row by row with 1-D bulk copies (`cp.async.bulk`), each
+    row's bytes added to the barrier's expected ones as it is issued
+    (`mbarrier.expect_tx`), so the phase's arrival
+    (`tile.mbarrier_arrive_expect_tx ..., 0`) must come after the copies. A
+    row outside the tensor is filled with zeros instead. The copy must
+    satisfy `tile::chooseLinearBulkCopy` (TileBulkCopies.h): unswizzled
+    contiguous tile, rows of 16-byte multiples that never cross the end of a
+    tensor row.
+
     ```mlir
     tile.bulk_copy %A[%row, %k] to %a_stage, %bars[%stage]
         : memref<4096x4096xbf16> to memref<128x64xbf16, strided<[64, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
+    tile.bulk_copy %W[%row, %k] to %w_stage, %bars[%stage] {linear}
+        : memref<2048x2048xbf16> to memref<16x512xbf16, strided<[512, 1], offset: ?>, #gpu.address_space<workgroup>>, memref<4xi64, #gpu.address_space<workgroup>>
     ```
   }];
   let arguments = (ins
@@ -711,7 +726,8 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
     Arg<Tile_SharedBuffer, "destination", [MemWrite]>:$dst,
     Arg<Tile_Barriers, "mbarriers", [MemWrite]>:$barriers,
     Index:$index,
-    OptionalAttr<I64Attr>:$multicast);
+    OptionalAttr<I64Attr>:$multicast,
+    UnitAttr:$linear);
   let assemblyFormat = [{
     $src `` custom<DynamicIndexList>($src_offsets, $static_src_offsets)
     `to` $dst `,` $barriers `[` $index `]`

@@ -121,6 +121,16 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     the reads of the stage the refill overwrites. A loop that cannot use TMA
     keeps cp.async; `-debug-only=tile-pipeline` says why.
 
+    **Linear bulk copies** (with `linear-bulk`, in a persistent mega-kernel,
+    whose runtime binds no tensor maps): a loop whose every producer's box
+    `tile::chooseLinearBulkCopy` accepts (TileBulkCopies.h) gets the TMA
+    schedule with `tile.bulk_copy {linear}` (1-D bulk copies, a row each,
+    each row expecting its own bytes), the stage's arrival
+    (`tile.mbarrier_arrive_expect_tx ..., 0`) after its copies. Early
+    copies then start at the prefetch point as cp.async ones do, the
+    barriers initialised there: the weights stream through the TMA unit,
+    not the threads' load path, while the task's wait polls.
+
     **Early copies** (`tile.early` on a producer, `tile.prefetch_point`
     before the loop): in a kernel whose tiles never share bytes, the
     prologue of the early producers is issued at the nearest prefetch point
@@ -193,6 +203,9 @@ def TilePipeline : Pass<"tile-pipeline", "::mlir::func::FuncOp"> {
     Option<"tma", "tma", "bool", /*default=*/"false",
            "Pipeline with TMA bulk copies on mbarriers where every producer "
            "of a loop can be one TMA box (sm_90a)">,
+    Option<"linearBulk", "linear-bulk", "bool", /*default=*/"false",
+           "In persistent mega-kernels, pipeline with 1-D bulk copies on "
+           "mbarriers where every producer of a loop allows them (sm_90a)">,
     Option<"earlyDepth", "early-depth", "int64_t", /*default=*/"0",
            "Iterations of a loop's prologue whose early copies start at the "
            "prefetch point (0: all of it; the rest at the loop)">,
