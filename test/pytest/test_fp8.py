@@ -84,7 +84,7 @@ def test_an_fp8_gemm_takes_wgmma_k32():
     (lambda: fp8_gemm(), dict(wgmma=False), "the wgmma lowering is off"),
     (lambda: fp8_gemm(), dict(chip="sm_90"), "the wgmma lowering is off"),
     (lambda: fp8_gemm(transpose_b=False), {}, "K-major only"),
-    (lambda: fp8_gemm(block_k=64), {}, "A must be rows of 128 elements of K"),
+    (lambda: fp8_gemm(block_k=64), {}, "A must be rows of a multiple of 128 elements of K"),
 ])
 def test_an_fp8_gemm_wgmma_cannot_take_is_an_error_at_the_gemm(build, options, why):
     options = {"chip": "sm_90a", **options}
