@@ -430,6 +430,11 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " mega-overlap-signal=1"
     if not isinstance(mega_bulk_copies, bool):
         raise ValueError(f"mega_bulk_copies must be a bool, got {mega_bulk_copies!r}")
+    # Streamed units ring cp.async stages across a task's units; a loop of
+    # bulk copies does not stream (tile-pipeline).
+    if mega_stream_units and mega_bulk_copies:
+        raise ValueError("mega_stream_units streams cp.async stages: it needs "
+                         "mega_bulk_copies=False")
     if _resolve_hopper_option(mega_bulk_copies, "mega_bulk_copies", "the 1-D bulk copy", chip):
         options += " mega-bulk-copies=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,

@@ -66,3 +66,5 @@ def test_option_checks(builds):
         tilemega.compile(text, chip="sm_90a", mega_bulk_copies=1)
     with pytest.raises(ValueError, match="mega_bulk_copies=True needs chip='sm_90a'"):
         tilemega.compile(text, chip="sm_90", mega_bulk_copies=True)
+    with pytest.raises(ValueError, match="mega_stream_units streams cp.async stages"):
+        tilemega.compile(text, chip="sm_90a", mega_bulk_copies=True, mega_stream_units=True)
