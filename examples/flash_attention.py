@@ -34,7 +34,9 @@ not run on a GPU yet: bench/build_artifacts.py --experiments `_ov_rp`).
 
 `whole_d` keeps Q, K, V and O as whole head_dim-wide tiles (one gemm each
 for Q K^T and P V: wgmma reads K-major rows wider than 64 elements in
-64-column blocks).
+64-column blocks). None (the default) is `causal`: on an H100 whole tiles
+made causal head_dim 128 at 8k 8 % faster and left non-causal within 2 %
+(docs/results/attention_whole_d_h100.json).
 
 `warp_specialize` (non-causal only: one key loop) hands the K/V copies to a
 producer warpgroup on mbarriers (T.Pipelined(..., warp_specialize=True)).
@@ -58,7 +60,7 @@ from example_config import with_defaults
 # flash at 8k where 128-row blocks, one CTA an SM, gave 1.01x; bench/).
 DEFAULTS = dict(batch=1, heads=8, kv_heads=8, seq=1024, head_dim=128, causal=False,
                 block_m=64, block_n=64, num_stages=2, dtype="bf16", register_p=False,
-                overlap=False, warp_specialize=False, whole_d=False)
+                overlap=False, warp_specialize=False, whole_d=None)
 
 # wgmma's operand rows (TileTensorCores.h kWgmmaRowElems).
 PART = 64
@@ -82,6 +84,8 @@ def config(**overrides):
         raise ValueError("warp_specialize needs one key loop (a kernel has one producer "
                          "warpgroup), but causal attention has two (unmasked, diagonal): "
                          "causal must be False")
+    if cfg["whole_d"] is None:
+        cfg["whole_d"] = cfg["causal"]
     if cfg["block_n"] != PART:
         raise ValueError(f"block_n must be {PART} (P is one wgmma operand of rows of "
                          f"{PART} keys), got {cfg['block_n']}")
