@@ -308,11 +308,9 @@ LogicalResult lowerLinearBulkCopy(tile::BulkCopyOp op,
   Location loc = op.getLoc();
   MemRefType srcType = op.getSrc().getType(), dstType = op.getDst().getType();
   SmallVector<OpFoldResult> offsets = op.getMixedSrcOffsets();
-  SmallVector<int64_t> divisors = llvm::map_to_vector(
-      offsets, [](OpFoldResult o) { return tile::knownDivisor(o); });
   tile::LinearBulkCopyChoice choice = tile::chooseLinearBulkCopy(
       srcType, dstType, dstType.getShape(), tile::getSharedSwizzle(op.getDst()),
-      divisors);
+      offsets);
   if (!choice.ok())
     return op.emitOpError() << "cannot be linear bulk copies: " << choice.whyNot;
   SmallVector<int64_t> strides;

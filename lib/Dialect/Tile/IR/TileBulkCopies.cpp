@@ -196,7 +196,7 @@ LinearBulkCopyChoice tile::chooseLinearBulkCopy(MemRefType global,
                                                 MemRefType tile,
                                                 ArrayRef<int64_t> sizes,
                                                 SwizzleAttr swizzle,
-                                                ArrayRef<int64_t> offsetDivisors) {
+                                                ArrayRef<OpFoldResult> offsets) {
   LinearBulkCopyChoice choice;
   auto refuseLinear = [&](const Twine &why) {
     choice.whyNot = why.str();
@@ -211,7 +211,7 @@ LinearBulkCopyChoice tile::chooseLinearBulkCopy(MemRefType global,
   int64_t elemBytes = elem.getIntOrFloatBitWidth() / 8;
   int64_t rank = global.getRank();
   if (rank < 1 || static_cast<int64_t>(sizes.size()) != rank ||
-      static_cast<int64_t>(offsetDivisors.size()) != rank ||
+      static_cast<int64_t>(offsets.size()) != rank ||
       tile.getShape() != sizes)
     return refuseLinear("the box is not the whole destination tile");
   SmallVector<int64_t> strides;
@@ -241,7 +241,7 @@ LinearBulkCopyChoice tile::chooseLinearBulkCopy(MemRefType global,
   if (choice.rowBytes % 16)
     return refuseLinear("the box's rows are " + Twine(choice.rowBytes) +
                         " bytes, not a multiple of 16");
-  if (global.getShape().back() % inner || offsetDivisors.back() % inner)
+  if (global.getShape().back() % inner || knownDivisor(offsets.back()) % inner)
     return refuseLinear("the box's rows of " + Twine(inner) +
                         " may cross the end of a tensor row of " +
                         Twine(global.getShape().back()) +

@@ -494,11 +494,9 @@ LogicalResult BulkCopyOp::verify() {
   if (getLinear()) {
     if (getMulticast())
       return emitOpError("is linear (1-D bulk copies), which do not multicast");
-    SmallVector<int64_t> divisors = llvm::map_to_vector(
-        getMixedSrcOffsets(), [](OpFoldResult o) { return knownDivisor(o); });
     LinearBulkCopyChoice choice =
         chooseLinearBulkCopy(srcType, dstType, dstType.getShape(),
-                             getSharedSwizzle(getDst()), divisors);
+                             getSharedSwizzle(getDst()), getMixedSrcOffsets());
     if (!choice.ok())
       return emitOpError() << "cannot be linear bulk copies: " << choice.whyNot;
     return success();

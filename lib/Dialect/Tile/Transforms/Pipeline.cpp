@@ -636,12 +636,9 @@ struct TilePipelinePass
       for (const Producer &p : list) {
         CopyOp copy = p.copy;
         AllocSharedOp alloc = p.alloc;
-        SmallVector<int64_t> divisors = llvm::map_to_vector(
-            copy.getMixedSrcOffsets(),
-            [](OpFoldResult o) { return knownDivisor(o); });
         LinearBulkCopyChoice choice = chooseLinearBulkCopy(
             copy.getSrc().getType(), alloc.getType(), copy.getSizes(),
-            alloc.getSwizzleAttr(), divisors);
+            alloc.getSwizzleAttr(), copy.getMixedSrcOffsets());
         if (!choice.ok())
           return refuse("the copy at " + locationString(copy) +
                         " cannot be linear bulk copies: " + choice.whyNot);

@@ -106,8 +106,8 @@ struct LinearBulkCopyChoice {
   bool ok() const { return whyNot.empty(); }
 };
 
-/// Can the box `sizes` of the global tensor `global`, at offsets whose
-/// largest known power-of-two divisors are `offsetDivisors`, be copied into
+/// Can the box `sizes` of the global tensor `global`, at `offsets` (of which
+/// only their largest known power-of-two divisors count), be copied into
 /// the whole shared tile `tile` (laid out with `swizzle`) by 1-D bulk
 /// copies, one a row? Yes when: same element type of whole bytes; the
 /// tensor statically shaped and strided with a unit innermost stride and
@@ -120,7 +120,7 @@ struct LinearBulkCopyChoice {
 LinearBulkCopyChoice chooseLinearBulkCopy(MemRefType global, MemRefType tile,
                                           ArrayRef<int64_t> sizes,
                                           SwizzleAttr swizzle,
-                                          ArrayRef<int64_t> offsetDivisors);
+                                          ArrayRef<OpFoldResult> offsets);
 
 /// The largest power of two known to divide the index `value` (capped at
 /// 1 << 20; 0 counts as the cap): constants, loop counters (scf.for,
