@@ -63,6 +63,10 @@ VARIANTS = {
     # The bodies' weight (and activation) tiles by 1-D bulk copies on
     # mbarriers (the TMA unit) instead of cp.async (the threads' loads).
     "bulk_copies": dict(ctas_per_sm=None, mega_bulk_copies=True),
+    "bulk_copies+overlap_signal": dict(ctas_per_sm=None, mega_bulk_copies=True,
+                                       mega_overlap_signal=True),
+    "bulk_copies+workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
+                                      mega_bulk_copies=True),
 }
 
 

@@ -39,20 +39,26 @@
 // CHECK:               tile.bulk_copy %[[X]]{{.*}} {linear}
 // CHECK-NEXT:          tile.mbarrier_arrive_expect_tx %[[BARS]][%{{.*}}], 0
 // CHECK-NOT:     tile.async_commit
-// Lowered: thread 0 initialises the barriers, then row by row (16 rows of
-// 256 bytes) adds a row's bytes to its stage's barrier and issues one 1-D
-// bulk copy, or, for a row outside the tensor, stores zeros and fences
-// them from the async proxy; the loop's prologue arrives once a stage.
+// Lowered: thread 0 initialises the barriers, then the first warp's lanes,
+// a row each (16 rows of 256 bytes, from the lane's own, step 32), add a
+// row's bytes to its stage's barrier and issue one 1-D bulk copy, or, for
+// a row outside the tensor, store zeros and fence them from the async
+// proxy; the warp synchronises before (the initialisation) and after (the
+// arrival); the loop's prologue arrives once a stage, from thread 0.
 // LOWER-LABEL: gpu.func @gemv
 // LOWER:         nvvm.mbarrier.init
 // LOWER:         nvvm.fence.mbarrier.init
-// LOWER:         scf.for %{{.*}} = %{{.*}} to %c16{{.*}} step
+// LOWER:         %[[TID:.*]] = gpu.thread_id x
+// LOWER:         arith.cmpi ult, %[[TID]], %c32
+// LOWER:           nvvm.bar.warp.sync
+// LOWER:         scf.for %{{.*}} = %[[TID]] to %c16{{.*}} step %c32
 // LOWER:           scf.if
 // LOWER:             nvvm.mbarrier.expect_tx %[[BAR:.*]], %c256_i32 : !llvm.ptr<3>, i32
 // LOWER:             nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %{{.*}}, %[[BAR]], %c256_i32 : !llvm.ptr<7>, <1>
 // LOWER:           } else {
 // LOWER:             vector.store %{{.*}} : memref<16x128xbf16, {{.*}}>, vector<8xbf16>
 // LOWER:             nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// LOWER:         nvvm.bar.warp.sync
 // LOWER:         nvvm.mbarrier.arrive
 // LOWER:         nvvm.mbarrier.try_wait.parity
 // Without the option: cp.async, as before.
