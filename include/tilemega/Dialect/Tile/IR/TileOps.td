@@ -703,9 +703,9 @@ def Tile_BulkCopyOp : Tile_Op<"bulk_copy", []> {
 
     With `linear` the box needs no tensor map (a persistent mega-kernel's
     runtime binds none; `src` may be any global buffer): the block's first
-    thread copies it row by row with 1-D bulk copies (`cp.async.bulk`), each
-    row's bytes added to the barrier's expected ones as it is issued
-    (`mbarrier.expect_tx`), so the phase's arrival
+    warp copies it with 1-D bulk copies (`cp.async.bulk`), a row a lane in
+    turn, each row's bytes added to the barrier's expected ones as it is
+    issued (`mbarrier.expect_tx`), so the phase's arrival
     (`tile.mbarrier_arrive_expect_tx ..., 0`) must come after the copies. A
     row outside the tensor is filled with zeros instead. The copy must
     satisfy `tile::chooseLinearBulkCopy` (TileBulkCopies.h): unswizzled
