@@ -368,7 +368,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         hands out the next entry (mega_overlap_signal; with early loads:
         convert-mega-to-gpu overlap-signal), and whether the bodies' loops
         stream their tiles with 1-D bulk copies on mbarriers instead of
-        cp.async (mega_bulk_copies, sm_90a; tile-pipeline linear-bulk).
+        cp.async (mega_bulk_copies, sm_90a; tile-pipeline linear-bulk;
+        off by default: slower on the Llama-3.2-1B generation, docs/mega.md
+        "Bulk copies").
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
