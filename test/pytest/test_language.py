@@ -881,3 +881,64 @@ def test_async_gemm_misuse_is_reported_at_the_users_line():
 
     with pytest.raises(T.TileLangError, match=r"T\.wait_wgmma: pending must be a non-negative"):
         bad_pending.ir()
+
+
+def _last_block_sum():
+    """Each block stores its partial sum; the last block to count itself
+    in (T.block_atomic_add's old value n - 1) adds the partials and
+    resets the counter: a split reduction without a second kernel."""
+    @tilemega.jit(out_idx=None)
+    def k(A: T.Tensor((1024,), "float32"), part: T.Tensor((128,), "float32"),
+          counts: T.Tensor((1,), "int32"), out: T.Tensor((1,), "float32")):
+        with T.Kernel(8, threads=128) as b:
+            x = T.alloc_fragment((1, 128), "float32")
+            s = T.alloc_fragment((1,), "float32")
+            T.copy(A.view(8, 128)[b, 0], x)
+            T.reduce_sum(x, s, dim=1)
+            for i in T.Parallel(1):
+                part[b + i] = s[i]
+            old = T.block_atomic_add(counts[0], 1)
+            for _ in T.serial(T.if_then_else(old == 7, 1, 0)):
+                p = T.alloc_fragment((1, 128), "float32")   # part[8:] stays 0
+                t = T.alloc_fragment((1,), "float32")
+                T.copy(part.view(1, 128)[0, 0], p)
+                T.reduce_sum(p, t, dim=1)
+                for i in T.Parallel(1):
+                    out[i] = t[i]
+                counts[0] = 0
+    return k
+
+
+def test_block_atomic_add_traces_to_the_op_and_compiles():
+    k = _last_block_sum()
+    text = k.ir()
+    assert re.search(r"tile.block_atomic_add %c1_i32 to %arg2\[%\w+\] via %\d+ : i32, "
+                     r"memref<1xi32>, memref<1xi32, #gpu.address_space<workgroup>>", text), text
+    ptx = k.compile().ptx
+    assert re.search(r"fence.acq_rel.gpu;\s+atom.global.add.u32\s+%r\d+, \[%rd\d+\], 1;\s+"
+                     r"fence.acq_rel.gpu;", ptx), ptx
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("T.block_atomic_add(A[0], 1)", "must hold int32 or int64 counters, got float32"),
+    ("T.block_atomic_add(c, 1)", "dst must be one element of a global tensor"),
+    ("T.block_atomic_add(c[0], 1.5)", "value"),
+])
+def test_block_atomic_add_rejects_what_it_cannot_count(bad, message):
+    src = ("def k(A: T.Tensor((64,), 'float32'), c: T.Tensor((4,), 'int32')):\n"
+           "    with T.Kernel(1, threads=64):\n"
+           f"        {bad}\n")
+    scope = {"T": T}
+    exec(compile(src, "<bad>", "exec"), scope)
+    with pytest.raises(T.TileLangError, match=message):
+        tilemega.jit(out_idx=None)(scope["k"]).ir()
+
+
+def test_block_atomic_add_inside_parallel_is_an_error():
+    @tilemega.jit(out_idx=None)
+    def k(c: T.Tensor((4,), "int32")):
+        with T.Kernel(1, threads=64):
+            for i in T.Parallel(64):
+                T.block_atomic_add(c[0], 1)
+    with pytest.raises(T.TileLangError, match="cannot sit inside a T.Parallel loop"):
+        k.ir()

@@ -82,6 +82,7 @@ struct ConvertTileToGPUPass
     populateAsyncCopyPatterns(patterns, converter, state);
     populateBulkCopyPatterns(patterns, converter, state);
     populateReducePatterns(patterns, converter, state);
+    populateBlockAtomicPatterns(patterns, converter, state);
     populateMmaGemmPatterns(patterns, converter, state);
     populateWgmmaGemmPatterns(patterns, converter, state);
     return applyPartialConversion(func, target, std::move(patterns));

@@ -207,6 +207,11 @@ void populateAsyncCopyPatterns(RewritePatternSet &patterns,
 void populateBulkCopyPatterns(RewritePatternSet &patterns,
                               TypeConverter &converter,
                               KernelLoweringState &state);
+/// tile.block_atomic_add to barrier, thread 0's fenced atomic add, barrier
+/// and a shared-word broadcast (BlockAtomicPatterns.cpp).
+void populateBlockAtomicPatterns(RewritePatternSet &patterns,
+                                 TypeConverter &converter,
+                                 KernelLoweringState &state);
 void populateReducePatterns(RewritePatternSet &patterns,
                             TypeConverter &converter,
                             KernelLoweringState &state);

@@ -29,7 +29,7 @@ from .kernel import Kernel, Parallel, Pipelined, serial
 from .mathops import (abs, ceil, cos, exp, exp2, fast_div, floor, fma, infinity, log,  # noqa: A004
                       log2, max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
 from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layout,
-                  atomic_add, atomic_max, clear, copy, fill, gemm, reduce_absmax,
+                  atomic_add, atomic_max, block_atomic_add, clear, copy, fill, gemm, reduce_absmax,
                   prefetch_point, task_wait, reduce_max, reduce_min, reduce_sum, use_swizzle,
                   wait_wgmma)
 from .trace import TileLangError, TileLangTypeError
@@ -49,7 +49,7 @@ __all__ = [
     "Kernel", "Parallel", "Pipelined", "serial",
     # tiles
     "alloc_shared", "alloc_fragment", "copy", "gemm", "clear", "fill", "reduce_sum",
-    "reduce_max", "reduce_min", "reduce_absmax", "atomic_add", "atomic_max",
+    "reduce_max", "reduce_min", "reduce_absmax", "atomic_add", "atomic_max", "block_atomic_add",
     "annotate_layout", "use_swizzle", "Blocked", "Swizzle", "prefetch_point", "task_wait",
     "wait_wgmma",
     # scalar math

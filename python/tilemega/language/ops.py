@@ -652,3 +652,46 @@ def atomic_add(dst, value):
 def atomic_max(dst, value):
     """Like `T.atomic_add`, with max."""
     _atomic("max", dst, value, "T.atomic_max")
+
+
+def block_atomic_add(dst, value=1):
+    """`old = T.block_atomic_add(counts[g], 1)` (`tile.block_atomic_add`):
+    the block adds `value` once to the global int32 / int64 element and
+    every thread gets the element's value from before the add. The add
+    releases everything the block wrote before it (device scope) and
+    acquires what the earlier adders wrote before theirs, so the block
+    that sees `old == n - 1` on a counter n blocks add 1 to is the last
+    and may read all of their results: a split reduction finished by its
+    last split. Every thread must reach it (two block barriers): not in a
+    T.Parallel loop, and in a loop or branch only where all threads take
+    it alike (`T.serial(T.if_then_else(cond, 1, 0))` with a block-uniform
+    cond). Resetting the counter for the next use is the caller's."""
+    from ..dialects import tile
+
+    api = "T.block_atomic_add"
+    state = in_kernel(api)
+    if state.in_parallel():
+        user_error(api, "every thread of the block must reach it (it holds block barriers); "
+                        "it cannot sit inside a T.Parallel loop")
+    if not isinstance(dst, BufferLoad):
+        user_error(api, f"dst must be one element of a global tensor, `counts[i]`, got "
+                        f"{type(dst).__name__} {dst!r}", TileLangTypeError)
+    buf = dst.buffer
+    if buf.scope != "global":
+        user_error(api, f"dst ({buf.name}) must be a global tensor, got {buf.scope}")
+    if buf.dtype.name not in ("int32", "int64"):
+        user_error(api, f"dst ({buf.name}) must hold int32 or int64 counters, got "
+                        f"{buf.dtype.name}", TileLangTypeError)
+    if len(dst.indices) != buf.ndim:
+        user_error(api, f"dst {buf.name} has rank {buf.ndim} but {len(dst.indices)} "
+                        "indices were given")
+    v = as_expr(value, buf.dtype, api, "value")
+    if v.dtype is not buf.dtype:
+        user_error(api, f"value is {v.dtype.name} but dst {buf.name} holds "
+                        f"{buf.dtype.name}", TileLangTypeError)
+    indices = [to_index(i, api, "index").ir for i in dst.indices]
+    dst.consume()
+    scratch = alloc_shared((1,), buf.dtype.name)
+    with user_location(), state.scope.end_point():
+        old = tile.BlockAtomicAddOp(v.ir, buf.ir, indices, scratch.ir).result
+    return Expr(old, buf.dtype, state.scope, False)

@@ -1237,3 +1237,75 @@ func.func @multicast_without_cluster(%A: memref<512x512xbf16>) {
   }
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tile.block_atomic_add
+//===----------------------------------------------------------------------===//
+
+func.func @block_atomic_add_shared_counter() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    %c1 = arith.constant 1 : i32
+    %c = tile.alloc_shared : memref<4xi32, #gpu.address_space<workgroup>>
+    %s = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{'tile.block_atomic_add' op destination must be global, got shared}}
+    %old = tile.block_atomic_add %c1 to %c[%b] via %s
+        : i32, memref<4xi32, #gpu.address_space<workgroup>>, memref<1xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @block_atomic_add_float(%counts: memref<8xf32>) {
+  tile.kernel blocks(%b) in [8] threads 32 {
+    %c1 = arith.constant 1 : i32
+    %s = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{'tile.block_atomic_add' op adds to i32 or i64 counters, got 'f32'}}
+    %old = tile.block_atomic_add %c1 to %counts[%b] via %s
+        : i32, memref<8xf32>, memref<1xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @block_atomic_add_indices(%counts: memref<8x2xi32>) {
+  tile.kernel blocks(%b) in [8] threads 32 {
+    %c1 = arith.constant 1 : i32
+    %s = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{'tile.block_atomic_add' op expects 2 indices for the destination, got 1}}
+    %old = tile.block_atomic_add %c1 to %counts[%b] via %s
+        : i32, memref<8x2xi32>, memref<1xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @block_atomic_add_scratch(%counts: memref<8xi32>) {
+  tile.kernel blocks(%b) in [8] threads 32 {
+    %c1 = arith.constant 1 : i32
+    %s = tile.alloc_shared : memref<2xi32, #gpu.address_space<workgroup>>
+    // expected-error @+1 {{'tile.block_atomic_add' op scratch must be one shared 'i32' word, got 'memref<2xi32, #gpu.address_space<workgroup>>'}}
+    %old = tile.block_atomic_add %c1 to %counts[%b] via %s
+        : i32, memref<8xi32>, memref<2xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @block_atomic_add_in_parallel(%counts: memref<8xi32>) {
+  tile.kernel blocks(%b) in [8] threads 32 {
+    %c1 = arith.constant 1 : i32
+    %s = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    tile.parallel (%i) in [32] {
+      // expected-error @+1 {{'tile.block_atomic_add' op must be reached by every thread of the block, not inside tile.parallel}}
+      %old = tile.block_atomic_add %c1 to %counts[%b] via %s
+          : i32, memref<8xi32>, memref<1xi32, #gpu.address_space<workgroup>>
+    }
+  }
+  return
+}

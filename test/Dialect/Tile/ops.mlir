@@ -71,6 +71,18 @@ func.func @atomic(%C: memref<256x256xf32>) {
   return
 }
 
+// CHECK-LABEL: func.func @block_atomic_add
+// CHECK:         %{{.*}} = tile.block_atomic_add %{{.*}} to %{{.*}}[%{{.*}}] via %{{.*}} : i32, memref<8xi32>, memref<1xi32, #gpu.address_space<workgroup>>
+func.func @block_atomic_add(%counts: memref<8xi32>) {
+  tile.kernel blocks(%bx) in [8] threads 128 {
+    %c1 = arith.constant 1 : i32
+    %s = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    %old = tile.block_atomic_add %c1 to %counts[%bx] via %s
+        : i32, memref<8xi32>, memref<1xi32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
 // CHECK-LABEL: func.func @gemm
 // CHECK:         tile.gemm %[[A:.*]], %[[B:.*]], %[[C:.*]] : memref<64x32xf16, #gpu.address_space<workgroup>>, memref<32x64xf16, #gpu.address_space<workgroup>>, memref<64x64xf32, #tile.fragment>
 // CHECK:         tile.gemm %[[AT:.*]], %[[BT:.*]], %[[C]] {clear_accum, transpose_a, transpose_b} : memref<32x64xf16, #gpu.address_space<workgroup>>, memref<64x32xf16, #tile.fragment>, memref<64x64xf32, #tile.fragment>

@@ -586,6 +586,39 @@ LogicalResult AtomicOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// BlockAtomicAddOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BlockAtomicAddOp::verify() {
+  MemRefType dstType = getDst().getType();
+  if (!isGlobal(dstType))
+    return emitOpError() << "destination must be global, got "
+                         << stringifyScope(getScope(dstType));
+  Type elem = dstType.getElementType();
+  if (!elem.isInteger(32) && !elem.isInteger(64))
+    return emitOpError() << "adds to i32 or i64 counters, got " << elem;
+  if (getValue().getType() != elem)
+    return emitOpError() << "value is " << getValue().getType()
+                         << " but the destination holds " << elem;
+  if (static_cast<int64_t>(getIndices().size()) != dstType.getRank())
+    return emitOpError() << "expects " << dstType.getRank()
+                         << " indices for the destination, got "
+                         << getIndices().size();
+  MemRefType scratchType = getScratch().getType();
+  if (scratchType.getNumElements() != 1 || scratchType.getElementType() != elem)
+    return emitOpError() << "scratch must be one shared " << elem
+                         << " word, got " << scratchType;
+  // Its barriers need every thread of the block.
+  for (Operation *parent = (*this)->getParentOp(); parent && !isa<KernelOp>(parent);
+       parent = parent->getParentOp())
+    if (isa<ParallelOp, ProducerOp>(parent))
+      return emitOpError() << "must be reached by every thread of the block, "
+                              "not inside "
+                           << parent->getName();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // GemmOp
 //===----------------------------------------------------------------------===//
 

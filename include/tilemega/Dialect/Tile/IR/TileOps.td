@@ -227,6 +227,44 @@ def Tile_AtomicOp : Tile_Op<"atomic", []> {
   let hasVerifier = 1;
 }
 
+def Tile_BlockAtomicAddOp : Tile_Op<"block_atomic_add", [
+    AllTypesMatch<["value", "old"]>]> {
+  let summary = "One atomic add for the whole block, ordered, its old value to every thread";
+  let description = [{
+    The block adds `value` once to the global element `dst[indices]` and
+    every thread gets the element's value from before the add. The add is
+    a device-scope release of everything the block wrote before it and an
+    acquire for everything it reads after it: after a block barrier the
+    first thread fences (`fence.acq_rel.gpu`), adds (a relaxed
+    `atom.global.add`), fences again and leaves the old value in `scratch`
+    (one shared word), which every thread reads after a second barrier.
+    So the last of n blocks to add 1 to a zeroed counter (old value n - 1)
+    sees everything the others wrote before their adds: a split reduction
+    finished by its last split, with no other kernel and no spin-wait.
+
+    Every thread of the block must reach it (it holds two block barriers):
+    not inside `tile.parallel` or `tile.producer`, and under a loop or
+    branch only where all threads take it alike.
+
+    ```mlir
+    %count = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
+    %old = tile.block_atomic_add %c1_i32 to %counts[%g] via %count
+        : i32, memref<8xi32>, memref<1xi32, #gpu.address_space<workgroup>>
+    ```
+  }];
+  let arguments = (ins
+    AnySignlessInteger:$value,
+    Arg<Tile_Buffer, "global counter", [MemRead, MemWrite]>:$dst,
+    Variadic<Index>:$indices,
+    Arg<Tile_SharedBuffer, "the old value's hand-over", [MemRead, MemWrite]>:$scratch);
+  let results = (outs AnySignlessInteger:$old);
+  let assemblyFormat = [{
+    $value `to` $dst `[` $indices `]` `via` $scratch attr-dict `:` type($value) `,`
+    type($dst) `,` type($scratch)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Compute
 //===----------------------------------------------------------------------===//
