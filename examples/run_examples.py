@@ -172,6 +172,9 @@ EXAMPLES = [
     # steps of the online softmax).
     ("decode_attention", "decode_attention", {}),
     ("decode_attention_single_kernel", "decode_attention", {"splits": 1, "block_n": 64}),
+    # A split reduction whose last block (T.block_atomic_add) adds the
+    # partials and resets its counter: 128 blocks over 2^20 floats.
+    ("split_sum", "split_sum", {}),
     # Mega-kernel task bodies (tilemega.mega.bodies) at the Llama-3.2-1B
     # decode shapes, each as a standalone kernel over all its units.
     ("mega_rmsnorm_2048", "mega_bodies", {"body": "rmsnorm", "H": 2048}),
