@@ -67,6 +67,11 @@ VARIANTS = {
                                        mega_overlap_signal=True),
     "bulk_copies+workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
                                       mega_bulk_copies=True),
+    # No attention merge task: each kv group's last split merges
+    # (T.block_atomic_add), a stage and its boundary fewer a layer.
+    "merge_in_split": dict(ctas_per_sm=None, graph=dict(merge_in_split=True)),
+    "merge_in_split+workers_by_sm": dict(ctas_per_sm=None,
+                                         graph=dict(merge_in_split=True, workers_by_sm=True)),
 }
 
 

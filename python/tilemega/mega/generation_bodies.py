@@ -231,7 +231,8 @@ def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
         acc[i, j] = acc[i, j] * alpha[i] + w[i] * T.cast(v_s[0, j], "float32")
 
 
-def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, emit=True) -> Body:
+def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in_split=False,
+                 emit=True) -> Body:
     """Flash-decoding partials over the keys 0..p (p = gen[POS]) of one
     (kv head g, split s) per unit u = g*splits + s: args (q [Hq*D],
     k_cache [Hkv, S, D], v_cache, gen, o_part [Hkv*splits*Gp*D] f32,
@@ -244,23 +245,42 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, emit=Tru
     masked to -inf before the row maximum. Each unit stores its normalised
     partial output at o_part rows u*Gp + i and the base-2 log-sum-exp at
     lse[u*Gp + i] (rows i >= G pad the group; attention_merge skips them).
-    The same online softmax as bodies.attention_split."""
+    The same online softmax as bodies.attention_split.
+
+    merge_in_split: two more args, counts [Hkv] int32 (zero between
+    launches: a scratch tensor) and o [Hq*D]; the last split of each group
+    merges the group's partials into o (merge_by_last_split)."""
     G = Hq // Hkv
     Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)[:2]
     W = gs.GEN_WORDS
     rows = Hkv * splits * Gp
+
+    def unit(u, q, k_cache, v_cache, gen, o_part, lse):
+        q_s = T.alloc_shared((Gp, D), "bfloat16")
+        # Gp rows from the group's first head: padding rows read the next
+        # group's heads (or, past the last head, the copy's zeros).
+        T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
+        _split_partials(u, q_s, k_cache, v_cache, gen[gs.POS], o_part, lse, Hq, Hkv,
+                        D, S, splits, threads, key_block=key_block)
 
     def attention(q: T.Tensor((Hq * D,), "bfloat16"),
                   k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
                   v_cache: T.Tensor((Hkv, S, D), "bfloat16"), gen: T.Tensor((W,), "int32"),
                   o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
         with T.Kernel(Hkv * splits, threads=threads) as u:
-            q_s = T.alloc_shared((Gp, D), "bfloat16")
-            # Gp rows from the group's first head: padding rows read the next
-            # group's heads (or, past the last head, the copy's zeros).
-            T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
-            _split_partials(u, q_s, k_cache, v_cache, gen[gs.POS], o_part, lse, Hq, Hkv,
-                            D, S, splits, threads, key_block=key_block)
+            unit(u, q, k_cache, v_cache, gen, o_part, lse)
+
+    def attention_merged(q: T.Tensor((Hq * D,), "bfloat16"),
+                         k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                         v_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                         gen: T.Tensor((W,), "int32"),
+                         o_part: T.Tensor((rows * D,), "float32"),
+                         lse: T.Tensor((rows,), "float32"),
+                         counts: T.Tensor((Hkv,), "int32"), o: T.Tensor((Hq * D,), "bfloat16")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            unit(u, q, k_cache, v_cache, gen, o_part, lse)
+            merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
+                                threads)
 
     # Group g's units read its Gp query rows (padding rows: the next heads,
     # up to the last), so a group starts once they are written.
@@ -269,12 +289,17 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, emit=Tru
     foot += (Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
              Access("read", 3, 0, 0, W),
              Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
+    if merge_in_split:
+        foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 4)
+        return t_body(f"attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
+                      + _block_suffix(key_block, BN), attention_merged, Hkv * splits, foot,
+                      threads, emit)
     return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
                   attention, Hkv * splits, foot, threads, emit)
 
 
 def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
-                      emit=True) -> Body:
+                      merge_in_split=False, emit=True) -> Body:
     """rope_kv_at and attention_at in one task (one stage boundary fewer a
     layer): args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin, k_cache
     [Hkv, S, D], v_cache, gen, o_part, lse), the partials of attention_at.
@@ -287,7 +312,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     added from shared memory by the last split (_add_current_key). After
     the partials every unit of group g writes the rotated k head and the v
     head to the caches' row p (the same values; read from the next step
-    on)."""
+    on). merge_in_split: as attention_at's (args counts and o after lse)."""
     _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
            "of 8")
     G = Hq // Hkv
@@ -295,36 +320,53 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
     rows = Hkv * splits * Gp
 
+    def unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse):
+        g = u // splits
+        p = gen[gs.POS]
+        heads = qkv.view(Hq + 2 * Hkv, D)
+        # Rows 0..G-1: the group's q heads, row G: its k head.
+        x_s = T.alloc_shared((G + 1, D), "bfloat16")
+        o_s = T.alloc_shared((G + 1, D), "bfloat16")
+        v_s = T.alloc_shared((1, D), "bfloat16")
+        q_s = T.alloc_shared((Gp, D), "bfloat16")
+        T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
+        T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
+        T.copy(heads[Hq + Hkv + g, 0], v_s)
+        # The cached keys' first chunks load from here on, under the
+        # rotation (their addresses need p alone).
+        T.prefetch_point()
+        rotate_half(x_s, o_s, cos, sin, p)
+        # The padding rows (i >= G) are zeros: computed, never stored.
+        for i, j in T.Parallel(Gp, D):
+            q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
+                                       T.cast(0.0, "bfloat16"))
+        _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
+                        splits, threads, current=(o_s, G, v_s), key_block=key_block)
+        row = g * S + p                                  # cache row [g, p]
+        T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
+        T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
+
     def attention(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((S, half), "float32"),
                   sin: T.Tensor((S, half), "float32"),
                   k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
                   v_cache: T.Tensor((Hkv, S, D), "bfloat16"), gen: T.Tensor((W,), "int32"),
                   o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32")):
         with T.Kernel(Hkv * splits, threads=threads) as u:
-            g = u // splits
-            p = gen[gs.POS]
-            heads = qkv.view(Hq + 2 * Hkv, D)
-            # Rows 0..G-1: the group's q heads, row G: its k head.
-            x_s = T.alloc_shared((G + 1, D), "bfloat16")
-            o_s = T.alloc_shared((G + 1, D), "bfloat16")
-            v_s = T.alloc_shared((1, D), "bfloat16")
-            q_s = T.alloc_shared((Gp, D), "bfloat16")
-            T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
-            T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
-            T.copy(heads[Hq + Hkv + g, 0], v_s)
-            # The cached keys' first chunks load from here on, under the
-            # rotation (their addresses need p alone).
-            T.prefetch_point()
-            rotate_half(x_s, o_s, cos, sin, p)
-            # The padding rows (i >= G) are zeros: computed, never stored.
-            for i, j in T.Parallel(Gp, D):
-                q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
-                                           T.cast(0.0, "bfloat16"))
-            _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
-                            splits, threads, current=(o_s, G, v_s), key_block=key_block)
-            row = g * S + p                                  # cache row [g, p]
-            T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
-            T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
+            unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse)
+
+    def attention_merged(qkv: T.Tensor((total,), "bfloat16"),
+                         cos: T.Tensor((S, half), "float32"),
+                         sin: T.Tensor((S, half), "float32"),
+                         k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                         v_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                         gen: T.Tensor((W,), "int32"),
+                         o_part: T.Tensor((rows * D,), "float32"),
+                         lse: T.Tensor((rows,), "float32"),
+                         counts: T.Tensor((Hkv,), "int32"), o: T.Tensor((Hq * D,), "bfloat16")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse)
+            merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
+                                threads)
 
     # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
     # qkv (so a group starts once the units of the GEMV before that write
@@ -341,6 +383,11 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
              Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
     foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
                   for op in (3, 4) for g in range(Hkv))
+    if merge_in_split:
+        foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 6)
+        return t_body(f"rope_attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
+                      + _block_suffix(key_block, BN), attention_merged, Hkv * splits, foot,
+                      threads, emit)
     return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
                   attention, Hkv * splits, foot, threads, emit)
 
@@ -356,41 +403,76 @@ def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
     ((g*splits + s)*Gp + i): args (o_part, lse, o [Hq*D]); stores the G
     real rows of the group. A split that had no keys (lse = -inf, o = 0)
     weighs 0. The numbers of bodies.attention_combine."""
-    from .bodies import _combine_layout
-
     G = Hq // Hkv
     Gp = padded_group(G, D, threads)[0]
     rows = Hkv * splits * Gp
-    layout = _combine_layout(splits, Gp, D, threads)
 
     def merge(o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32"),
               o: T.Tensor((Hq * D,), "bfloat16")):
         with T.Kernel(Hkv, threads=threads) as g:
-            x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
-            w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
-            mx = T.alloc_fragment((Gp, D), "float32")
-            den = T.alloc_fragment((Gp, D), "float32")
-            num = T.alloc_fragment((Gp, D), "float32")
-            out = T.alloc_shared((Gp, D), "bfloat16")
-            T.copy(o_part.view(Hkv * splits, Gp, D)[g * splits, 0, 0], x)
-            # lse broadcast over D: every reduction below runs over one layout.
-            for sp, i, d in T.Parallel(splits, Gp, D):
-                w[sp, i, d] = lse[(g * splits + sp) * Gp + i]
-            T.reduce_max(w, mx, dim=0)
-            for sp, i, d in T.Parallel(splits, Gp, D):
-                w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
-                x[sp, i, d] = x[sp, i, d] * w[sp, i, d]
-            T.reduce_sum(w, den, dim=0)
-            T.reduce_sum(x, num, dim=0)
-            for i, d in T.Parallel(Gp, D):
-                num[i, d] = num[i, d] / den[i, d]
-            T.copy(num, out)
-            T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
+            merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
 
     foot = (Access("read", 0, splits * Gp * D, 0, splits * Gp * D),
             Access("read", 1, splits * Gp, 0, splits * Gp),
             Access("write", 2, G * D, 0, G * D))
     return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}", merge, Hkv, foot, threads, emit)
+
+
+def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
+    """Group g's rows of o from its splits' partials (attention_merge's
+    arithmetic, also run by the group's last split: merge_in_split)."""
+    from .bodies import _combine_layout
+
+    G = Hq // Hkv
+    Gp = padded_group(G, D, threads)[0]
+    layout = _combine_layout(splits, Gp, D, threads)
+    x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
+    w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
+    mx = T.alloc_fragment((Gp, D), "float32")
+    den = T.alloc_fragment((Gp, D), "float32")
+    num = T.alloc_fragment((Gp, D), "float32")
+    out = T.alloc_shared((Gp, D), "bfloat16")
+    T.copy(o_part.view(Hkv * splits, Gp, D)[g * splits, 0, 0], x)
+    # lse broadcast over D: every reduction below runs over one layout.
+    for sp, i, d in T.Parallel(splits, Gp, D):
+        w[sp, i, d] = lse[(g * splits + sp) * Gp + i]
+    T.reduce_max(w, mx, dim=0)
+    for sp, i, d in T.Parallel(splits, Gp, D):
+        w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
+        x[sp, i, d] = x[sp, i, d] * w[sp, i, d]
+    T.reduce_sum(w, den, dim=0)
+    T.reduce_sum(x, num, dim=0)
+    for i, d in T.Parallel(Gp, D):
+        num[i, d] = num[i, d] / den[i, d]
+    T.copy(num, out)
+    T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
+
+
+def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads):
+    """The end of a split of group g under merge_in_split: it counts itself
+    in on counts[g] (T.block_atomic_add: a release of its partials, an
+    acquire of the others'); the split that finds splits - 1 others there
+    is the group's last, resets the count for the next layer or step and
+    merges the group's partials into o. No merge task and no stage
+    boundary: the output projection waits for the group's splits alone."""
+    before = T.block_atomic_add(counts[g], 1)
+    for _ in T.serial(T.if_then_else(before == splits - 1, 1, 0)):
+        counts[g] = 0
+        merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
+
+
+def _merge_footprint(Hq, Hkv, D, splits, Gp, first):
+    """merge_in_split's accesses of group g's units, the arguments from
+    `first` on (o_part, lse, counts, o): they read the group's partials
+    (the last one reads them all), count on counts[g] and may write the
+    group's rows of o."""
+    G, rows = Hq // Hkv, splits * Gp
+    units = [(g * splits, (g + 1) * splits) for g in range(Hkv)]
+    return tuple(a for g, (lo, hi) in enumerate(units) for a in (
+        Access("read", first, 0, g * rows * D, rows * D, lo, hi),
+        Access("read", first + 1, 0, g * rows, rows, lo, hi),
+        Access("write", first + 2, 0, g, 1, lo, hi),
+        Access("write", first + 3, 0, g * G * D, G * D, lo, hi)))
 
 
 def argmax_chunk(V, threads=256):

@@ -252,9 +252,13 @@ class Graph:
         """Appends a task running `body` on params [(argument name, Tensor)]."""
         self._check_args(op, body, params)
         args = tuple(t for _, t in params)
+        own = {args[a.operand].name for a in body.footprint if a.mode == "write"}
         for a in body.footprint:
             t = args[a.operand]
-            if a.mode == "read" and t.role in ("scratch", "output") and t.name not in self._written:
+            # A task may read what its own units write (split partials its
+            # last split merges: merge_in_split).
+            if a.mode == "read" and t.role in ("scratch", "output") and \
+                    t.name not in self._written and t.name not in own:
                 raise ValueError(f"{op}: {params[a.operand][0]} ({t.name}) is read "
                                  f"before any task writes it")
         writes = [a.operand for a in body.footprint if a.mode == "write"]
@@ -438,7 +442,7 @@ class Graph:
                            ("k_cache", k_cache), ("v_cache", v_cache)])
 
     def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, jit=False, name=None,
-                     key_block=None):
+                     key_block=None, merge_in_split=False):
         """o = softmax(q k^T / sqrt(D)) v over the keys 0..gen[POS] (GQA):
         flash-decoding partials and their merge, through two scratch
         tensors named after o.
@@ -448,7 +452,12 @@ class Graph:
         assignment is balanced; jit=True marks them variable (the JIT queue
         under the `auto` policy), which costs the scheduler's extra hop:
         on the H200 the Llama-3.2-1B generation step took 1045 us with
-        them on the JIT queue and 990 us on the AOT queues."""
+        them on the JIT queue and 990 us on the AOT queues.
+
+        merge_in_split: no merge task; each group's last split merges
+        (generation_bodies.merge_by_last_split), counting on a scratch
+        int32 tensor named after o (o.name + ".arrivals", one word a kv
+        head, zero between launches)."""
         self._need("attention_at", "k_cache", k_cache, rank=3)
         self._need("attention_at", "q", q, rank=1)
         Hkv, S, D = k_cache.shape
@@ -456,20 +465,21 @@ class Graph:
             raise ValueError(f"attention_at: q ({q.size}) is not whole heads of {D}")
         Hq = q.size // D
         split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
-                                     key_block=key_block, emit=False)
+                                     key_block=key_block, merge_in_split=merge_in_split,
+                                     emit=False)
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
-        self._check_args("attention_at", split, [("q", q), ("k_cache", k_cache),
-                                                 ("v_cache", v_cache), ("gen", gen)])
-        return self._split_and_merge("attention_at", split, merge,
-                                     [("q", q), ("k_cache", k_cache), ("v_cache", v_cache),
-                                      ("gen", gen)], o, jit, name)
+        inputs = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen)]
+        self._check_args("attention_at", split, inputs)
+        return self._split_and_merge("attention_at", split, merge, inputs, o, jit, name,
+                                     merge_in_split)
 
     def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
-                          name=None, key_block=None):
+                          name=None, key_block=None, merge_in_split=False):
         """rope_kv_at then attention_at with the rotation inside the
         attention's partials (generation_bodies.rope_attention_at): every
         split rotates its group's q heads itself and the group's splits
-        write the cache row gen[POS]; no q tensor, one task fewer."""
+        write the cache row gen[POS]; no q tensor, one task fewer.
+        merge_in_split: as attention_at's."""
         self._need("rope_attention_at", "k_cache", k_cache, rank=3)
         self._need("rope_attention_at", "o", o, rank=1)
         Hkv, S, D = k_cache.shape
@@ -477,25 +487,35 @@ class Graph:
             raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
         Hq = o.size // D
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
-                                          key_block=key_block, emit=False)
+                                          key_block=key_block, merge_in_split=merge_in_split,
+                                          emit=False)
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
                   ("v_cache", v_cache), ("gen", gen)]
         self._check_args("rope_attention_at", split, inputs)
-        return self._split_and_merge("rope_attention_at", split, merge, inputs, o, jit, name)
+        return self._split_and_merge("rope_attention_at", split, merge, inputs, o, jit, name,
+                                     merge_in_split)
 
-    def _split_and_merge(self, what, split, merge, inputs, o, jit, name):
+    def _split_and_merge(self, what, split, merge, inputs, o, jit, name, merge_in_split=False):
         """The split task on `inputs` (its last two arguments the partials,
         scratch tensors named after o) and the merge task into o; both
         latency-bound (a short cache's chunks are round trips, not a
         stream): under workers_by_sm they get SMs of their own."""
         self._check_args(what, merge, [("o", o)], start=2)
-        o_part = self.scratch(f"{o.name}.o_part", split.args[-2][1], "float32")
-        lse = self.scratch(f"{o.name}.lse", split.args[-1][1], "float32")
+        parts = 4 if merge_in_split else 2
+        o_part = self.scratch(f"{o.name}.o_part", split.args[-parts][1], "float32")
+        lse = self.scratch(f"{o.name}.lse", split.args[-parts + 1][1], "float32")
         base = name or "attn"
-        self._task(what, f"{base}_split", split,
-                   list(inputs) + [("o_part", o_part), ("lse", lse)], variable=jit,
-                   latency_bound=True)
+        params = list(inputs) + [("o_part", o_part), ("lse", lse)]
+        if merge_in_split:
+            # The count a kv head: zero when the kernel is allocated or
+            # reset (MegaKernel zeroes its scratch), back to zero after
+            # each use (the last split resets it).
+            counts = self.scratch(f"{o.name}.arrivals", split.args[-2][1], "int32")
+            return self._task(what, f"{base}_split", split,
+                              params + [("counts", counts), ("o", o)], variable=jit,
+                              latency_bound=True)
+        self._task(what, f"{base}_split", split, params, variable=jit, latency_bound=True)
         return self._task(what, f"{base}_merge", merge,
                           [("o_part", o_part), ("lse", lse), ("o", o)], latency_bound=True)
 

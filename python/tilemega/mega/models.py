@@ -242,7 +242,7 @@ GENERATION_CTAS_PER_SM = 2
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
                      ctas_per_sm=None, fused_glu=None, key_block=None,
-                     workers_by_sm=False) -> Graph:
+                     workers_by_sm=False, merge_in_split=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -294,7 +294,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     gives the attention's split and merge tasks (latency-bound) SMs of
     their own, so that the output and gate/up projections' early loads
     run on the other SMs while the attention waits on its round trips
-    (docs/mega.md, "What the per-entry timeline says")."""
+    (docs/mega.md, "What the per-entry timeline says").
+
+    merge_in_split (off): no attention merge task; each kv group's last
+    split merges the group's partials (Graph.attention_at's
+    merge_in_split): a stage and its boundary fewer a layer."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -361,12 +365,13 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         if rope_in_attention:
             g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
                                 splits=attention_splits, jit=jit_attention, name=p + "attn",
-                                key_block=key_block)
+                                key_block=key_block, merge_in_split=merge_in_split)
         else:
             q = g.scratch(p + "q", [Hq * D], dt)
             g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
             g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                           jit=jit_attention, name=p + "attn", key_block=key_block)
+                           jit=jit_attention, name=p + "attn", key_block=key_block,
+                           merge_in_split=merge_in_split)
         x1 = g.scratch(p + "x1", [H], dt)
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
         if fused_glu:

@@ -637,10 +637,15 @@ class MegaKernel:
         return self.state()[0]
 
     def reset(self):
-        """Zero events, state and timeline (after an error, or between tests)."""
+        """Zero events, state, timeline and the scratch tensors (after an
+        error, or between tests): a launch stopped half-way may leave a
+        count in scratch (an attention's arrivals, merge_in_split) that the
+        tasks keep at zero between launches."""
         self._sync()
-        for name in ("mega_events", "mega_state", "mega_timeline"):
-            self._buffers[name].zero_()
+        scratch = [p.name for p in self.graph_params if p.role == "scratch"]
+        for name in ["mega_events", "mega_state", "mega_timeline"] + scratch:
+            if name in self._buffers:
+                self._buffers[name].zero_()
         self._sync()
 
     def timeline(self):
