@@ -72,6 +72,9 @@ VARIANTS = {
     "merge_in_split": dict(ctas_per_sm=None, graph=dict(merge_in_split=True)),
     "merge_in_split+workers_by_sm": dict(ctas_per_sm=None,
                                          graph=dict(merge_in_split=True, workers_by_sm=True)),
+    # ... with 16 splits a kv head (no merge to pay for the extra splits).
+    "merge_in_split+splits16": dict(ctas_per_sm=None,
+                                    graph=dict(merge_in_split=True, attention_splits=16)),
 }
 
 
