@@ -233,6 +233,20 @@ def test_merge_in_split_leaves_the_merge_to_each_groups_last_split():
                      r"\s+fence.acq_rel.gpu;", art.ptx)
 
 
+def test_merge_in_split_on_the_jit_queue_is_proven_deadlock_free_and_refused_over_ranks():
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import tilemega
+    from tilemega import mega
+    from tilemega.runtime import mega_sim as ms
+
+    cfg = ModelConfig(**SMALL)
+    graph = mega.generation_graph(cfg, workers=8, merge_in_split=True, jit_attention=True)
+    meta = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_merged_jit").kernels[0]["mega"]
+    assert meta["jit"] and ms.check_deadlock_free(meta, runs=10).proven
+    with pytest.raises(ValueError, match="merge_in_split: graphs of several ranks"):
+        mega.generation_graph(cfg, world=2, merge_in_split=True)
+
+
 @pytest.mark.parametrize("depth", [-1, 1.5, "2"])
 def test_a_bad_early_depth_is_refused(depth):
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")

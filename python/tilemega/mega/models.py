@@ -296,9 +296,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     run on the other SMs while the attention waits on its round trips
     (docs/mega.md, "What the per-entry timeline says").
 
-    merge_in_split (off): no attention merge task; each kv group's last
-    split merges the group's partials (Graph.attention_at's
-    merge_in_split): a stage and its boundary fewer a layer."""
+    merge_in_split (off; one GPU only): no attention merge task; each kv
+    group's last split merges the group's partials (Graph.attention_at's
+    merge_in_split): a stage and its boundary fewer a layer, measured no
+    faster on an H100 (1.0122 against 1.0135 ms/token; docs/mega.md,
+    "Merge in the last split")."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -310,6 +312,9 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     if world > 1 and fused_glu:
         raise ValueError("fused_glu: graphs of several ranks keep the activation in the down "
                          "projection")
+    if world > 1 and merge_in_split:
+        raise ValueError("merge_in_split: graphs of several ranks keep the attention's merge "
+                         "task (the merge in the last split is not checked on ranks)")
     if world > 1 and jit_attention:
         raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
                          "AOT queues")
