@@ -72,6 +72,12 @@ VARIANTS = {
     "merge_in_split": dict(ctas_per_sm=None, graph=dict(merge_in_split=True)),
     "merge_in_split+workers_by_sm": dict(ctas_per_sm=None,
                                          graph=dict(merge_in_split=True, workers_by_sm=True)),
+    # With bench/patches/prefetch_after_wait.patch: the head of the next
+    # entry's read-only ranges into L2 (32 / 64 KB a range) once this
+    # entry's events fired (10-12 % slower, measured). Without the patch:
+    # the shipped prefetch before the wait, of ranges that fit whole.
+    "l2_next_32k": dict(ctas_per_sm=None, mega_prefetch_bytes=32768),
+    "l2_next_64k": dict(ctas_per_sm=None, mega_prefetch_bytes=65536),
     # ... with 16 splits a kv head (no merge to pay for the extra splits).
     "merge_in_split+splits16": dict(ctas_per_sm=None,
                                     graph=dict(merge_in_split=True, attention_splits=16)),
