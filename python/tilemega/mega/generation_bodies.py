@@ -13,7 +13,9 @@ cache length S:
                     itself while the cached keys 0..pos-1 load, the last
                     split adds key pos from shared memory, and the group's
                     units write its cache row pos
-  attention_merge   the partials of the splits, as attention_combine
+  attention_merge   the partials of the splits, as attention_combine (or,
+                    merge_in_split, by each group's last split:
+                    merge_by_last_split, T.block_atomic_add)
   argmax_partial    per chunk of the scores (the logits, or logit / T +
                     Gumbel noise when sampling): the largest, its first index
   pick_advance      the first index of the largest score; advances `gen` and

@@ -497,8 +497,9 @@ class Graph:
                                      merge_in_split)
 
     def _split_and_merge(self, what, split, merge, inputs, o, jit, name, merge_in_split=False):
-        """The split task on `inputs` (its last two arguments the partials,
-        scratch tensors named after o) and the merge task into o; both
+        """The split task on `inputs` (then the partials, scratch tensors
+        named after o) and the merge task into o (merge_in_split: no merge
+        task; the split's last two arguments are the count and o); both
         latency-bound (a short cache's chunks are round trips, not a
         stream): under workers_by_sm they get SMs of their own."""
         self._check_args(what, merge, [("o", o)], start=2)
