@@ -264,7 +264,10 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     for (auto [i, g] : llvm::enumerate(gridRef))
       grid[i] = static_cast<int32_t>(g);
     gpuFunc.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(block));
-    gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
+    // A resident kernel's grid is the runtime's choice, at most `grid`: a
+    // known grid size would let the lowering fold %nctaid.x to the bound.
+    if (!kernel.getResident())
+      gpuFunc.setKnownGridSizeAttr(b.getDenseI32ArrayAttr(grid));
     // Clusters along the first grid dimension (.reqnctapercluster: a plain
     // launch groups the blocks so).
     if (std::optional<int64_t> cluster = kernel.getCluster())
@@ -291,6 +294,21 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     for (auto [i, arg] : llvm::enumerate(body.getArguments()))
       arg.replaceAllUsesWith(
           gpu::BlockIdOp::create(b, kernel.getLoc(), dims[i]).getResult());
+    // The launched grid: the compiled one, but a resident kernel's first
+    // dimension, which the runtime sizes to what stays resident.
+    SmallVector<tile::NumBlocksOp> numBlocks;
+    body.walk([&](tile::NumBlocksOp op) { numBlocks.push_back(op); });
+    for (tile::NumBlocksOp op : numBlocks) {
+      OpBuilder nb(op);
+      int64_t dim = op.getDim();
+      Value count =
+          kernel.getResident() && dim == 0
+              ? gpu::GridDimOp::create(nb, op.getLoc(), dims[dim]).getResult()
+              : arith::ConstantIndexOp::create(nb, op.getLoc(), gridRef[dim])
+                    .getResult();
+      op.replaceAllUsesWith(count);
+      op.erase();
+    }
     for (auto [from, to] : llvm::zip(func.getArguments(), entry.getArguments()))
       from.replaceAllUsesWith(to);
     entry.getOperations().splice(entry.end(), body.getOperations());
@@ -473,6 +491,11 @@ LogicalResult tile_to_gpu::outlineTileKernels(
     if (!tensorMapsMetadata.empty())
       entries.push_back(
           b.getNamedAttr("tensor_maps", b.getArrayAttr(tensorMapsMetadata)));
+    if (std::optional<int64_t> cluster = kernel.getCluster())
+      entries.push_back(
+          b.getNamedAttr("cluster", b.getI64IntegerAttr(*cluster)));
+    if (kernel.getResident())
+      entries.push_back(b.getNamedAttr("resident", b.getBoolAttr(true)));
     // A persistent kernel (convert-mega-to-gpu) brings its task tables.
     if (auto mega = func->getAttrOfType<DictionaryAttr>(
             mega::MegaDialect::getMegaMetadataAttrName()))

@@ -1164,6 +1164,42 @@ func.func @cluster_too_large() {
 
 // -----
 
+func.func @resident_grid_of_two_dimensions() {
+  // expected-error @+1 {{is resident, which needs a 1-D grid (the runtime sizes its one dimension), got 2 dimensions}}
+  tile.kernel blocks(%b, %c) in [8, 2] threads 128 resident {
+  }
+  return
+}
+
+// -----
+
+func.func @resident_persistent_mega_kernel() {
+  // expected-error @+1 {{is a persistent mega-kernel, whose grid its schedule fixes; it cannot be resident}}
+  tile.kernel blocks(%b) in [8] threads 128 resident attributes {tile.persistent} {
+  }
+  return
+}
+
+// -----
+
+func.func @num_blocks_past_the_grid() {
+  tile.kernel blocks(%b, %c) in [8, 2] threads 128 {
+    // expected-error @+1 {{asks for grid dimension 2 of a 2-D grid}}
+    %n = tile.num_blocks 2
+  }
+  return
+}
+
+// -----
+
+func.func @num_blocks_outside_a_kernel() {
+  // expected-error @+1 {{'tile.num_blocks' op}}
+  %n = tile.num_blocks 0
+  return
+}
+
+// -----
+
 func.func @cluster_grid_not_multiple() {
   // expected-error @+1 {{clusters of 2 blocks along the first grid dimension need it to be a multiple of 2, got 3}}
   tile.kernel blocks(%b, %c) in [3, 2] threads 128 cluster 2 {

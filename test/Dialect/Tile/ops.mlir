@@ -5,10 +5,18 @@
 // CHECK-LABEL: func.func @kernel_grids
 // CHECK:         tile.kernel blocks(%{{.*}}) in [8] threads 32 {
 // CHECK:         tile.kernel blocks(%{{.*}}, %{{.*}}, %{{.*}}) in [2, 3, 4] threads 1024 attributes {foo} {
+// CHECK:         tile.kernel blocks(%{{.*}}) in [132] threads 384 cluster 4 resident {
+// CHECK-NEXT:      tile.num_blocks 0
+// CHECK:         tile.kernel blocks(%{{.*}}) in [16] threads 128 resident {
 func.func @kernel_grids() {
   tile.kernel blocks(%bx) in [8] threads 32 {
   }
   tile.kernel blocks(%bx, %by, %bz) in [2, 3, 4] threads 1024 attributes {foo} {
+  }
+  tile.kernel blocks(%b) in [132] threads 384 cluster 4 resident {
+    %n = tile.num_blocks 0
+  }
+  tile.kernel blocks(%b) in [16] threads 128 resident {
   }
   return
 }

@@ -152,6 +152,9 @@ ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
     result.addAttribute(getClusterAttrName(result.name),
                         parser.getBuilder().getI64IntegerAttr(cluster));
   }
+  if (succeeded(parser.parseOptionalKeyword("resident")))
+    result.addAttribute(getResidentAttrName(result.name),
+                        parser.getBuilder().getUnitAttr());
   Builder &b = parser.getBuilder();
   for (OpAsmParser::Argument &arg : indices)
     arg.type = b.getIndexType();
@@ -174,9 +177,11 @@ void KernelOp::print(OpAsmPrinter &p) {
   p << " threads " << getThreads();
   if (std::optional<int64_t> cluster = getCluster())
     p << " cluster " << *cluster;
+  if (getResident())
+    p << " resident";
   p.printOptionalAttrDictWithKeyword(
-      (*this)->getAttrs(),
-      {getGridAttrName(), getThreadsAttrName(), getClusterAttrName()});
+      (*this)->getAttrs(), {getGridAttrName(), getThreadsAttrName(),
+                            getClusterAttrName(), getResidentAttrName()});
   p << " ";
   p.printRegion(getBody(), /*printEntryBlockArgs=*/false);
 }
@@ -215,6 +220,26 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "is a persistent mega-kernel, which runs no "
                               "clusters";
   }
+  if (getResident()) {
+    if (grid.size() != 1)
+      return emitOpError() << "is resident, which needs a 1-D grid (the "
+                              "runtime sizes its one dimension), got "
+                           << grid.size() << " dimensions";
+    if ((*this)->hasAttr(TileDialect::getPersistentAttrName()))
+      return emitOpError() << "is a persistent mega-kernel, whose grid its "
+                              "schedule fixes; it cannot be resident";
+  }
+  return success();
+}
+
+LogicalResult NumBlocksOp::verify() {
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel)
+    return success(); // InKernel reports it.
+  int64_t rank = kernel.getGrid().size();
+  if (getDim() < 0 || getDim() >= rank)
+    return emitOpError() << "asks for grid dimension " << getDim()
+                         << " of a " << rank << "-D grid";
   return success();
 }
 

@@ -58,6 +58,15 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
     them run as many times (tile::isRunUniformly): each block loads 1/N of
     the box into every block's tile.
 
+    `resident` (a 1-D grid) makes the grid an upper bound: the runtime
+    launches as many blocks as the device keeps resident at once (whole
+    clusters with `cluster`: the clusters the GPCs co-schedule, which on an
+    H100 is 30 of 4 blocks, not 132 / 4), at most the grid's size, chosen
+    once per device when the kernel is loaded. The body reads the launched
+    count with `tile.num_blocks` and walks its work with that stride (a
+    persistent kernel): a fixed count over what fits would run its last
+    blocks or clusters after the others, a whole extra round of their work.
+
     ```mlir
     func.func @add_one(%A: memref<256x256xf32>, %B: memref<256x256xf32>) {
       tile.kernel blocks(%bx, %by) in [4, 2] threads 128 {
@@ -68,7 +77,7 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
     ```
   }];
   let arguments = (ins DenseI64ArrayAttr:$grid, I64Attr:$threads,
-                       OptionalAttr<I64Attr>:$cluster);
+                       OptionalAttr<I64Attr>:$cluster, UnitAttr:$resident);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
@@ -83,6 +92,24 @@ def Tile_KernelOp : Op<Tile_Dialect, "kernel", [
       return getBody().getArguments();
     }
   }];
+}
+
+def Tile_NumBlocksOp : Tile_Op<"num_blocks", [Pure]> {
+  let summary = "The number of blocks launched along a grid dimension";
+  let description = [{
+    The launch's grid size along dimension `dim` (0 to the grid's rank -
+    1): the kernel's own grid size, a constant, except along the first
+    dimension of a `resident` kernel, whose count the runtime chooses at
+    load time (`%nctaid.x`). A persistent kernel's stride over its work.
+
+    ```mlir
+    %n = tile.num_blocks 0
+    ```
+  }];
+  let arguments = (ins I64Attr:$dim);
+  let results = (outs Index:$result);
+  let assemblyFormat = "$dim attr-dict";
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
