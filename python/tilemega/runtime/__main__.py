@@ -30,7 +30,10 @@ def info(art, out=None):
     if s.toolchain:
         print("  toolchain: " + ", ".join(f"{k} {v}" for k, v in s.toolchain.items()), file=out)
     for k in s.kernels:
-        print(f"  kernel {k.name}: grid {list(k.grid)} block {list(k.block)} "
+        grid = (f"resident grid of at most {k.grid[0]} (as many as fit)" if k.resident
+                else f"grid {list(k.grid)}")
+        cluster = f" clusters of {k.cluster}" if k.cluster > 1 else ""
+        print(f"  kernel {k.name}: {grid}{cluster} block {list(k.block)} "
               f"dynamic_shared_bytes {k.dynamic_shared_bytes}", file=out)
         width = max((len(p.name) for p in k.params + k.graph_args), default=0)
         for i, p in enumerate(k.params):

@@ -275,6 +275,43 @@ def resident_blocks(device: int, function, threads: int, dynamic_shared_bytes: i
     return int(sms), int(per_sm)
 
 
+def resident_clusters(function, grid_x: int, threads: int, dynamic_shared_bytes: int,
+                      cluster: int) -> int:
+    """Most clusters of `cluster` blocks of `function` the device runs at once
+    (cuOccupancyMaxActiveClusters: the GPCs place whole clusters, so this is
+    usually fewer than SMs / cluster); call it with the context current."""
+    drv = cuda()
+    config = drv.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = int(grid_x), 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = int(threads), 1, 1
+    config.sharedMemBytes = int(dynamic_shared_bytes)
+    # The cluster shape is the kernel's own (.reqnctapercluster); the config
+    # leaves it unspecified, which the driver then takes from the function.
+    config.numAttrs = 0
+    return int(call(drv.cuOccupancyMaxActiveClusters(function, config),
+                    f"cuOccupancyMaxActiveClusters(cluster={cluster}, threads={threads}, "
+                    f"dynamic_shared_bytes={dynamic_shared_bytes})"))
+
+
+def resident_grid(device: int, function, grid_x: int, threads: int,
+                  dynamic_shared_bytes: int, cluster: int, name: str) -> int:
+    """The blocks a resident grid launches on `device`: as many as stay
+    resident at once (whole clusters), at most `grid_x`. LaunchError when
+    not even one block (cluster) fits."""
+    if cluster > 1:
+        fits = resident_clusters(function, grid_x, threads, dynamic_shared_bytes,
+                                 cluster) * cluster
+    else:
+        sms, per_sm = resident_blocks(device, function, threads, dynamic_shared_bytes)
+        fits = sms * per_sm
+    if fits < cluster:
+        raise LaunchError(f"kernel {name!r}: device {device} cannot keep one "
+                          f"{'cluster of ' + str(cluster) + ' blocks' if cluster > 1 else 'block'}"
+                          f" of {threads} threads and {dynamic_shared_bytes} bytes of shared "
+                          f"memory resident")
+    return min(int(grid_x), fits)
+
+
 def stream_synchronize(stream: int):
     drv = cuda()
     call(drv.cuStreamSynchronize(drv.CUstream(stream)), "cuStreamSynchronize")

@@ -191,7 +191,7 @@ class FastLauncher:
                 return False             # e.g. a float beyond float32: the general path says so
             if self.maps is not None:
                 self._write_maps(values, self.map_slots, self.map_addresses)
-            grid, block = self.grid, self.block
+            grid, block = entry[2], self.block
             if self.cooperative:
                 result = drv.cuLaunchCooperativeKernel(entry[1], grid[0], grid[1], grid[2],
                                                        block[0], block[1], block[2], self.smem,
@@ -281,7 +281,8 @@ class FastLauncher:
         ctx = driver.primary_context(device)
         with driver.device_context(device):
             function = kernel.artifact._function(device, kernel.name, self.smem)
-        entry = (int(ctx), function)
+            grid = kernel.grid_on(device, function)
+        entry = (int(ctx), function, grid)
         self.devices[device] = entry
         return entry
 
@@ -307,14 +308,14 @@ class BoundLaunch:
         the device's primary context is not current on this thread."""
         fl = self.launcher
         drv = fl.drv
-        context, function = fl.devices[self.device]
+        context, function, grid = fl.devices[self.device]
         current = drv.cuCtxGetCurrent()[1]
         if current is None or int(current) != context:
             return False
         cu_stream = _streams.get(handle)
         if cu_stream is None:
             cu_stream = _cu_stream(drv, handle)
-        grid, block = fl.grid, fl.block
+        block = fl.block
         if fl.cooperative:
             result = drv.cuLaunchCooperativeKernel(function, grid[0], grid[1], grid[2],
                                                    block[0], block[1], block[2], fl.smem,

@@ -56,6 +56,7 @@ class Kernel:
         # A persistent kernel's CTAs wait for each other: launch it cooperatively,
         # so that the driver refuses a grid that cannot be resident at once.
         self.cooperative = spec.mega is not None
+        self._grids = {}               # CUDA ordinal -> a resident kernel's launch grid
 
     def __repr__(self):
         params = ", ".join(
@@ -120,11 +121,28 @@ class Kernel:
                     raise ArgumentError(f"{self.name}: dynamic_shared_bytes={smem} exceeds "
                                         f"device {device}'s limit of {limit} bytes per block")
             function = self.artifact._function(device, self.name, smem)
-            launch.launch_kernel(function, self.spec.grid, self.spec.block, smem, handle,
+            launch_grid = self.grid_on(device, function) if grid is None else \
+                launch.normalize_dims(grid, "grid")
+            launch.launch_kernel(function, launch_grid, self.spec.block, smem, handle,
                                  bound.values, self.name, self.cooperative)
             if sync:
                 driver.stream_synchronize(handle)
         del bound  # tensors and DLPack capsules stay alive until the launch is enqueued
+
+    def grid_on(self, device: int, function) -> tuple:
+        """The grid a launch on `device` uses: the compiled one, or for a
+        resident kernel as many blocks (whole clusters) as the device keeps
+        resident at once, at most the compiled count (decided once a device,
+        with its context current)."""
+        spec = self.spec
+        if not spec.resident:
+            return spec.grid
+        grid = self._grids.get(device)
+        if grid is None:
+            blocks = driver.resident_grid(device, function, spec.grid[0], spec.block[0],
+                                          spec.dynamic_shared_bytes, spec.cluster, self.name)
+            grid = self._grids[device] = (blocks, 1, 1)
+        return grid
 
     def _check_overrides(self, grid, block, dynamic_shared_bytes) -> int:
         """The dynamic shared memory to launch with; ArgumentError for an
@@ -134,6 +152,16 @@ class Kernel:
             if given is None:
                 continue
             dims = launch.normalize_dims(given, what)
+            if what == "grid" and spec.resident:
+                # Any count of whole clusters up to the bound: the body
+                # strides over its work by the launched count.
+                if (dims[1:] != (1, 1) or dims[0] > compiled[0]
+                        or dims[0] % spec.cluster):
+                    raise ArgumentError(
+                        f"{self.name}: grid={list(dims)} is not a resident grid of this "
+                        f"kernel: 1-D, at most {compiled[0]} blocks, whole clusters of "
+                        f"{spec.cluster}")
+                continue
             if dims != tuple(compiled):
                 kind = "persistent kernel" if self.cooperative else "kernel"
                 raise ArgumentError(

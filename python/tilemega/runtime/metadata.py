@@ -71,6 +71,12 @@ class KernelSpec:
     graph_args: Tuple[ParamSpec, ...] = ()
     # TMA tensor maps (tile.bulk_copy), passed by value after `params`.
     tensor_maps: Tuple[TensorMapSpec, ...] = ()
+    # Blocks a thread-block cluster groups along the first grid dimension
+    # (1: no clusters); the cubin carries it too (.reqnctapercluster).
+    cluster: int = 1
+    # A resident grid: grid[0] is an upper bound, the runtime launches as
+    # many blocks (whole clusters) as the device keeps resident at once.
+    resident: bool = False
 
 
 # Param roles of a mega-kernel's graph tensors; the runtime allocates "scratch".
@@ -213,7 +219,20 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
     specs = tuple(replace(p, alignment=max(p.alignment, TMA_ALIGNMENT))
                   if any(m.param == i for m in tensor_maps) else p
                   for i, p in enumerate(specs))
+    cluster = c.integer(k.get("cluster", 1), f"{field}.cluster", 1)
+    if cluster > 8:
+        c.fail(f"{field}.cluster", f"clusters have 1 to 8 blocks, got {cluster}")
+    if grid[0] % cluster:
+        c.fail(f"{field}.grid[0]", f"{grid[0]} blocks are not whole clusters of {cluster}")
+    resident = k.get("resident", False)
+    if not isinstance(resident, bool):
+        c.fail(f"{field}.resident", f"expected true or false, got {resident!r}")
+    if resident and (grid[1], grid[2]) != (1, 1):
+        c.fail(f"{field}.resident", f"a resident grid is 1-D, got grid {list(grid)}")
     mega = k.get("mega")
+    if resident and mega is not None:
+        c.fail(f"{field}.resident", "a persistent mega-kernel's grid is its schedule's; "
+                                    "it cannot be resident")
     graph_args: Tuple[ParamSpec, ...] = ()
     if mega is not None:
         if tensor_maps:
@@ -221,7 +240,8 @@ def _kernel(c: _Checker, k: Any, field: str) -> KernelSpec:
         validate_mega(mega, f"{field}.mega", c.source)
         validate_tables(mega, f"{field}.mega", c.source)
         graph_args = _graph_args(c, mega, f"{field}.mega.args")
-    return KernelSpec(name, grid, block, smem, specs, mega, graph_args, tensor_maps)
+    return KernelSpec(name, grid, block, smem, specs, mega, graph_args, tensor_maps,
+                      cluster, resident)
 
 
 # TMA's limits (cuTensorMapEncodeTiled): rank, box extents, address and
