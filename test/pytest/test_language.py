@@ -587,6 +587,51 @@ def test_kernel_cluster_errors():
         build((3, 2), 2)
 
 
+def _resident_copy(grid=(8,), resident=True, dim=0, cluster=None):
+    """Blocks of a resident grid walk 64 rows of 4096 with the launched
+    count as their stride (T.num_blocks())."""
+    @tilemega.jit(name="walk", cache=False, out_idx=None)
+    def k(A: T.Tensor((4096, 64), "float32"), B: T.Tensor((4096, 64), "float32")):
+        with T.Kernel(*grid, threads=128, cluster=cluster, resident=resident) as ids:
+            b = ids if len(grid) == 1 else ids[0]
+            for t in T.serial(b, 64, T.num_blocks(dim)):
+                s = T.alloc_fragment((64, 64), "float32")
+                T.copy(A[t * 64, 0], s)
+                T.copy(s, B[t * 64, 0])
+    return k
+
+
+def test_resident_kernel_strides_by_the_launched_count():
+    # T.Kernel(resident=True): tile.kernel ... resident, T.num_blocks() its
+    # tile.num_blocks; the PTX reads %nctaid.x (the runtime's count), the
+    # artifact says the grid is resident, and a kernel that is not resident
+    # gets its grid size as a constant (clusters: test_wgmma.py).
+    assert "in [8] threads 128 cluster 2 resident {" in _resident_copy(cluster=2).ir()
+    k = _resident_copy()
+    text = k.ir()
+    assert "in [8] threads 128 resident {" in text, text
+    assert re.search(r"%\w+ = tile.num_blocks 0\b", text), text
+    compiled = k.compile()
+    assert "%nctaid.x" in compiled.ptx
+    (meta,) = compiled.kernels
+    assert meta["resident"] is True and meta["grid"] == [8, 1, 1]
+    fixed = _resident_copy(resident=False).compile()
+    assert "%nctaid" not in fixed.ptx
+    (meta,) = fixed.kernels
+    assert "resident" not in meta and "cluster" not in meta
+
+
+def test_resident_kernel_errors():
+    with pytest.raises(T.TileLangError, match=r"a resident grid is 1-D .* got 2 dimensions"):
+        _resident_copy(grid=(8, 2)).ir()
+    with pytest.raises(T.TileLangError, match=r"resident must be True or False, got 1"):
+        _resident_copy(resident=1).ir()
+    with pytest.raises(T.TileLangError,
+                       match=r"dim must name a dimension of the kernel's 1-D grid \(0 to 0\), "
+                             r"got 1"):
+        _resident_copy(dim=1).ir()
+
+
 def test_early_copies_and_prefetch_points():
     # T.copy(early=True) marks a global-to-shared copy of a T.Pipelined loop
     # tile.early, T.prefetch_point() is where its prologue may start; the

@@ -28,9 +28,10 @@ def _check_ints(name, values, *, minimum):
     return values
 
 
-def kernel(grid, threads, *, cluster=None, loc=None, ip=None) -> KernelOp:
+def kernel(grid, threads, *, cluster=None, resident=False, loc=None, ip=None) -> KernelOp:
     """Creates `tile.kernel` with one block index argument per grid dimension
-    (`cluster`: blocks per cluster along the first one, or None)."""
+    (`cluster`: blocks per cluster along the first one, or None; `resident`:
+    the runtime launches as many blocks as stay resident, at most `grid`)."""
     grid = _check_ints("grid", grid, minimum=1)
     if len(grid) > 3:
         raise ValueError(f"grid has at most 3 dimensions, got {grid!r}")
@@ -41,7 +42,7 @@ def kernel(grid, threads, *, cluster=None, loc=None, ip=None) -> KernelOp:
                   IntegerAttr.get(IntegerType.get_signless(64), threads),
                   cluster=None if cluster is None else
                   IntegerAttr.get(IntegerType.get_signless(64), cluster),
-                  loc=loc, ip=ip)
+                  resident=bool(resident), loc=loc, ip=ip)
     op.body.blocks.append(*([IndexType.get()] * len(grid)))
     return op
 

@@ -25,7 +25,7 @@ Importing this package does not load MLIR.
 """
 
 from .function import KernelSignature, TracedKernel, trace  # noqa: F401
-from .kernel import Kernel, Parallel, Pipelined, serial
+from .kernel import Kernel, Parallel, Pipelined, num_blocks, serial
 from .mathops import (abs, ceil, cos, exp, exp2, fast_div, floor, fma, infinity, log,  # noqa: A004
                       log2, max, max_value, min, min_value, rsqrt, sin, sqrt, tanh)
 from .ops import (Blocked, Swizzle, alloc_fragment, alloc_shared, annotate_layout,
@@ -46,7 +46,7 @@ __all__ = [
     "float8_e4m3fn", "float8_e5m2", "int8",
     "int16", "int32", "int64", "symbolic", "dynamic", "ceildiv", "SymExpr", "Symbol",
     # kernel structure
-    "Kernel", "Parallel", "Pipelined", "serial",
+    "Kernel", "Parallel", "Pipelined", "serial", "num_blocks",
     # tiles
     "alloc_shared", "alloc_fragment", "copy", "gemm", "clear", "fill", "reduce_sum",
     "reduce_max", "reduce_min", "reduce_absmax", "atomic_add", "atomic_max", "block_atomic_add",

@@ -19,7 +19,7 @@ from typing import Optional
 from .trace import (Scope, TileLangTypeError, current, in_kernel, user_error,
                     user_location, user_position)
 from .types import index, static_int
-from .values import Expr, constant, to_index
+from .values import Expr, constant, emit_pure, to_index
 
 
 class Kernel:
@@ -36,12 +36,23 @@ class Kernel:
     box is the same for the whole cluster (offsets that do not depend on
     `bx`, or only through `bx // N`), each block loading 1/N of it for all.
     With T.use_swizzle the raster orders clusters, not blocks.
+
+    `resident=True` (a 1-D grid) makes the grid an upper bound: the runtime
+    launches as many blocks as the device keeps resident at once (whole
+    clusters: on an H100, 30 clusters of 4 blocks fit, not 33), at most
+    this many, and the body walks its work with the launched count,
+    `T.num_blocks()`, as its stride: a persistent kernel.
+
+        with T.Kernel(132, threads=384, cluster=4, resident=True) as block:
+            for t in T.serial(block // 4, tiles, T.num_blocks() // 4):
+                ...
     """
 
-    def __init__(self, *grid, threads=128, cluster=None):
+    def __init__(self, *grid, threads=128, cluster=None, resident=False):
         self.grid = grid
         self.threads = threads
         self.cluster = cluster
+        self.resident = resident
         self.scope: Optional[Scope] = None
         self.raster = None
 
@@ -80,8 +91,15 @@ class Kernel:
                 user_error(api, f"clusters of {cluster} blocks along the first grid "
                                 f"dimension need it to be a multiple of {cluster}, "
                                 f"got grid[0] = {grid[0]}")
+        if not isinstance(self.resident, bool):
+            user_error(api, f"resident must be True or False, got {self.resident!r}",
+                       TileLangTypeError)
+        if self.resident and len(grid) != 1:
+            user_error(api, f"a resident grid is 1-D (the runtime sizes its one dimension), "
+                            f"got {len(grid)} dimensions")
         with user_location(), state.func_scope.end_point():
-            op = tile.kernel(grid=grid, threads=threads, cluster=cluster)
+            op = tile.kernel(grid=grid, threads=threads, cluster=cluster,
+                             resident=self.resident)
         block = op.body.blocks[0]
         state.kernel = op
         state.threads = threads
@@ -101,6 +119,26 @@ class Kernel:
             _rasterize(self.scope.block, self.grid_sizes, *self.raster,
                        cluster=self.cluster_size)
         return False
+
+
+def num_blocks(dim=0):
+    """`T.num_blocks(dim=0)` (`tile.num_blocks`): the blocks the launch has
+    along grid dimension `dim`, an index value: the kernel's own grid size,
+    except along a `resident` kernel's grid, which the runtime sizes to
+    what stays resident on the device (a persistent loop's stride)."""
+    from ..dialects import tile
+
+    api = "T.num_blocks"
+    state = in_kernel(api)
+    rank = len(state.kernel_context.grid_sizes)
+    dim = static_int(dim, "dim", api)
+    if not 0 <= dim < rank:
+        user_error(api, f"dim must name a dimension of the kernel's {rank}-D grid "
+                        f"(0 to {rank - 1}), got {dim}")
+    # Pure and the same all kernel long: at the top of the kernel (once), so
+    # that hoisted arithmetic on it may follow.
+    return emit_pure(api, ("num_blocks", dim), [], lambda: tile.NumBlocksOp(dim).result,
+                     index, nonneg=True)
 
 
 def set_block_raster(panel_size, order="row", enable=True):
@@ -282,7 +320,9 @@ class Pipelined:
     """`for k in T.Pipelined(n, num_stages=3):` or `T.Pipelined(lb, ub, step=1,
     num_stages=3)`: a counted loop (`tile.pipelined`) whose global->shared
     copies may overlap across `num_stages` iterations. Bounds may be ints or
-    traced index values; `num_stages=0` (TileLang's "no pipelining") is 1.
+    traced index values, and so may the step (e.g. `T.num_blocks()`), which
+    must then be positive when the kernel runs; `num_stages=0` (TileLang's
+    "no pipelining") is 1.
     `wgmma_in_flight=True` (Hopper, num_stages >= 3) keeps each iteration's
     wgmma pending into the next, the copies num_stages - 2 iterations ahead
     (`tile.pipelined ... wgmma_in_flight`; a config parameter can set it, so
@@ -341,10 +381,14 @@ class Pipelined:
             user_error(api, "warp_specialize needs a loop at the kernel's top level or in a "
                             "loop that is (a persistent kernel's loop over its tiles): the "
                             "producer warpgroup runs the kernel's only such loop")
-        step = static_int(self.step, "step", api, minimum=1)
         lb = to_index(self.start, api, "start")
         ub = to_index(self.stop, api, "stop")
-        st = constant(step, index, api=api)
+        if isinstance(self.step, Expr):
+            # Known on the GPU only (a persistent loop's T.num_blocks()
+            # stride), which must then be positive.
+            st = to_index(self.step, api, "step")
+        else:
+            st = constant(static_int(self.step, "step", api, minimum=1), index, api=api)
         position = user_position()
         with user_location(), state.scope.end_point():
             op = tile.pipelined(lb.ir, ub.ir, st.ir, max(1, stages),
