@@ -92,6 +92,13 @@ EXAMPLES = [
     ("gemm_hopper_f16_tn_512x768x320_persistent", "gemm_hopper",
      {"M": 512, "N": 768, "K": 320, "dtype": "f16", "transpose_a": True,
       "transpose_b": False, "num_stages": 3, "warp_specialize": True, "persistent": 5}),
+    # Persistent clusters of 2 (B multicast) on a resident grid: at most 8
+    # clusters, as many as the device co-schedules, walk 16 tiles of 2 row
+    # tiles in panels of 4; the check also runs it as one cluster.
+    ("gemm_hopper_bf16_tn_1000x1000x1000_persistent_c2", "gemm_hopper",
+     {"M": 1000, "N": 1000, "K": 1000, "transpose_a": True, "transpose_b": False,
+      "block_n": 256, "num_stages": 3, "stage_c": True, "group_m": 4,
+      "warp_specialize": True, "persistent": 16, "cluster": 2}),
     # C stored by TMA (a box per 64-column block of C's shared tile; masked
     # edges not written), one tile a block and persistent.
     ("gemm_hopper_bf16_nt_1000x1000x1000_tma_store", "gemm_hopper",

@@ -225,8 +225,29 @@ def test_a_persistent_kernel_runs_the_pipeline_across_its_tiles():
     (kernel,) = art.kernels
     assert kernel["grid"] == [3, 1, 1] and kernel["block"] == [384, 1, 1]
     assert art.ptx.count("setmaxnreg.dec") == 1 and "cp.async.bulk.tensor" in art.ptx
+    # A resident grid: at most 3 blocks, striding by the launched count.
+    assert kernel["resident"] is True and "%nctaid.x" in art.ptx
     with pytest.raises(ValueError, match="persistent needs warp_specialize"):
         gemm_hopper.config(persistent=4)
+
+
+def test_persistent_clusters_stride_by_the_clusters_launched():
+    """A persistent kernel in clusters of 2 on a resident grid: the clusters
+    the device co-schedules (at most 8) walk the tiles by the launched
+    count's clusters, and B is still multicast (T.num_blocks() is the same
+    in every block of a cluster)."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    import gemm_hopper
+    art = tilemega.compile(gemm_hopper.build(
+        M=1000, N=1000, K=1000, transpose_a=True, transpose_b=False, block_n=256,
+        num_stages=3, stage_c=True, group_m=4, warp_specialize=True, persistent=16,
+        cluster=2), assemble=ptxas_checks_enabled())
+    (kernel,) = art.kernels
+    assert (kernel["grid"], kernel["cluster"], kernel["resident"]) == ([16, 1, 1], 2, True)
+    assert "%nctaid.x" in art.ptx and ".multicast::cluster" in art.ptx
+    if art.cubin is not None:
+        assert "0 bytes spill stores, 0 bytes spill loads" in art.ptxas_log
 
 
 def test_a_cluster_multicasts_the_shared_operand():
