@@ -137,7 +137,7 @@ HOPPER_GEMMS = {
              transpose_a=form[0] == "t", transpose_b=form[1] == "t",
              warp_specialize=True, persistent=132, cluster=c)
        for form, n, c in (("nt", 4096, 2), ("nt", 8192, 2), ("nn", 8192, 2),
-                          ("nt", 8192, 4))},
+                          ("nt", 8192, 4), ("nn", 4096, 2), ("tn", 4096, 2))},
     # At most 33 clusters of 4: the runtime launches those the device
     # co-schedules (30 on an H100; 33 launched ran a fourth round of
     # tiles on 3 of them: 100 us against 69). Panels of 8 and 4 row tiles.
