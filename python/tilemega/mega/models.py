@@ -28,7 +28,7 @@ class LlamaConfig:
 
 
 def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
-                 fuse=True, fused_glu=False) -> Graph:
+                 fuse=True, fused_glu=False, ctas_per_sm=1) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
     `out` is the hidden state after the last layer (no final norm, no LM
@@ -40,13 +40,15 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
     fuse=True: 7 tasks a layer (_fused_layer); fuse=False: every operator its
     own task, 11 a layer (_layer), each boundary a cross-SM synchronisation.
     fused_glu (with fuse): the activation in the gate/up projection
-    (Graph.linear_glu), the down projection a plain GEMV."""
+    (Graph.linear_glu), the down projection a plain GEMV. ctas_per_sm:
+    CTAs sharing an SM (2: the generation graph's default; workers=None
+    then fills them, one left to the scheduler CTA)."""
     if fused_glu and not fuse:
         raise ValueError("decode_graph: fused_glu needs fuse=True")
     H, D, dt = cfg.hidden, cfg.head_dim, cfg.dtype
     if workers is None:
-        workers = default_workers(scheduler_ctas=1)
-    g = Graph("decode", workers=workers, threads=threads)
+        workers = default_workers(scheduler_ctas=1, ctas_per_sm=ctas_per_sm)
+    g = Graph("decode", workers=workers, threads=threads, ctas_per_sm=ctas_per_sm)
     x = g.input("x", [H], dt)
     rot = (g.input("rope_cos", [D // 2], "float32"), g.input("rope_sin", [D // 2], "float32"))
     for l in range(cfg.layers):
