@@ -136,3 +136,13 @@ def test_info_says_the_grid_is_resident(tmp_path, base_meta, capsys):
     assert cli_main(["info", write_artifact(tmp_path, resident(base_meta))]) == 0
     assert ("kernel add_one: resident grid of at most 132 (as many as fit) clusters of 4 "
             "block [128, 1, 1]") in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", ["fast", "general"])
+def test_a_failed_launch_names_the_grid_launched(tmp_path, base_meta, fake_torch, occupancy, path):
+    drv = occupancy(clusters=30)
+    k = load_artifact(write_artifact(tmp_path, resident(base_meta))).add_one
+    drv.launch_result = 701
+    launch = k if path == "fast" else k.launch
+    with pytest.raises(LaunchError, match=r"grid=\(120, 1, 1\)"):
+        launch(*_torch_args(fake_torch))

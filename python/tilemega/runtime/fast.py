@@ -204,8 +204,15 @@ class FastLauncher:
             lock.release()
         err = result[0]
         if err and driver._code(err) != 0:
-            check_result(result, self.what, self.kernel.name, self.grid)
+            self._fail(result, entry[2])
         return True
+
+    def _fail(self, result, grid):
+        """Raise the driver's error for a launch of `grid` (a resident
+        kernel's grid is the device's, not the compiled bound)."""
+        what = self.what if grid == self.grid else describe(
+            self.kernel.name, grid, self.block, self.smem, self.cooperative)
+        check_result(result, what, self.kernel.name, grid)
 
     def _write_maps(self, values, slots, written):
         """The tensor maps of the tensors in `values` into `slots`, where the
@@ -326,5 +333,5 @@ class BoundLaunch:
                                         self.params_address, 0)
         err = result[0]
         if err and driver._code(err) != 0:
-            check_result(result, fl.what, fl.kernel.name, fl.grid)
+            fl._fail(result, grid)
         return True
