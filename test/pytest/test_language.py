@@ -626,6 +626,16 @@ def test_resident_kernel_errors():
         _resident_copy(grid=(8, 2)).ir()
     with pytest.raises(T.TileLangError, match=r"resident must be True or False, got 1"):
         _resident_copy(resident=1).ir()
+
+    @tilemega.jit(name="unstrided", cache=False, out_idx=None)
+    def unstrided(A: T.Tensor((8, 64), "float32")):
+        with T.Kernel(8, threads=128, resident=True) as b:
+            for i in T.Parallel(64):
+                A[b, i] = 1.0
+    with pytest.raises(T.TileLangError, match=r"test_language.py:\d+: T.Kernel: resident=True: "
+                                              r"the runtime may launch fewer than the 8 blocks, "
+                                              r"but the body never reads how many"):
+        unstrided.ir()
     with pytest.raises(T.TileLangError,
                        match=r"dim must name a dimension of the kernel's 1-D grid \(0 to 0\), "
                              r"got 1"):

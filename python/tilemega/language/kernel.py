@@ -115,6 +115,11 @@ class Kernel:
 
     def __exit__(self, exc_type, exc, tb):
         current(None).pop(self.scope)
+        if exc_type is None and self.resident and not getattr(self, "reads_count", False):
+            user_error("T.Kernel", f"resident=True: the runtime may launch fewer than the "
+                                   f"{self.grid_sizes[0]} blocks, but the body never reads how "
+                                   f"many (T.num_blocks()), so its work would not be strided "
+                                   f"over the blocks launched", position=self.scope.position)
         if exc_type is None and self.raster is not None:
             _rasterize(self.scope.block, self.grid_sizes, *self.raster,
                        cluster=self.cluster_size)
@@ -135,6 +140,8 @@ def num_blocks(dim=0):
     if not 0 <= dim < rank:
         user_error(api, f"dim must name a dimension of the kernel's {rank}-D grid "
                         f"(0 to {rank - 1}), got {dim}")
+    if dim == 0:
+        state.kernel_context.reads_count = True
     # Pure and the same all kernel long: at the top of the kernel (once), so
     # that hoisted arithmetic on it may follow.
     return emit_pure(api, ("num_blocks", dim), [], lambda: tile.NumBlocksOp(dim).result,

@@ -1173,6 +1173,15 @@ func.func @resident_grid_of_two_dimensions() {
 
 // -----
 
+func.func @resident_grid_never_read() {
+  // expected-error @+1 {{is resident, so the runtime may launch fewer than its 8 blocks, but never reads how many (tile.num_blocks 0): its work would not be strided over the blocks launched}}
+  tile.kernel blocks(%b) in [8] threads 128 resident {
+  }
+  return
+}
+
+// -----
+
 func.func @resident_persistent_mega_kernel() {
   // expected-error @+1 {{is a persistent mega-kernel, whose grid its schedule fixes; it cannot be resident}}
   tile.kernel blocks(%b) in [8] threads 128 resident attributes {tile.persistent} {

@@ -8,6 +8,7 @@
 // CHECK:         tile.kernel blocks(%{{.*}}) in [132] threads 384 cluster 4 resident {
 // CHECK-NEXT:      tile.num_blocks 0
 // CHECK:         tile.kernel blocks(%{{.*}}) in [16] threads 128 resident {
+// CHECK-NEXT:      tile.num_blocks 0
 func.func @kernel_grids() {
   tile.kernel blocks(%bx) in [8] threads 32 {
   }
@@ -17,6 +18,7 @@ func.func @kernel_grids() {
     %n = tile.num_blocks 0
   }
   tile.kernel blocks(%b) in [16] threads 128 resident {
+    %n = tile.num_blocks 0
   }
   return
 }

@@ -254,6 +254,19 @@ LogicalResult KernelOp::verifyRegions() {
   for (BlockArgument arg : body.getArguments())
     if (!arg.getType().isIndex())
       return emitOpError() << "block indices must have index type";
+  // Fewer blocks than the grid may run a resident kernel: one that never
+  // reads how many would leave the others' work undone.
+  if (getResident()) {
+    bool readsCount = false;
+    body.walk([&](NumBlocksOp op) { readsCount |= op.getDim() == 0; });
+    if (!readsCount)
+      return emitOpError() << "is resident, so the runtime may launch fewer "
+                              "than its "
+                           << getGrid()[0]
+                           << " blocks, but never reads how many "
+                              "(tile.num_blocks 0): its work would not be "
+                              "strided over the blocks launched";
+  }
   SharedMemoryTally tally;
   SharedLiveness liveness(body,
                           (*this)->hasAttr(TileDialect::getPersistentAttrName()));
