@@ -92,6 +92,12 @@ EXAMPLES = [
     ("gemm_hopper_f16_tn_512x768x320_persistent", "gemm_hopper",
      {"M": 512, "N": 768, "K": 320, "dtype": "f16", "transpose_a": True,
       "transpose_b": False, "num_stages": 3, "warp_specialize": True, "persistent": 5}),
+    # Four consumer warpgroups (256-row blocks) and the producer: 640
+    # threads, whose setmaxnreg split must stay within their launch's
+    # registers (104 a consumer thread; 112 hung).
+    ("gemm_hopper_bf16_nn_1024_bm256_ws", "gemm_hopper",
+     {"M": 1024, "N": 1024, "K": 1024, "block_m": 256, "block_n": 128, "num_stages": 4,
+      "stage_c": True, "transpose_b": False, "warp_specialize": True}),
     # Persistent clusters of 2 (B multicast) on a resident grid: at most 8
     # clusters, as many as the device co-schedules, walk 16 tiles of 2 row
     # tiles in panels of 4; the check also runs it as one cluster.

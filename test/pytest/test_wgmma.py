@@ -394,3 +394,28 @@ def test_a_fragment_a_without_wgmma_is_an_error_that_says_so():
                                            r"only wgmma's register form multiplies \(sm_90a "
                                            r"with wgmma.*: the wgmma lowering is off"):
         tilemega.compile(p_times_v().ir(), chip="sm_90", assemble=False)
+
+
+def test_five_warpgroups_split_only_the_registers_their_launch_holds():
+    """A 256-row warp-specialised GEMM launches 640 threads, 96 registers
+    each (the SM's 65536 over 640, a multiple of 8): the consumers may rise
+    to 104 (that pool less the producer's 40), not 112 (the whole SM less
+    the producer's), which left consumer warps in setmaxnreg.inc forever
+    (a hang on an H100). The 384-thread split stays 232 / 40."""
+    import sys
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+    import gemm_hopper
+    art = tilemega.compile(gemm_hopper.build(
+        M=1024, N=1024, K=1024, block_m=256, block_n=128, num_stages=4, stage_c=True,
+        transpose_b=False, warp_specialize=True), assemble=ptxas_checks_enabled())
+    (kernel,) = art.kernels
+    assert kernel["block"] == [640, 1, 1]
+    assert re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);", art.ptx) == [
+        ("inc", "104"), ("dec", "40")]
+    if art.cubin is not None:
+        assert "Used 96 registers" in art.ptxas_log
+    two = tilemega.compile(gemm_hopper.build(
+        M=1024, N=1024, K=1024, block_n=128, num_stages=4, stage_c=True, transpose_b=False,
+        warp_specialize=True), assemble=False)
+    assert re.findall(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+(\d+);", two.ptx) == [
+        ("inc", "232"), ("dec", "40")]

@@ -32,14 +32,28 @@ using namespace mlir::tilemega::tile_to_gpu;
 
 namespace {
 
-/// Registers of one SM, and what the producer warpgroup keeps of them.
-constexpr int64_t kRegistersPerSm = 65536, kProducerRegisters = 40,
-                  kMaxRegisters = 240;
+/// Registers of one SM, what a thread may hold, and what the producer
+/// warpgroup keeps.
+constexpr int64_t kRegistersPerSm = 65536, kMaxThreadRegisters = 255,
+                  kProducerRegisters = 40, kMaxRegisters = 240;
 
-/// The consumers' register budget: what is left after the producer's, split
-/// over `consumers` threads, a multiple of 8, at most 240.
+/// The consumers' register budget. setmaxnreg moves registers within the
+/// CTA's register pool (PTX ISA: setmaxnreg.inc blocks until the CTA's
+/// pool holds enough), which is what .maxntid's threads get at launch: the
+/// SM's registers over them, a multiple of 8 a thread (not ptxas's own
+/// count: a 384-thread attention kernel ptxas gave 160 ran its 232 / 40
+/// split). The producer's decrease returns its surplus to the pool and the
+/// consumers' increase draws on it: asking for more leaves consumer warps
+/// in setmaxnreg.inc forever (640 threads start with 96 each, and 112 for
+/// 512 consumers, the whole SM less the producer's, hung on an H100). So:
+/// the pool less the producer's share, split over `consumers` threads, a
+/// multiple of 8, at most 240.
 int64_t consumerRegisters(int64_t consumers) {
-  int64_t left = kRegistersPerSm - tile::ProducerOp::kThreads * kProducerRegisters;
+  int64_t launched = consumers + tile::ProducerOp::kThreads;
+  int64_t atLaunch =
+      std::min<int64_t>(kMaxThreadRegisters, kRegistersPerSm / launched) / 8 * 8;
+  int64_t left = atLaunch * launched -
+                 tile::ProducerOp::kThreads * kProducerRegisters;
   return std::min<int64_t>(kMaxRegisters, left / consumers / 8 * 8);
 }
 
