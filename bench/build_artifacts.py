@@ -262,6 +262,21 @@ EXPERIMENTS.update({
     for suffix, extra in (("_wd", {}), ("_wd_ov", dict(overlap=True)))
 })
 
+# 256 x 128 tiles (cuBLAS's shape at 4096^3) with four consumer warpgroups
+# and the producer, 640 threads: one tile a block, in clusters of 2, and
+# persistent. Their first run hung (a register split over the launch's,
+# fixed in WarpSpecialize.cpp); measured since on an H100
+# (docs/results/gemm_bm256_h100.json): 0.80-0.95x cuBLAS, below the
+# shipped 128 x 256 tiles (0.96-0.99x) in every form.
+EXPERIMENTS.update({
+    f"bench_gemm_hopper_bf16_{form}_4096_bm256_bn128{suffix}": _cube(
+        4096, block_m=256, block_n=128, stage_c=True, group_m=8, warp_specialize=True,
+        transpose_a=form[0] == "t", transpose_b=form[1] == "t", **extra)
+    for form in ("nn", "nt", "tn")
+    for suffix, extra in (("_s4", dict(num_stages=4)), ("_s4_c2", dict(num_stages=4, cluster=2)),
+                          ("_p132_c2", dict(num_stages=3, cluster=2, persistent=132)))
+})
+
 # Keys of a configuration that are tilemega.compile options, not the example's.
 COMPILE_OPTIONS = ("tma",)
 
