@@ -53,6 +53,7 @@ class Kernel:
         self.threads = threads
         self.cluster = cluster
         self.resident = resident
+        self.reads_count = False          # T.num_blocks() (dim 0) was read
         self.scope: Optional[Scope] = None
         self.raster = None
 
@@ -115,7 +116,7 @@ class Kernel:
 
     def __exit__(self, exc_type, exc, tb):
         current(None).pop(self.scope)
-        if exc_type is None and self.resident and not getattr(self, "reads_count", False):
+        if exc_type is None and self.resident and not self.reads_count:
             user_error("T.Kernel", f"resident=True: the runtime may launch fewer than the "
                                    f"{self.grid_sizes[0]} blocks, but the body never reads how "
                                    f"many (T.num_blocks()), so its work would not be strided "
