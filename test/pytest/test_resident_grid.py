@@ -24,6 +24,7 @@ class OccupancyDriver(FakeDriver):
 
     class CUdevice_attribute:
         CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
 
     class CUfunction_attribute:
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -42,7 +43,7 @@ class OccupancyDriver(FakeDriver):
         return (0, self.clusters)
 
     def cuDeviceGetAttribute(self, attr, dev):
-        return (0, self.sms)
+        return (0, 232448 if attr == 97 else self.sms)
 
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, function, threads, smem):
         self.queries.append(("blocks", threads, smem))
@@ -146,3 +147,14 @@ def test_a_failed_launch_names_the_grid_launched(tmp_path, base_meta, fake_torch
     launch = k if path == "fast" else k.launch
     with pytest.raises(LaunchError, match=r"grid=\(120, 1, 1\)"):
         launch(*_torch_args(fake_torch))
+
+
+def test_more_shared_memory_sizes_the_grid_again(tmp_path, base_meta, fake_torch, occupancy):
+    drv = occupancy(clusters=30)
+    k = load_artifact(write_artifact(tmp_path, resident(base_meta, smem=100000))).add_one
+    k.launch(*_torch_args(fake_torch))
+    drv.clusters = 15                       # fewer fit with more shared memory
+    k.launch(*_torch_args(fake_torch), dynamic_shared_bytes=200000)
+    k.launch(*_torch_args(fake_torch))
+    assert [x["grid"] for x in drv.launches] == [(120, 1, 1), (60, 1, 1), (120, 1, 1)]
+    assert [q[3] for q in drv.queries] == [100000, 200000]

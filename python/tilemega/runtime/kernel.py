@@ -56,7 +56,7 @@ class Kernel:
         # A persistent kernel's CTAs wait for each other: launch it cooperatively,
         # so that the driver refuses a grid that cannot be resident at once.
         self.cooperative = spec.mega is not None
-        self._grids = {}               # CUDA ordinal -> a resident kernel's launch grid
+        self._grids = {}               # (CUDA ordinal, shared bytes) -> a resident grid
 
     def __repr__(self):
         params = ", ".join(
@@ -121,7 +121,7 @@ class Kernel:
                     raise ArgumentError(f"{self.name}: dynamic_shared_bytes={smem} exceeds "
                                         f"device {device}'s limit of {limit} bytes per block")
             function = self.artifact._function(device, self.name, smem)
-            launch_grid = self.grid_on(device, function) if grid is None else \
+            launch_grid = self.grid_on(device, function, smem) if grid is None else \
                 launch.normalize_dims(grid, "grid")
             launch.launch_kernel(function, launch_grid, self.spec.block, smem, handle,
                                  bound.values, self.name, self.cooperative)
@@ -129,19 +129,22 @@ class Kernel:
                 driver.stream_synchronize(handle)
         del bound  # tensors and DLPack capsules stay alive until the launch is enqueued
 
-    def grid_on(self, device: int, function) -> tuple:
+    def grid_on(self, device: int, function, dynamic_shared_bytes: Optional[int] = None
+                ) -> tuple:
         """The grid a launch on `device` uses: the compiled one, or for a
         resident kernel as many blocks (whole clusters) as the device keeps
         resident at once, at most the compiled count (decided once a device,
-        with its context current)."""
+        with its context current; again for a launch that raises its
+        dynamic shared memory, which may fit fewer)."""
         spec = self.spec
         if not spec.resident:
             return spec.grid
-        grid = self._grids.get(device)
+        smem = spec.dynamic_shared_bytes if dynamic_shared_bytes is None else dynamic_shared_bytes
+        grid = self._grids.get((device, smem))
         if grid is None:
             blocks = driver.resident_grid(device, function, spec.grid[0], spec.block[0],
-                                          spec.dynamic_shared_bytes, spec.cluster, self.name)
-            grid = self._grids[device] = (blocks, 1, 1)
+                                          smem, spec.cluster, self.name)
+            grid = self._grids[(device, smem)] = (blocks, 1, 1)
         return grid
 
     def _check_overrides(self, grid, block, dynamic_shared_bytes) -> int:
