@@ -55,16 +55,9 @@ VARIANTS = {
     # their own (16 splits measured no faster when they shared SMs).
     "workers_by_sm+splits16": dict(ctas_per_sm=None,
                                    graph=dict(workers_by_sm=True, attention_splits=16)),
-    # Signals after the barrier that hands out the next entry (one barrier an
-    # entry fewer; the next entry's early loads start during the signal).
-    "overlap_signal": dict(ctas_per_sm=None, mega_overlap_signal=True),
-    "workers_by_sm+overlap_signal": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
-                                         mega_overlap_signal=True),
     # The bodies' weight (and activation) tiles by 1-D bulk copies on
     # mbarriers (the TMA unit) instead of cp.async (the threads' loads).
     "bulk_copies": dict(ctas_per_sm=None, mega_bulk_copies=True),
-    "bulk_copies+overlap_signal": dict(ctas_per_sm=None, mega_bulk_copies=True,
-                                       mega_overlap_signal=True),
     "bulk_copies+workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
                                       mega_bulk_copies=True),
     # No attention merge task: each kv group's last split merges

@@ -51,7 +51,6 @@ TIMELINE = "gen_llama1b_timeline"
 #: keywords of models.generation_graph).
 VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             "workers_by_sm": dict(graph=dict(workers_by_sm=True)),
-            "overlap_signal": dict(mega_overlap_signal=True),
             # No merge task: each kv group's last split merges.
             "merge_in_split": dict(graph=dict(merge_in_split=True))}
 #: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).

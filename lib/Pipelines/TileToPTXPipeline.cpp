@@ -40,7 +40,6 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   persistent.prefetchBytes = options.megaPrefetchBytes;
   persistent.prefetchDepth = options.megaPrefetchDepth;
   persistent.earlyLoads = options.megaEarlyLoads;
-  persistent.overlapSignal = options.megaOverlapSignal;
   persistent.streamUnits = options.megaStreamUnits;
   pm.addPass(createConvertMegaToGPU(persistent));
 

@@ -343,7 +343,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_max_ctas: Optional[int] = None, mega_prefetch_bytes: int = 0,
             mega_prefetch_depth: int = 1, mega_early_loads: bool = True,
             mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
-            mega_early_depth: int = 0, mega_overlap_signal: bool = False,
+            mega_early_depth: int = 0,
             mega_bulk_copies: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
@@ -363,10 +363,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         stages; convert-mega-to-gpu stream-units), per-body thread
         index reads (mega-fresh-thread-ids: fewer registers), how many
         iterations of a loop's prologue its early loads issue before the
-        wait (mega_early_depth, 0: all; tile-pipeline early-depth) and
-        whether an entry's events are signalled after the barrier that
-        hands out the next entry (mega_overlap_signal; with early loads:
-        convert-mega-to-gpu overlap-signal), and whether the bodies' loops
+        wait (mega_early_depth, 0: all; tile-pipeline early-depth), and
+        whether the bodies' loops
         stream their tiles with 1-D bulk copies on mbarriers instead of
         cp.async (mega_bulk_copies, sm_90a; tile-pipeline linear-bulk;
         off by default: slower on the Llama-3.2-1B generation, docs/mega.md
@@ -426,10 +424,6 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         options += " tma=1"
     if mega_early_depth:
         options += f" mega-early-depth={mega_early_depth}"
-    if not isinstance(mega_overlap_signal, bool):
-        raise ValueError(f"mega_overlap_signal must be a bool, got {mega_overlap_signal!r}")
-    if mega_overlap_signal:
-        options += " mega-overlap-signal=1"
     if not isinstance(mega_bulk_copies, bool):
         raise ValueError(f"mega_bulk_copies must be a bool, got {mega_bulk_copies!r}")
     # Streamed units ring cp.async stages across a task's units; a loop of

@@ -1,10 +1,9 @@
 """Workers placed by SM (mega.graph workers_by_sm, docs/mega.md): the
 kernel claims worker indices from %smid, its state holds a claim word a
 CTA, and mega-schedule keeps latency-bound tasks (the attention) on SMs
-that run no streaming task meanwhile; and signals overlapped with the next
-entry (mega_overlap_signal). What runs on a GPU (the claims, the timing)
-is bench/generate_ab.py's variants `workers_by_sm` and `overlap_signal`;
-here: the artifacts, the schedule and the metadata checks."""
+that run no streaming task meanwhile. What runs on a GPU (the claims, the
+timing) is bench/generate_ab.py's variant `workers_by_sm`; here: the
+artifacts, the schedule and the metadata checks."""
 
 import pytest
 
@@ -111,22 +110,6 @@ def test_unclaimed_index_is_decoded():
     err = decode_error(words, meta)
     assert err.code == 5 and err.kind == "no worker index left to claim"
     assert "CTA 2 (on SM 140) found every worker index claimed for launch tag 4" in str(err)
-
-
-def test_overlap_signal_saves_a_barrier_an_entry():
-    """mega_overlap_signal: the body's end and the next entry's hand-out
-    share one block barrier (one bar.sync fewer in the worker loop), and
-    the kernel still assembles without spills (compile warns on spills)."""
-    import warnings
-
-    text = mega.generation_graph(SMALL).to_mlir()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        on = tilemega.compile(text, chip="sm_90a", mega_overlap_signal=True)
-    off = tilemega.compile(text, chip="sm_90a")
-    assert on.ptx.count("bar.sync") == off.ptx.count("bar.sync") - 1
-    with pytest.raises(ValueError, match="mega_overlap_signal must be a bool"):
-        tilemega.compile(text, chip="sm_90a", mega_overlap_signal=1)
 
 
 def test_timeline_placement_counts_workers_on_their_sm_and_shared_loads():

@@ -150,18 +150,21 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
       computed elsewhere. Only the activation reads wait. A body that marks
       `tile.early` itself on a copy of a tensor some task writes is an
       error naming the writer (it would read data from before it ran).
-    * **Overlapped signals.** With `overlap-signal` (off by default; needs
-      early loads) thread 0 picks the next entry as soon as its own part of
-      the body is done, and one block barrier both ends the body and hands
-      out the next entry; thread 0 then signals the finished entry's events
+    * **Two barriers an entry.** With early loads every thread reads its
+      next AOT entry from the worker's records in shared memory (no
+      hand-over barrier, no global read): the entry's closing barrier has
+      freed the shared memory, thread 0 signals the finished entry's events
       (a device-scope fence and an add) while the other threads already
-      issue the next entry's early loads, one barrier an entry fewer.
-    * **Scheduler CTA.** Its first warp walks the JIT list in order, 32
-      entries at a time: each lane checks one entry's events, a ballot finds
-      the run of ready entries at the head, and lane 0 publishes the run by
-      advancing the queue's tail with one release store (bounded by the same
-      watchdog). A worker runs its ticket's entry once the ticket is below
-      the published tail.
+      issue the next entry's early loads, and the wait's barrier hands its
+      verdict to the CTA. The wait reads `%globaltimer` only after its
+      first miss.
+    * **Scheduler CTA.** Every warp checks 32 JIT entries at a time, in
+      order (warp w the window 32 w ahead of the head): each lane checks
+      one entry's events and a ballot finds the run of ready entries at the
+      head of the warp's window; thread 0 joins the windows' runs and
+      publishes the whole run by advancing the queue's tail with one
+      release store (bounded by the same watchdog). A worker runs its
+      ticket's entry once the ticket is below the published tail.
     * **The protocol's steps are ops** of the mega dialect, each with its
       ordering in its name (`mega.poll`, `mega.peek`, `mega.signal`,
       `mega.claim`, `mega.arrive`, `mega.publish`, `mega.post`, `mega.raise_flag`,
@@ -203,10 +206,6 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
            "In graphs without a JIT queue, wait for an entry's events inside "
            "its case, after a tile.prefetch_point, and mark its copies of "
            "tensors no task writes tile.early">,
-    Option<"overlapSignal", "overlap-signal", "bool", "false",
-           "With early loads: signal an entry's events after the barrier "
-           "that hands out the next entry, while the other threads start "
-           "the next entry's early loads (one barrier an entry fewer)">,
   ];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",

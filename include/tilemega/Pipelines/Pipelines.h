@@ -82,11 +82,6 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
       llvm::cl::init(true)};
-  PassOptions::Option<bool> megaOverlapSignal{
-      *this, "mega-overlap-signal",
-      llvm::cl::desc("Signal an entry's events after the barrier that hands "
-                     "out the next entry (convert-mega-to-gpu overlap-signal)"),
-      llvm::cl::init(false)};
   PassOptions::Option<bool> megaBulkCopies{
       *this, "mega-bulk-copies",
       llvm::cl::desc("Pipeline a persistent mega-kernel's loops with 1-D "

@@ -176,7 +176,7 @@ struct ConvertMegaToGPUPass
     }
     PersistentKernelBuilder builder(b, loc, *tables, timeline, watchdogNs,
                                     prefetchBytes, prefetchDepth, earlyLoads,
-                                    streamUnits, stepLoop, overlapSignal);
+                                    streamUnits, stepLoop);
     ValueRange args = entry->getArguments();
     builder.build(body.getArgument(0), args[0], globalTypes, args[1], args[2],
                   args[3], args[4]);

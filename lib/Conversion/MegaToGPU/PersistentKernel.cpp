@@ -121,7 +121,10 @@ void PersistentKernelBuilder::recordError(int64_t code, Value entry,
 
 PersistentKernelBuilder::Pick
 PersistentKernelBuilder::pickNextAot(Value pos, Value aotBegin, Value aotEnd) {
-  Value go = andI(cmp(arith::CmpIPredicate::slt, pos, aotEnd), notI(aborted()));
+  // No abort read: the entry's wait reads the flag (an entry whose events
+  // fired may still run after an abort; the list is finite), and a global
+  // read here would put a round trip before every entry.
+  Value go = cmp(arith::CmpIPredicate::slt, pos, aotEnd);
   Value slot = arith::SubIOp::create(b, loc, pos, aotBegin);
   auto pick = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, go, true);
   {
@@ -634,18 +637,31 @@ void PersistentKernelBuilder::markEarlyCopies(Operation *op,
 
 Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
   ifThread0([&] {
-    Type i32Type = b.getI32Type();
-    Value start = now();
-    // Carried: 1 ready, 0 not (an abort or the watchdog), -1 still waiting.
-    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{i32(-1)});
+    Type i32Type = b.getI32Type(), i64Type = b.getI64Type();
+    // Carried: 1 ready, 0 not (an abort or the watchdog), -1 still waiting;
+    // and when the wait started, 0 until its first miss: a wait whose
+    // events already fired reads no timer.
+    auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i64Type},
+                                     ValueRange{i32(-1), i64(0)});
     OpBuilder::InsertionGuard guard(b);
-    Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
-    Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type}, {loc});
+    Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, i64Type}, {loc, loc});
+    Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, i64Type}, {loc, loc});
     b.setInsertionPointToStart(before);
     // As in pickEntry: the relaxed abort read goes ahead of the acquires.
     Value abortRaised = aborted();
     Readiness ready = checkReady(r);
-    Value late = andI(andI(notI(ready.ready), notI(abortRaised)), timedOut(start));
+    Value waiting = andI(notI(ready.ready), notI(abortRaised));
+    Value start = before->getArgument(1);
+    auto clock = scf::IfOp::create(b, loc, TypeRange{b.getI1Type(), i64Type}, waiting, true);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(clock.thenBlock());
+      Value since = select(cmp(arith::CmpIPredicate::eq, start, i64(0)), now(), start);
+      scf::YieldOp::create(b, loc, ValueRange{timedOut(since), since});
+      b.setInsertionPointToStart(clock.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult(), start});
+    }
+    Value late = clock.getResult(0);
     auto report = scf::IfOp::create(b, loc, late, /*withElse=*/false);
     {
       OpBuilder::InsertionGuard g2(b);
@@ -655,9 +671,9 @@ Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
     Value verdict = select(ready.ready, i32(1),
                            select(orI(abortRaised, late), i32(0), i32(-1)));
     scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::slt, verdict, i32(0)),
-                             ValueRange{verdict});
+                             ValueRange{verdict, clock.getResult(1)});
     b.setInsertionPointToStart(after);
-    scf::YieldOp::create(b, loc, after->getArgument(0));
+    scf::YieldOp::create(b, loc, after->getArguments());
     b.setInsertionPointAfter(loop);
     memref::StoreOp::create(b, loc, loop.getResult(0), control, idx(4));
   });
@@ -784,12 +800,8 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
       emitCase(c, task, instance, waitInCase ? &r : nullptr, entry, stampStart);
     }
   }
-  // Signalled after the next pick's barrier (buildWorker), which then
-  // also ends the body.
-  if (signalAfterPick)
-    return;
   // Everyone is done with the body's data (and its shared memory) before
-  // thread 0 signals and picks the next entry.
+  // thread 0 signals and the next entry's copies may overwrite it.
   gpu::BarrierOp::create(b, loc);
   ifThread0([&] { finishEntry(r, entry); });
 }
@@ -836,15 +848,10 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
     memref::StoreOp::create(b, loc, word, aotRecords, ValueRange{i});
   }
   gpu::BarrierOp::create(b, loc);
-  // Carried: the AOT position and the JIT ticket (pickEntry); with
-  // signalAfterPick also the entry run last and its AOT slot, whose
-  // events thread 0 signals after the next pick's barrier (-1: none).
-  SmallVector<Type> carried(signalAfterPick ? 4 : 2, i32Type);
-  SmallVector<Value> initial = {aotBegin, i32(-1)};
-  if (signalAfterPick)
-    initial.append({i32(-1), i32(-1)});
+  // Carried: the AOT position and the JIT ticket (pickEntry).
+  SmallVector<Type> carried(2, i32Type);
   auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, i32Type, i32Type, i32Type},
-                                   initial);
+                                   ValueRange{aotBegin, i32(-1)});
   OpBuilder::InsertionGuard guard(b);
   Block *before = b.createBlock(&loop.getBefore(), {}, carried,
                                 SmallVector<Location>(carried.size(), loc));
@@ -863,44 +870,37 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
       emitPrefetch(table("aot", at));
     }
   });
-  ifThread0([&] {
+  Value entry, next, ticket, slot;
+  if (waitInCase) {
     // Waiting inside the case: the next AOT entry, ready or not (the
     // worker's list is in the global topological order, so waiting for it
-    // is what pickEntry would do without a JIT queue).
-    Pick pick = waitInCase
-                    ? pickNextAot(before->getArgument(0), aotBegin, aotEnd)
-                    : pickEntry(before->getArgument(0), aotBegin, aotEnd,
-                                before->getArgument(1));
-    memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
-    memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
-    memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
-    memref::StoreOp::create(b, loc, pick.slot, control, idx(3));
-  });
-  // With signalAfterPick this barrier also ends the last entry's body: its
-  // data is written and its shared memory free for the next entry's loads.
-  gpu::BarrierOp::create(b, loc);
-  Value entry = memref::LoadOp::create(b, loc, control, idx(0));
-  Value next = memref::LoadOp::create(b, loc, control, idx(1));
-  Value ticket = memref::LoadOp::create(b, loc, control, idx(2));
-  Value slot = memref::LoadOp::create(b, loc, control, idx(3));
-  if (signalAfterPick) {
-    // The other threads go on to the next entry's early loads meanwhile.
-    Value ran = before->getArgument(2), ranSlot = before->getArgument(3);
+    // is what pickEntry would do without a JIT queue). Every thread reads
+    // it from the shared records: no hand-over barrier (the last entry's
+    // closing barrier already freed its shared memory).
+    Pick pick = pickNextAot(before->getArgument(0), aotBegin, aotEnd);
+    entry = pick.entry, next = pick.nextPos, ticket = pick.ticket, slot = pick.slot;
+  } else {
+    // The next entry whose events fired, AOT or JIT: thread 0 finds it and
+    // hands it to the CTA.
     ifThread0([&] {
-      auto any = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::sge, ran, i32(0)),
-                                   false);
-      OpBuilder::InsertionGuard g2(b);
-      b.setInsertionPointToStart(any.thenBlock());
-      finishEntry(sharedRecord(ranSlot), ran);
+      Pick pick = pickEntry(before->getArgument(0), aotBegin, aotEnd,
+                            before->getArgument(1));
+      memref::StoreOp::create(b, loc, pick.entry, control, idx(0));
+      memref::StoreOp::create(b, loc, pick.nextPos, control, idx(1));
+      memref::StoreOp::create(b, loc, pick.ticket, control, idx(2));
+      memref::StoreOp::create(b, loc, pick.slot, control, idx(3));
     });
+    gpu::BarrierOp::create(b, loc);
+    entry = memref::LoadOp::create(b, loc, control, idx(0));
+    next = memref::LoadOp::create(b, loc, control, idx(1));
+    ticket = memref::LoadOp::create(b, loc, control, idx(2));
+    slot = memref::LoadOp::create(b, loc, control, idx(3));
   }
   scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
                            ValueRange{entry, next, ticket, slot});
   b.setInsertionPointToStart(after);
-  SmallVector<Value> yielded = {after->getArgument(1), after->getArgument(2)};
-  if (signalAfterPick)
-    yielded.append({after->getArgument(0), after->getArgument(3)});
-  auto yield = scf::YieldOp::create(b, loc, yielded);
+  auto yield = scf::YieldOp::create(b, loc,
+                                    ValueRange{after->getArgument(1), after->getArgument(2)});
   b.setInsertionPoint(yield);
   runEntry(after->getArgument(0), after->getArgument(3), blockId);
 }
@@ -908,27 +908,29 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
 void PersistentKernelBuilder::buildScheduler() {
   if (t.numJit == 0)
     return;
-  // Warp 0 walks the JIT list in order, 32 entries at a time: lane i checks
-  // entry j + i, a ballot finds the run of ready entries starting at j, and
-  // lane 0 publishes the whole run by advancing the queue's tail with one
-  // release store. Readiness checks are acquire loads whose latency would
-  // dominate if one thread checked the entries one by one.
+  // Every warp of the scheduler CTA checks 32 JIT entries at a time: lane i
+  // of warp w checks entry j + 32 w + i, and a ballot gives the run of
+  // ready entries at the head of the warp's window. Thread 0 joins the runs
+  // (a window counts only if every window before it was all ready) and
+  // publishes the whole run by advancing the queue's tail with one release
+  // store. Readiness checks are acquire loads whose latency would dominate
+  // if one thread (or one warp, for a stage of hundreds of entries that
+  // fire together) checked the entries in turn.
   Type i32Type = b.getI32Type();
+  int64_t warps = schedulerWarps();
   OpBuilder::InsertionGuard guard(b);
   Value lane = toI32(arith::RemUIOp::create(b, loc, toIndex(threadId), idx(32)));
-  Value warp0 = cmp(arith::CmpIPredicate::ult, threadId, idx(32));
+  Value warp = toI32(arith::DivUIOp::create(b, loc, toIndex(threadId), idx(32)));
   Value isLane0 = cmp(arith::CmpIPredicate::eq, lane, i32(0));
-  auto only = scf::IfOp::create(b, loc, warp0, false);
-  b.setInsertionPointToStart(only.thenBlock());
   auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type, b.getI64Type()},
                                    ValueRange{i32(0), now()});
   Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   b.setInsertionPointToStart(before);
   Value j = before->getArgument(0), since = before->getArgument(1);
-  // Ahead of the acquire loads, as in pickEntry.
+  // Ahead of the acquire loads, as in pickEntry (thread 0 decides).
   Value abortRaised = aborted();
-  Value mine = add(j, lane);
+  Value mine = add(j, add(mul(warp, i32(32)), lane));
   Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
   auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
   {
@@ -940,34 +942,58 @@ void PersistentKernelBuilder::buildScheduler() {
   }
   Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1),
                                         check.getResult(0), NVVM::VoteSyncKind::ballot);
-  // The run of ready entries from lane 0: the trailing ones of the mask
-  // (cttz of its complement; 32 when all are set).
+  // The run of ready entries from the window's first lane: the trailing
+  // ones of the mask (cttz of its complement; 32 when all are set).
   Value run = LLVM::CountTrailingZerosOp::create(
       b, loc, b.getI32Type(), arith::XOrIOp::create(b, loc, mask, i32(-1)),
       /*is_zero_poison=*/false);
-  Value progress = cmp(arith::CmpIPredicate::sgt, run, i32(0));
-  Value next = add(j, run);
-  auto publish = scf::IfOp::create(b, loc, andI(progress, isLane0), false);
   {
+    auto post = scf::IfOp::create(b, loc, isLane0, false);
     OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(publish.thenBlock());
-    mega::PublishOp::create(b, loc, stateBuf, ValueRange{idx(kJitTail)}, next);
+    b.setInsertionPointToStart(post.thenBlock());
+    memref::StoreOp::create(b, loc, run, control, toIndex(add(warp, i32(kSchedulerRuns))));
   }
-  // No progress: stop on an abort or past the watchdog (recording why).
-  Value stalled = notI(progress);
-  Value abort = andI(stalled, abortRaised);
-  Value late = andI(andI(stalled, notI(abort)), timedOut(since));
-  auto report = scf::IfOp::create(b, loc, andI(late, isLane0), false);
-  {
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(report.thenBlock());
-    Record r = loadRecord(table("jit", j));
-    recordError(kSchedulerWaitTimeout, r.entry, checkReady(r));
-  }
-  Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
-                    notI(orI(abort, late)));
-  Value nextSince = select(progress, now(), since);
-  scf::ConditionOp::create(b, loc, more, ValueRange{next, nextSince});
+  gpu::BarrierOp::create(b, loc);
+  ifThread0([&] {
+    Value total = i32(0);
+    Value open = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    for (int64_t w = 0; w < warps; ++w) {
+      Value r = memref::LoadOp::create(b, loc, control, idx(kSchedulerRuns + w));
+      total = add(total, select(open, r, i32(0)));
+      open = andI(open, cmp(arith::CmpIPredicate::eq, r, i32(32)));
+    }
+    Value progress = cmp(arith::CmpIPredicate::sgt, total, i32(0));
+    Value next = add(j, total);
+    auto publish = scf::IfOp::create(b, loc, progress, false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(publish.thenBlock());
+      mega::PublishOp::create(b, loc, stateBuf, ValueRange{idx(kJitTail)}, next);
+    }
+    // No progress: stop on an abort or past the watchdog (recording why).
+    Value stalled = notI(progress);
+    Value abort = andI(stalled, abortRaised);
+    Value late = andI(andI(stalled, notI(abort)), timedOut(since));
+    auto report = scf::IfOp::create(b, loc, late, false);
+    {
+      OpBuilder::InsertionGuard g2(b);
+      b.setInsertionPointToStart(report.thenBlock());
+      Record r = loadRecord(table("jit", j));
+      recordError(kSchedulerWaitTimeout, r.entry, checkReady(r));
+    }
+    Value more = andI(cmp(arith::CmpIPredicate::slt, next, i32(t.numJit)),
+                      notI(orI(abort, late)));
+    // The verdict goes to every thread: one that left the loop on its own
+    // reading of the abort flag or the clock would miss a barrier.
+    memref::StoreOp::create(b, loc, select(more, next, i32(-1)), control, idx(0));
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value verdict = memref::LoadOp::create(b, loc, control, idx(0));
+  // The runs of the next round are written only after this read.
+  gpu::BarrierOp::create(b, loc);
+  Value more = cmp(arith::CmpIPredicate::sge, verdict, i32(0));
+  Value nextSince = select(cmp(arith::CmpIPredicate::sgt, verdict, j), now(), since);
+  scf::ConditionOp::create(b, loc, more, ValueRange{verdict, nextSince});
   b.setInsertionPointToStart(after);
   scf::YieldOp::create(b, loc, after->getArguments());
 }
@@ -1171,8 +1197,11 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
   auto shared = gpu::AddressSpaceAttr::get(b.getContext(),
                                            gpu::AddressSpace::Workgroup);
   // Word 4 (waiting inside the case only): whether the entry may run.
+  // Words kSchedulerRuns...: the scheduler warps' ready runs.
+  int64_t controlWords = t.numJit > 0 ? kSchedulerRuns + schedulerWarps()
+                                      : (waitInCase ? 5 : 4);
   control = tile::AllocSharedOp::create(
-      b, loc, MemRefType::get({waitInCase ? 5 : 4}, b.getI32Type(), nullptr, shared),
+      b, loc, MemRefType::get({controlWords}, b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
   // The worker's AOT records (see buildWorker).
   aotRecords = tile::AllocSharedOp::create(

@@ -67,7 +67,7 @@ public:
                           bool timeline, int64_t watchdogNs,
                           int64_t prefetchBytes, int64_t prefetchDepth,
                           bool earlyLoads, bool streamUnits,
-                          StepLoop stepLoop = {}, bool overlapSignal = false)
+                          StepLoop stepLoop = {})
       : b(b), loc(loc), t(t), timeline(timeline),
         watchdogNs(watchdogNs), prefetchBytes(prefetchBytes),
         prefetchDepth(prefetchDepth),
@@ -75,9 +75,6 @@ public:
         // only where no JIT entry can be what they wait for; in a graph of
         // several ranks no tensor is known read-only (writtenGraphArgs).
         waitInCase(earlyLoads && t.numJit == 0 && t.ranks == 1),
-        // Signalling after the next pick needs a pick that does not wait
-        // (the next entry may wait for this one's events).
-        signalAfterPick(overlapSignal && waitInCase),
         streamUnits(streamUnits), stepLoop(stepLoop) {}
 
   /// Fills the kernel body. `args` is the argument table of the graph
@@ -153,6 +150,10 @@ private:
   }
   /// %globaltimer, ns: a watchdog's start or a timeline stamp.
   Value now() { return NVVM::GlobalTimerOp::create(b, loc, b.getI64Type()); }
+  /// The scheduler CTA's warps, each checking 32 JIT entries a round; their
+  /// ready runs go to the control words from kSchedulerRuns on.
+  int64_t schedulerWarps() const { return std::max<int64_t>(1, t.threads / 32); }
+  static constexpr int64_t kSchedulerRuns = 5;
 
   /// Graph argument `slot` (an index value: the slot may depend on the
   /// task), of type `type`, read from the CTA's copy of the argument table
@@ -339,9 +340,6 @@ private:
   /// Workers pick their next AOT entry without waiting and wait inside the
   /// entry's case, after its early copies (mega-early-loads).
   bool waitInCase;
-  /// Thread 0 signals an entry's events after the barrier that hands out
-  /// the next entry (overlap-signal; only with waitInCase).
-  bool signalAfterPick;
   /// Mark each case's loop over its units tile.stream_units
   /// (mega-stream-units).
   bool streamUnits;

@@ -43,16 +43,25 @@ func.func @fill(%H: memref<1024xbf16>) {
 
 // CHECK-LABEL: func.func @early(
 // CHECK:         tile.kernel
-// The pick: the next AOT entry's record, no readiness check.
+// The pick: every thread reads the next AOT entry's record from shared
+// memory; no readiness check, no global read, no hand-over barrier.
+// CHECK:         scf.while
+// CHECK-NOT:     mega.peek
+// CHECK-NOT:     gpu.barrier
 // CHECK:         scf.index_switch %{{.*}} {tile.exclusive_cases}
 // CHECK:         case 1 {
 // CHECK:           %[[W:.*]] = mega.graph_arg %{{.*}}[%c0{{.*}}] : memref<2xi64, #gpu.address_space<workgroup>> -> memref<64x1024xbf16>
 // CHECK:           %[[H:.*]] = mega.graph_arg %{{.*}}[%c1{{.*}}] : memref<2xi64, #gpu.address_space<workgroup>> -> memref<1024xbf16>
 // CHECK:           tile.prefetch_point
-// CHECK:           nvvm.read.ptx.sreg.globaltimer
-// CHECK:           scf.while
+// The wait reads the timer only after a miss (its start is carried, 0
+// until then).
+// CHECK-NOT:       nvvm.read.ptx.sreg.globaltimer
+// CHECK:           scf.while {{.*}} : (i32, i64) -> (i32, i64)
+// CHECK:             mega.peek
 // CHECK:             mega.poll
-// CHECK:             mega.watchdog_expired
+// CHECK:             scf.if %{{.*}} -> (i1, i64) {
+// CHECK-NEXT:          nvvm.read.ptx.sreg.globaltimer
+// CHECK:               mega.watchdog_expired
 // CHECK:           gpu.barrier
 // CHECK:           scf.if %{{.*}} {
 // CHECK:             tile.pipelined

@@ -65,9 +65,10 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK-SAME:    threads = 64 : i64, timeline = false, watchdog_ns = 2000000000 : i64, workers = 2 : i64}} {
 // Two workers and the scheduler CTA.
 // CHECK-NEXT:    tile.kernel blocks(%[[CTA:.*]]) in [3] threads 64 attributes {tile.persistent} {
-// The control words, worker 0's two 8-word AOT records, then the bodies'
-// tiles, hoisted to the kernel, one exclusive group per switch case.
-// CHECK-NEXT:      tile.alloc_shared : memref<4xi32, #gpu.address_space<workgroup>>
+// The control words (with a JIT queue: 5 + one ready run per scheduler
+// warp), worker 0's two 8-word AOT records, then the bodies' tiles,
+// hoisted to the kernel, one exclusive group per switch case.
+// CHECK-NEXT:      tile.alloc_shared : memref<7xi32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      tile.alloc_shared : memref<16xi32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      %[[TILE:.*]] = tile.alloc_shared {tile.exclusive_group = 1 : i64} : memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      %[[FRAG:.*]] = tile.alloc_fragment {tile.exclusive_group = 2 : i64} : memref<128xf32, #tile.fragment>
@@ -136,14 +137,28 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // CHECK:             mega.signal %[[EVENT_BUF]][%{{.*}}] : memref<1xi32>
 // CHECK:             scf.for
 // CHECK:               mega.signal %[[EVENT_BUF]][%{{.*}}] : memref<1xi32>
-// The scheduler CTA: warp 0 checks 32 JIT entries at once, a ballot finds the
-// ready run, lane 0 publishes it with a release store of the tail.
+// The scheduler CTA: each warp checks 32 JIT entries at once (lane i of
+// warp w entry j + 32 w + i), a ballot finds its window's ready run, lane 0
+// posts it; thread 0 joins the runs (a window counts while every one before
+// it was all ready: 2 warps of 64 threads here), publishes the run with a
+// release store of the tail and hands every thread the next position (-1:
+// stop) through control word 0.
 // CHECK:           } else {
+// CHECK:             scf.while
 // CHECK:             mega.poll %[[EVENT_BUF]]
 // CHECK:             %[[MASK:.*]] = nvvm.vote.sync  ballot %c-1_i32, %{{.*}} -> i32
 // CHECK:             %[[UNSET:.*]] = arith.xori %[[MASK]], %c-1_i32
-// CHECK:             "llvm.intr.cttz"(%[[UNSET]]) <{is_zero_poison = false}>
+// CHECK:             %[[READY:.*]] = "llvm.intr.cttz"(%[[UNSET]]) <{is_zero_poison = false}>
+// CHECK:             memref.store %[[READY]], %[[CONTROL:.*]][%{{.*}}] : memref<7xi32, #gpu.address_space<workgroup>>
+// CHECK:             gpu.barrier
+// CHECK:             memref.load %[[CONTROL]][%c5{{.*}}]
+// CHECK:             memref.load %[[CONTROL]][%c6{{.*}}]
 // CHECK:             mega.publish %[[STATE_BUF]][%c2{{.*}}], %{{.*}} : memref<16xi32>
+// CHECK:             memref.store %{{.*}}, %[[CONTROL]][%c0{{.*}}]
+// CHECK:             gpu.barrier
+// CHECK:             memref.load %[[CONTROL]][%c0{{.*}}]
+// CHECK:             gpu.barrier
+// CHECK:             scf.condition
 // The last CTA to finish resets the JIT ring and opens the next epoch.
 // CHECK:           gpu.barrier
 // CHECK:           mega.arrive %[[STATE_BUF]][%c3{{.*}}], %{{.*}} : memref<16xi32>
