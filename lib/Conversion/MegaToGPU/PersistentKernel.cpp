@@ -39,7 +39,7 @@ PersistentKernelBuilder::checkReady(const Record &r) {
     b.setInsertionPointToStart(fast.elseBlock());
     Value begin = toIndex(table("wait_offsets", entry));
     Value end = toIndex(table("wait_offsets", add(entry, i32(1))));
-    Value yes = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    Value yes = bit(true);
     auto loop = scf::ForOp::create(b, loc, begin, end, idx(1),
                                    ValueRange{yes, i32(-1), i32(0), i32(0)});
     {
@@ -223,7 +223,7 @@ PersistentKernelBuilder::pickEntry(Value pos, Value aotBegin, Value aotEnd,
     // Done: no AOT entry left and no JIT entry to come for this worker.
     Value jitOver = t.numJit > 0
                         ? cmp(arith::CmpIPredicate::sge, nextTicket, numJit)
-                        : arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1).getResult();
+                        : bit(true);
     Value finished = andI(notI(got), andI(notI(hasAot), jitOver));
     Value stuck = andI(notI(got), notI(finished));
     Value abort = andI(stuck, abortRaised);
@@ -659,7 +659,7 @@ Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
       Value since = select(cmp(arith::CmpIPredicate::eq, start, i64(0)), now(), start);
       scf::YieldOp::create(b, loc, ValueRange{timedOut(since), since});
       b.setInsertionPointToStart(clock.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult(), start});
+      scf::YieldOp::create(b, loc, ValueRange{bit(false), start});
     }
     Value late = clock.getResult(0);
     auto report = scf::IfOp::create(b, loc, late, /*withElse=*/false);
@@ -928,8 +928,18 @@ void PersistentKernelBuilder::buildScheduler() {
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type, b.getI64Type()}, {loc, loc});
   b.setInsertionPointToStart(before);
   Value j = before->getArgument(0), since = before->getArgument(1);
-  // Ahead of the acquire loads, as in pickEntry (thread 0 decides).
-  Value abortRaised = aborted();
+  // Thread 0 decides, so only it reads the abort flag: ahead of its acquire
+  // loads, as in pickEntry. The other threads' reads would be dead loads
+  // that LLVM must keep (they are atomic).
+  auto abortRead = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, isThread0, true);
+  {
+    OpBuilder::InsertionGuard g2(b);
+    b.setInsertionPointToStart(abortRead.thenBlock());
+    scf::YieldOp::create(b, loc, aborted());
+    b.setInsertionPointToStart(abortRead.elseBlock());
+    scf::YieldOp::create(b, loc, bit(false));
+  }
+  Value abortRaised = abortRead.getResult(0);
   Value mine = add(j, add(mul(warp, i32(32)), lane));
   Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
   auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
@@ -938,7 +948,7 @@ void PersistentKernelBuilder::buildScheduler() {
     b.setInsertionPointToStart(check.thenBlock());
     scf::YieldOp::create(b, loc, checkReady(loadRecord(table("jit", mine))).ready);
     b.setInsertionPointToStart(check.elseBlock());
-    scf::YieldOp::create(b, loc, arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0).getResult());
+    scf::YieldOp::create(b, loc, bit(false));
   }
   Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1),
                                         check.getResult(0), NVVM::VoteSyncKind::ballot);
@@ -956,7 +966,7 @@ void PersistentKernelBuilder::buildScheduler() {
   gpu::BarrierOp::create(b, loc);
   ifThread0([&] {
     Value total = i32(0);
-    Value open = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    Value open = bit(true);
     for (int64_t w = 0; w < warps; ++w) {
       Value r = memref::LoadOp::create(b, loc, control, idx(kSchedulerRuns + w));
       total = add(total, select(open, r, i32(0)));

@@ -88,6 +88,7 @@ private:
   Value i32(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); }
   Value i64(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value bit(bool v) { return arith::ConstantIntOp::create(b, loc, b.getI1Type(), v); }
   Value toIndex(Value v) {
     return v.getType().isIndex()
                ? v

@@ -142,9 +142,15 @@ func.func @sum(%b: memref<256xf32>, %c: memref<256xf32>) {
 // posts it; thread 0 joins the runs (a window counts while every one before
 // it was all ready: 2 warps of 64 threads here), publishes the run with a
 // release store of the tail and hands every thread the next position (-1:
-// stop) through control word 0.
+// stop) through control word 0. Only thread 0, which decides, reads the
+// abort flag (word 10), ahead of its acquire loads.
 // CHECK:           } else {
 // CHECK:             scf.while
+// CHECK-NEXT:          scf.if %{{.*}} -> (i1) {
+// CHECK:                 %{{.*}} = arith.constant 10 : index
+// CHECK-NEXT:            mega.peek %[[STATE_BUF]][%{{.*}}] : memref<16xi32>
+// CHECK:               } else {
+// CHECK-NEXT:            arith.constant false
 // CHECK:             mega.poll %[[EVENT_BUF]]
 // CHECK:             %[[MASK:.*]] = nvvm.vote.sync  ballot %c-1_i32, %{{.*}} -> i32
 // CHECK:             %[[UNSET:.*]] = arith.xori %[[MASK]], %c-1_i32
