@@ -931,27 +931,13 @@ void PersistentKernelBuilder::buildScheduler() {
   // Thread 0 decides, so only it reads the abort flag: ahead of its acquire
   // loads, as in pickEntry. The other threads' reads would be dead loads
   // that LLVM must keep (they are atomic).
-  auto abortRead = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, isThread0, true);
-  {
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(abortRead.thenBlock());
-    scf::YieldOp::create(b, loc, aborted());
-    b.setInsertionPointToStart(abortRead.elseBlock());
-    scf::YieldOp::create(b, loc, bit(false));
-  }
-  Value abortRaised = abortRead.getResult(0);
+  Value abortRaised = bitWhere(isThread0, [&] { return aborted(); });
   Value mine = add(j, add(mul(warp, i32(32)), lane));
   Value valid = cmp(arith::CmpIPredicate::slt, mine, i32(t.numJit));
-  auto check = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, valid, true);
-  {
-    OpBuilder::InsertionGuard g2(b);
-    b.setInsertionPointToStart(check.thenBlock());
-    scf::YieldOp::create(b, loc, checkReady(loadRecord(table("jit", mine))).ready);
-    b.setInsertionPointToStart(check.elseBlock());
-    scf::YieldOp::create(b, loc, bit(false));
-  }
+  Value ready =
+      bitWhere(valid, [&] { return checkReady(loadRecord(table("jit", mine))).ready; });
   Value mask = NVVM::VoteSyncOp::create(b, loc, b.getI32Type(), i32(-1),
-                                        check.getResult(0), NVVM::VoteSyncKind::ballot);
+                                        ready, NVVM::VoteSyncKind::ballot);
   // The run of ready entries from the window's first lane: the trailing
   // ones of the mask (cttz of its complement; 32 when all are set).
   Value run = LLVM::CountTrailingZerosOp::create(

@@ -331,6 +331,17 @@ private:
     b.setInsertionPointToStart(op.thenBlock());
     body();
   }
+  /// The bit `value()` computes where `cond` holds, false elsewhere, with
+  /// value()'s ops (loads) run only where it holds.
+  Value bitWhere(Value cond, function_ref<Value()> value) {
+    auto op = scf::IfOp::create(b, loc, TypeRange{b.getI1Type()}, cond, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    scf::YieldOp::create(b, loc, value());
+    b.setInsertionPointToStart(op.elseBlock());
+    scf::YieldOp::create(b, loc, bit(false));
+    return op.getResult(0);
+  }
 
   OpBuilder &b;
   Location loc;
