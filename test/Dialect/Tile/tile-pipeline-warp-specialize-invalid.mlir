@@ -132,8 +132,9 @@ func.func @two_loops(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>) {
 
 // -----
 
-// An address the producer would have to load again (an op with effects)
-// cannot be recomputed inside it.
+// An address the producer would have to load again from memory the kernel
+// writes (the store below) cannot be recomputed inside it: the repeat could
+// read another value.
 func.func @loaded_address(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>, %I: memref<4xindex>) {
   tile.kernel blocks(%b) in [1] threads 128 {
     %c0 = arith.constant 0 : index
@@ -149,6 +150,7 @@ func.func @loaded_address(%A: memref<128x512xbf16>, %F: memref<128x64xbf16>, %I:
       tile.copy %A[%c0, %at] to %a[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
       tile.copy %a[0, 0] to %F[0, 0] sizes [128, 64] : memref<128x64xbf16, #gpu.address_space<workgroup>> to memref<128x64xbf16>
     }
+    memref.store %c0, %I[%c1] : memref<4xindex>
   }
   return
 }

@@ -98,3 +98,45 @@ func.func @computed_divisor(%A: memref<512x512xbf16>, %B: memref<128x512xbf16>, 
   }
   return
 }
+
+// A loop around the warp-specialised one bounded by a count loaded from a
+// kernel argument the kernel never writes (the prefill's rows: a tile past
+// them does nothing): the producer's copy of that loop loads the count
+// again, reading what the kernel read.
+// CHECK-LABEL: func.func @loaded_bound
+// CHECK:         tile.producer {
+// CHECK:           %[[ROWS:.*]] = memref.load %arg3[%{{.*}}] : memref<2xindex>
+// CHECK:           %[[LIVE:.*]] = arith.cmpi ult, %{{.*}}, %[[ROWS]] : index
+// CHECK:           %[[N:.*]] = arith.select %[[LIVE]]
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[N]] step
+// CHECK:             tile.bulk_copy %arg0
+func.func @loaded_bound(%A: memref<512x512xbf16>, %B: memref<128x512xbf16>, %C: memref<512x128xf32>, %S: memref<2xindex>) {
+  tile.kernel blocks(%b) in [4] threads 256 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %a = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %bb = tile.alloc_shared {swizzle = #tile.swizzle<bits = 3, base = 3, shift = 3>} : memref<128x64xbf16, #gpu.address_space<workgroup>>
+    %c = tile.alloc_fragment {layout = #tile.mma<warpsPerBlock = [8, 1]>} : memref<128x128xf32, #tile.fragment>
+    %rows = memref.load %S[%c1] : memref<2xindex>
+    %row = arith.muli %b, %c128 : index
+    %live = arith.cmpi ult, %row, %rows : index
+    %n = arith.select %live, %c1, %c0 : index
+    tile.pipelined %t = %c0 to %n step %c1 num_stages 1 {
+      tile.clear %c : memref<128x128xf32, #tile.fragment>
+      tile.pipelined %k = %c0 to %c8 step %c1 num_stages 3 attributes {warp_specialize} {
+        %col = arith.muli %k, %c64 : index
+        tile.copy %A[%row, %col] to %a[0, 0] sizes [128, 64] : memref<512x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+        tile.copy %B[%c0, %col] to %bb[0, 0] sizes [128, 64] : memref<128x512xbf16> to memref<128x64xbf16, #gpu.address_space<workgroup>>
+        tile.gemm %a, %bb, %c {transpose_b}
+            : memref<128x64xbf16, #gpu.address_space<workgroup>>,
+              memref<128x64xbf16, #gpu.address_space<workgroup>>,
+              memref<128x128xf32, #tile.fragment>
+      }
+      tile.copy %c[0, 0] to %C[%row, 0] sizes [128, 128] : memref<128x128xf32, #tile.fragment> to memref<512x128xf32>
+    }
+  }
+  return
+}

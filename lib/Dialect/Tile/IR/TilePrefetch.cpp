@@ -42,8 +42,8 @@ static bool writes(Operation *op, Value base) {
   });
 }
 
-/// The first op nested in `op` (itself included) that may write `base`.
-static Operation *firstWriteIn(Operation *op, Value base) {
+Operation *tile::firstWriteIn(Operation *op, Value source) {
+  Value base = viewedBuffer(source);
   Operation *found = nullptr;
   op->walk<WalkOrder::PreOrder>([&](Operation *inner) {
     if (!writes(inner, base))

@@ -1303,6 +1303,19 @@ struct TilePipelinePass
                            parity);
   }
 
+  /// Whether `op` loads from a kernel argument that no op of the kernel
+  /// writes (tile::firstWriteIn).
+  static bool isUnwrittenArgumentLoad(Operation *op) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    if (!load)
+      return false;
+    auto arg = dyn_cast<BlockArgument>(viewedBuffer(load.getMemref()));
+    if (!arg)
+      return false;
+    Operation *kernel = arg.getOwner()->getParentOp();
+    return isa<FunctionOpInterface>(kernel) && !firstWriteIn(kernel, arg);
+  }
+
   /// Makes the producer's region use nothing the kernel computes after it:
   /// each such value is recomputed in the block that uses it, before that
   /// block's own ops (effect-free ops with no regions, as the copies'
@@ -1330,8 +1343,12 @@ struct TilePipelinePass
         return known;
       // Effect-free is enough (not speculatable: a division by a computed
       // divisor): the producer recomputes a value for the same tile the
-      // kernel computed it for, never on inputs the kernel did not see.
-      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
+      // kernel computed it for, never on inputs the kernel did not see. So
+      // is a load of a kernel argument the kernel never writes (a row count
+      // on the device bounding the loop around the pipelined one): the
+      // repeat reads what the kernel read.
+      if ((!isMemoryEffectFree(def) && !isUnwrittenArgumentLoad(def)) ||
+          def->getNumRegions() != 0)
         return producer.emitOpError()
                << "copies from an address computed by '"
                << def->getName() << "' at " << def->getLoc()

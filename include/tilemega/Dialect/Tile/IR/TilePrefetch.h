@@ -28,13 +28,16 @@ PrefetchPointOp findPrefetchPoint(Operation *loop);
 /// The global buffer a copy's source is a view of (through view-like ops).
 Value viewedBuffer(Value value);
 
+/// The first op nested in `op` (itself included) that may write the buffer
+/// `source` views: a tile.copy or tile.atomic into it, a memref.store to it,
+/// or an op declaring a write effect on it (ops that write no named buffer,
+/// a barrier say, do not count). Null when none.
+Operation *firstWriteIn(Operation *op, Value source);
+
 /// The first op between `point` and `loop` (the ops after the point in its
 /// block, up to the one holding the loop, nested ops included) that writes
-/// the buffer `source` views: a tile.copy or tile.atomic into it, a
-/// memref.store to it, or an op declaring a write effect on it (ops that
-/// write no named buffer, a barrier say, do not count). Null when none: a
-/// copy of `source` issued at the point reads what it would read at the
-/// loop.
+/// the buffer `source` views (firstWriteIn's rule). Null when none: a copy
+/// of `source` issued at the point reads what it would read at the loop.
 Operation *writeBetween(PrefetchPointOp point, Operation *loop, Value source);
 
 } // namespace mlir::tilemega::tile
