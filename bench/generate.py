@@ -15,7 +15,7 @@ and tokens/s beside it):
                             i.e. CUDA graphs; compiled before timing
   tilemega engine           tilemega.mega.Engine on gen_llama1b.json: the
                             prompt's cache rows from our prefill kernels
-                            (prefill_gen_llama1b.json, chunks of 256 rows
+                            (prefill_gen_llama1b.json, chunks of 512 rows
                             replayed from a CUDA graph), then one
                             persistent-kernel launch per generation (the
                             decode step repeats on the device; the launch

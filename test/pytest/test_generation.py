@@ -719,26 +719,52 @@ def test_prefill_kernels_build_for_both_architectures_and_name_their_config():
         names = {b.name for b in prefill.prefill_bodies(cfg).values()}
         text = prefill.prefill_mlir(cfg)
         assert all(f"func.func @{n}(" in text for n in names), names
-    assert "prefill_linear_512x256_c256_bias" in names       # q/k/v with their biases
-    assert "prefill_rmsnorm_256_c256_eps1em06" in names
-    with pytest.raises(ValueError, match="chunk 100 is not a multiple of 128"):
+    assert "prefill_linear_512x256_c512_bias" in names       # q/k/v with their biases
+    assert "prefill_rmsnorm_256_c512_eps1em06" in names
+    with pytest.raises(ValueError, match="chunk 100 is not a multiple of 64"):
         prefill.prefill_bodies(ModelConfig(**SMALL), C=100)
+
+
+def test_prefill_gemms_run_on_wgmma_with_tma_copies():
+    """Every prefill projection compiles to wgmma fed by TMA (linear_tile's
+    blockings: 64 x 64 six k-tiles deep while they fit one wave, else 128 x
+    128, or 128 x 256 for a wide gate/up projection, both with a producer
+    warpgroup), none to mma.sync."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import re
+
+    import tilemega
+    from tilemega.mega import prefill
+    from tilemega.mega.prefill_bodies import linear_tile
+
+    assert linear_tile(16384, 2048, 512) == (128, 256, 64, 256, 3, True, True)
+    assert linear_tile(2048, 8192, 512) == (64, 64, 64, 128, 6, False, False)   # 256 blocks
+    assert linear_tile(3072, 2048, 512).bm == 128                              # 384 of 64 x 64
+    assert linear_tile(2752, 2048, 512).bn == 64          # 2 x 1376: no 128- or 256-wide blocks
+    cfg = ModelConfig(**{**SMALL, "intermediate": 4096})     # a wide gate/up (8192)
+    art = tilemega.compile(prefill.prefill_mlir(cfg), chip="sm_90a", name="pre")
+    entries = {re.match(r"\w+", e)[0]: e for e in art.ptx.split(".entry ")[1:]}
+    linears = {n: body for n, body in entries.items() if "prefill_linear" in n}
+    assert len(linears) == 4 and "prefill_linear_8192x256_c512" in linears, list(entries)
+    for name, body in linears.items():
+        assert "wgmma.mma_async" in body and "cp.async.bulk.tensor" in body, name
+        assert "mma.sync" not in body, name
 
 
 def test_chunk_spans_cover_the_prompt_rows_and_fill_the_whole_spans_tensor():
     """The spans a generation stages for its prefill (engine._prepare):
-    a (start, count) row a 256-row chunk of rows 0 .. P - 1, then rows that
+    a (start, count) row a 512-row chunk of rows 0 .. P - 1, then rows that
     write nothing, always max_chunks + 1 rows; the last cache row is the
     decode step's, so P = max_seq_len - 1 is the most."""
     from tilemega.mega.prefill import chunk_spans, max_chunks
 
-    assert max_chunks(4096) == 16 and max_chunks(257) == 1 and max_chunks(258) == 2
-    chunks, words = chunk_spans(511, 4096)
-    assert chunks == 2 and len(words) == 4 * 17
-    assert words[:8] == [0, 256, 0, 0, 256, 255, 0, 0] and not any(words[8:])
-    assert chunk_spans(0, 4096) == (0, [0] * 68)
+    assert max_chunks(4096) == 8 and max_chunks(513) == 1 and max_chunks(514) == 2
+    chunks, words = chunk_spans(1000, 4096)
+    assert chunks == 2 and len(words) == 4 * 9
+    assert words[:8] == [0, 512, 0, 0, 512, 488, 0, 0] and not any(words[8:])
+    assert chunk_spans(0, 4096) == (0, [0] * 36)
     chunks, words = chunk_spans(4095, 4096)
-    assert chunks == 16 and words[60:68] == [3840, 255, 0, 0, 0, 0, 0, 0]
+    assert chunks == 8 and words[28:36] == [3584, 511, 0, 0, 0, 0, 0, 0]
     for bad in (-1, 4096):
         with pytest.raises(ValueError, match=f"prefill of {bad} rows: the cache has 4096"):
             chunk_spans(bad, 4096)

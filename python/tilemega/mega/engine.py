@@ -21,8 +21,8 @@ sample_filtered over the whole vocabulary otherwise).
 
 The prompt: with a prefill artifact (prefill.py; compiled here when the
 compiler is installed, or passed as prefill=PATH) its cache rows but the
-last come from our tile kernels, a chunk of 256 positions at a time
-(tensor-core GEMMs, causal GQA flash attention), and the decode steps start
+last come from our tile kernels, a chunk of 512 positions at a time
+(wgmma GEMMs, causal GQA flash attention), and the decode steps start
 at its last token. generate() and stream() replay the prefill's launches
 and the persistent kernel's from one CUDA graph (one per number of chunks,
 captured at the first prompt that needs it): a generation is one

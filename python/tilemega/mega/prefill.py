@@ -16,11 +16,16 @@ captured once into a CUDA graph and replayed for every prompt of n chunks
 one graph launch, engine.py).
 """
 
+import re
 import time
 
 from . import prefill_bodies as pb
 
-CHUNK = 256
+# Rows a launch: a 512-token prompt in one chunk (its weights read once);
+# blocks of rows past a shorter prompt do nothing (prefill_bodies), so a
+# short prompt costs what it did with chunks of 256 (bench/prefill/time_ab.py,
+# docs/results/prefill_chunks_h100.json).
+CHUNK = 512
 
 
 def max_chunks(max_seq_len, C=CHUNK):
@@ -88,18 +93,30 @@ def compile_prefill(cfg, out, name, C=CHUNK):
     return art.save(out)
 
 
+def chunk_of(art):
+    """The chunk (rows a launch) a loaded prefill artifact was built for:
+    its embedding kernel's name ends in _c<C>; CHUNK when it has none (the
+    check against the config's kernel names then says what is wrong)."""
+    for name in art.kernels:
+        match = re.fullmatch(r"prefill_embed_\d+x\d+_s\d+_c(\d+)", name)
+        if match:
+            return int(match[1])
+    return CHUNK
+
+
 class Prefill:
     """Runs the prefill kernels of artifact `path` on the engine's tensors
-    (tilemega.mega.checkpoint names); scratch buffers of one chunk are
-    allocated here."""
+    (tilemega.mega.checkpoint names); scratch buffers of one chunk (C rows,
+    the artifact's unless given) are allocated here."""
 
-    def __init__(self, cfg, tensors, path, C=CHUNK):
+    def __init__(self, cfg, tensors, path, C=None):
         import torch
 
         from ..runtime import load_artifact
 
-        self.cfg, self.t, self.C = cfg, tensors, C
         self.art = load_artifact(path)
+        C = C or chunk_of(self.art)
+        self.cfg, self.t, self.C = cfg, tensors, C
         self.bodies = prefill_bodies(cfg, C)
         missing = [b.name for b in self.bodies.values() if b.name not in self.art]
         if missing:
@@ -135,19 +152,19 @@ class Prefill:
         k("embed")(t["embed"], t["tokens"], span, self.x)
         for layer in range(cfg.layers):
             p = f"l{layer}."
-            k("norm")(self.x, t[p + "attn_norm"], self.h)
+            k("norm")(self.x, t[p + "attn_norm"], span, self.h)
             if cfg.qkv_bias:
-                k("qkv")(self.h, t[p + "wqkv"], t[p + "bqkv"], self.qkv)
+                k("qkv")(self.h, t[p + "wqkv"], t[p + "bqkv"], span, self.qkv)
             else:
-                k("qkv")(self.h, t[p + "wqkv"], self.qkv)
+                k("qkv")(self.h, t[p + "wqkv"], span, self.qkv)
             k("rope")(self.qkv, t["rope_cos"], t["rope_sin"], span, self.q,
                       t[p + "k_cache"], t[p + "v_cache"])
             k("attention")(self.q, t[p + "k_cache"], t[p + "v_cache"], span, self.o)
-            k("o")(self.o, t[p + "wo"], self.x, self.x1)
-            k("norm")(self.x1, t[p + "mlp_norm"], self.h)
-            k("gu")(self.h, t[p + "wgu"], self.gu)
-            k("silu_mul")(self.gu, self.a)
-            k("down")(self.a, t[p + "wd"], self.x1, self.x)
+            k("o")(self.o, t[p + "wo"], self.x, span, self.x1)
+            k("norm")(self.x1, t[p + "mlp_norm"], span, self.h)
+            k("gu")(self.h, t[p + "wgu"], span, self.gu)
+            k("silu_mul")(self.gu, span, self.a)
+            k("down")(self.a, t[p + "wd"], self.x1, span, self.x)
 
     def span_rows(self, positions):
         """chunk_spans of this prefill's cache and chunk."""
