@@ -751,6 +751,32 @@ def test_prefill_gemms_run_on_wgmma_with_tma_copies():
         assert "mma.sync" not in body, name
 
 
+def test_a_prefill_artifact_of_other_kernels_is_refused_before_any_gpu_work(tmp_path):
+    """Prefill checks the artifact against the kernels it launches: another
+    config's chunk, or kernels of another version (here: the RMSNorm
+    without its row count), is a ValueError naming the file and kernel."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import json
+
+    import tilemega
+    from tilemega.mega import prefill
+
+    cfg = ModelConfig(**SMALL)
+    path = tilemega.compile(prefill.prefill_mlir(cfg), chip="sm_90a",
+                            name="prefill_small").save(str(tmp_path))
+    with pytest.raises(ValueError, match=r"not the prefill artifact of this config \(chunk 256"):
+        prefill.Prefill(cfg, {}, path, C=256)
+    with open(path) as f:
+        meta = json.load(f)
+    norm = next(k for k in meta["kernels"] if k["name"].startswith("prefill_rmsnorm"))
+    norm["params"] = [p for p in norm["params"] if p["name"] != "span"]
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    with pytest.raises(ValueError, match=r"prefill_small.json: kernel 'prefill_rmsnorm_256_c512' "
+                                         r"takes .* another version of the prefill"):
+        prefill.Prefill(cfg, {}, path)
+
+
 def test_chunk_spans_cover_the_prompt_rows_and_fill_the_whole_spans_tensor():
     """The spans a generation stages for its prefill (engine._prepare):
     a (start, count) row a 512-row chunk of rows 0 .. P - 1, then rows that

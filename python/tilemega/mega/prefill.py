@@ -110,8 +110,6 @@ class Prefill:
     the artifact's unless given) are allocated here."""
 
     def __init__(self, cfg, tensors, path, C=None):
-        import torch
-
         from ..runtime import load_artifact
 
         self.art = load_artifact(path)
@@ -122,6 +120,16 @@ class Prefill:
         if missing:
             raise ValueError(f"{path}: not the prefill artifact of this config (chunk {C}, "
                              f"max_seq_len {cfg.max_seq_len}): no kernel {missing[0]!r}")
+        for body in self.bodies.values():
+            have = [(q.name, tuple(q.shape or ()), q.dtype)
+                    for q in self.art[body.name].spec.params]
+            if have != [(name, tuple(shape), dtype) for name, shape, dtype in body.args]:
+                raise ValueError(f"{path}: kernel {body.name!r} takes {have}, not the "
+                                 f"parameters this prefill passes {list(body.args)}: an "
+                                 "artifact of another version of the prefill kernels; "
+                                 "compile it again (compile_prefill)")
+        import torch                   # after the checks: they need no GPU
+
         H, D, I = cfg.hidden, cfg.head_dim, cfg.intermediate
         n = (cfg.heads + 2 * cfg.kv_heads) * D
 
