@@ -2,13 +2,16 @@
 (needs the compiler; run here, carry DIR to the GPU machine):
 
     PYTHONPATH=build/python_packages:python python bench/prefill/build_variants.py DIR
+    PYTHONPATH=build/python_packages:python python bench/prefill/build_variants.py --row-kernels DIR
 
 One artifact a (shape, tile) pair, named pl_<N>x<K>_c<C>[_res|_bias]__<tile>:
 the Llama-3.2-1B prefill's four projections (qkv, o, gate/up, down) at
 chunks of 256 and 512 rows, each in linear_tile's blocking ("default"), the
 mma.sync tiles it replaced (BLOCK_K 32) and other wgmma tiles (BLOCK_K 64, a
 warpgroup per 64 rows), with or without a producer warpgroup and C staged
-through shared memory.
+through shared memory. With --row-kernels: the RMSNorm, SiLU-mul, RoPE and
+attention kernels at 512 rows with other thread counts or stages
+(ROW_KERNELS), one artifact each, for screen.py's kernel table.
 """
 import os
 import sys
@@ -33,6 +36,42 @@ TILES = {
     "wg64x64s8ws": (64, 64, 64, 128, 8, True),
     "wg64x128s6ws": (64, 128, 64, 128, 6, True),
 }
+
+
+# The row kernels' candidates (Llama-3.2-1B, 512 rows): tag -> (factory
+# name in prefill_bodies, keyword arguments); one kernel an artifact, named
+# as the shipped one, timed by screen.py's kernel table.
+ROW_KERNELS = {
+    "rmsnorm_t256": ("rmsnorm_rows", dict(threads=256)),
+    "rmsnorm_t512": ("rmsnorm_rows", dict(threads=512)),
+    "silu_t256": ("silu_mul_rows", dict(threads=256)),
+    "silu_t512": ("silu_mul_rows", dict(threads=512)),
+    "silu_t1024": ("silu_mul_rows", dict(threads=1024)),
+    "rope_t256": ("rope_rows_kv", dict(threads=256)),
+    "attention_s3": ("attention_rows", dict(stages=3)),
+}
+
+
+def build_row_kernels(out, C=512):
+    """ROW_KERNELS at chunks of C rows, one artifact each (pk_<tag>)."""
+    import tilemega
+    from tilemega.ir import Context, InsertionPoint, Location, Module
+    from tilemega.mega import bodies
+    from tilemega.mega import prefill_bodies as pb
+
+    # Llama-3.2-1B: hidden 2048, 32 / 8 heads of 64, MLP 8192, cache 4096.
+    shapes = dict(rmsnorm_rows=(2048, C, 1e-5), silu_mul_rows=(8192, C),
+                  rope_rows_kv=(32, 8, 64, 4096, C), attention_rows=(32, 8, 64, 4096, C))
+    os.makedirs(out, exist_ok=True)
+    for tag, (factory, kwargs) in ROW_KERNELS.items():
+        body = getattr(pb, factory)(*shapes[factory], **kwargs)
+        with Context(), Location.unknown():
+            module = Module.create()
+            with InsertionPoint(module.body):
+                bodies.emit(body)
+            text = str(module)
+        tilemega.compile(text, chip="sm_90a", name=f"pk_{tag}").save(out)
+        print(f"pk_{tag}", flush=True)
 
 
 def build(out):
@@ -61,4 +100,7 @@ def build(out):
 
 
 if __name__ == "__main__":
-    build(sys.argv[1])
+    if sys.argv[1:2] == ["--row-kernels"]:
+        build_row_kernels(sys.argv[2])
+    else:
+        build(sys.argv[1])

@@ -2,7 +2,7 @@
 times every kernel of the shipped prefill artifact: a probe for issue 9's
 time to first token, not a benchmark (bench/generate.py is the one).
 
-    PYTHONPATH=python python3 bench/prefill/screen.py VARIANTS_DIR PREFILL_JSON
+    PYTHONPATH=python python3 bench/prefill/screen.py VARIANTS_DIR PREFILL_JSON [MORE_JSON ...]
 
 Each candidate is checked against the float64 product (+ residual) first
 (a failing one is not timed), then it and cuBLAS (torch.addmm / F.linear on
@@ -10,7 +10,8 @@ the same tensors) are timed: CUDA-graph replay, median of do_bench, two
 passes in opposite orders. The shipped prefill's kernels are timed on
 random inputs of their shapes at the last chunk of a 512-token prompt
 (rows 256-510 with chunks of 256, 0-510 with chunks of 512): where a chunk's
-time goes. Writes
+time goes; so are the kernels of any MORE_JSON artifacts (row kernels'
+candidates). VARIANTS_DIR "-" skips the GEMMs. Writes
 $OUT/prefill_screen.json.
 """
 import glob
@@ -125,10 +126,12 @@ def time_prefill(path):
 
 
 def main():
-    variants, prefill = sys.argv[1], sys.argv[2]
+    variants, prefills = sys.argv[1], sys.argv[2:]
     out = dict(run=common.run_info(), device=torch.cuda.get_device_name())
-    out["prefill_kernels"], out["prefill_us_per_chunk"] = time_prefill(prefill)
-    out["gemms"] = screen_gemms(variants)
+    out["prefill_kernels"], out["prefill_us_per_chunk"] = time_prefill(prefills[0])
+    # More artifacts (build_variants.py --row-kernels): their kernels' times.
+    out["more_kernels"] = {p: time_prefill(p)[0] for p in prefills[1:]}
+    out["gemms"] = screen_gemms(variants) if variants != "-" else []
     dest = os.path.join(os.environ.get("OUT", "."), "prefill_screen.json")
     with open(dest, "w") as f:
         json.dump(out, f, indent=1)
