@@ -49,6 +49,19 @@ def bench_ms(fn, warmup=25, rep=100):
                                          return_mode="median"))
 
 
+def graphed_us_two_orders(fns):
+    """{name: [us, us]}: each of `fns` ({name: fn}) captured in a CUDA graph
+    and timed (median of bench_ms) twice, the second pass in the opposite
+    order, so that drift over the run does not rank the candidates (the
+    screens of bench/gemm_tn_screen.py and bench/prefill/screen.py)."""
+    g = {name: graphed(fn) for name, fn in fns.items()}
+    us = {name: [] for name in g}
+    for order in (list(g), list(g)[::-1]):
+        for name in order:
+            us[name].append(bench_ms(g[name]) * 1000)
+    return us
+
+
 def graphed(fn, with_output=False):
     """`fn` captured in a CUDA graph: replaying it times the GPU work alone,
     without the host-side launch cost (which for kernels of tens of

@@ -34,11 +34,7 @@ for k, f in impls.items():
     err = common.rel_l2(c, ref)
     ok[k] = err < 0.01
     print(f"{k:40} err {err:.4g} {'pass' if ok[k] else 'FAIL'}", flush=True)
-g = {k: common.graphed(f) for k, f in impls.items() if ok[k]}
-res = {k: [] for k in g}
-for order in (list(g), list(g)[::-1]):
-    for k in order:
-        res[k].append(common.bench_ms(g[k]) * 1000)
+res = common.graphed_us_two_orders({k: f for k, f in impls.items() if ok[k]})
 cub = sum(res["cublas"]) / 2
 for k, v in sorted(res.items(), key=lambda kv: sum(kv[1])):
     print(f"{k:40} {v[0]:7.2f} {v[1]:7.2f} us  {cub / (sum(v) / 2):.3f}x cuBLAS")

@@ -78,11 +78,7 @@ def screen_gemms(d):
             ok[tag] = err < 0.01
             print(f"{N}x{K} c{C}{' res' if res else ''} {tag:16} err {err:.3g}"
                   f" {'pass' if ok[tag] else 'FAIL'}", flush=True)
-        g = {t: common.graphed(f) for t, f in impls.items() if ok[t]}
-        us = {t: [] for t in g}
-        for order in (list(g), list(g)[::-1]):
-            for t in order:
-                us[t].append(common.bench_ms(g[t]) * 1000)
+        us = common.graphed_us_two_orders({t: f for t, f in impls.items() if ok[t]})
         cub = sum(us["cublas"]) / 2
         flops = 2.0 * N * K * C
         for t, v in sorted(us.items(), key=lambda kv: sum(kv[1])):
