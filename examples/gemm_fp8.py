@@ -55,9 +55,7 @@ def build(name="gemm_fp8", **overrides):
     M, N, K = cfg["M"], cfg["N"], cfg["K"]
     BM, BN, stages, group = cfg["block_m"], cfg["block_n"], cfg["num_stages"], cfg["group_m"]
     dtype = DTYPES[cfg["dtype"]]
-    # XOR the 8-element (16-byte) chunk index of a C row with the row's low
-    # 3 bits (a row is BN bf16: bit log2(BN) of the offset starts the row).
-    row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
+    row_chunks = T.Swizzle.row_chunks(BN)       # C's rows are BN bf16
 
     @tilemega.jit(name=name, cache=False)
     def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),

@@ -127,9 +127,7 @@ def build(name="gemm_hopper", **overrides):
     BM, BN = cfg["block_m"], cfg["block_n"]
     stage_c = cfg["stage_c"]
     group = cfg["group_m"]
-    # XOR the 8-element (16-byte) chunk index of a C row with the row's low 3
-    # bits (a row is BN elements: bit log2(BN) of the offset starts the row).
-    row_chunks = T.Swizzle(bits=3, base=3, shift=BN.bit_length() - 1 - 3)
+    row_chunks = T.Swizzle.row_chunks(BN)
     if cfg["tma_store"] or (BN & (BN - 1) and BN % 64 == 0):
         # A row that is not a power of two (BN = 192) does not start at a bit
         # of the offset: rows go in blocks of 64 columns, whose rows do.

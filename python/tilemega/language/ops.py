@@ -105,6 +105,16 @@ class Swizzle:
         self.shift = static_int(shift, "shift", api, minimum=0)
         self.columns = static_int(columns, "columns", api, minimum=0)
 
+    @classmethod
+    def row_chunks(cls, row_elems):
+        """The swizzle of a tile whose rows are `row_elems` 2-byte elements
+        (a power of two): each row's 8-element (16-byte) chunk index XORed
+        with the row's low 3 bits (bit log2(row_elems) of the offset starts
+        a row), so a fragment's 4-byte pieces stored row by row land without
+        bank conflicts and rows leave in 16-byte pieces (a GEMM's C staged
+        through shared memory)."""
+        return cls(bits=3, base=3, shift=int(row_elems).bit_length() - 1 - 3)
+
     def __str__(self):
         blocks = f", columns = {self.columns}" if self.columns else ""
         return (f"#tile.swizzle<bits = {self.bits}, base = {self.base}, "

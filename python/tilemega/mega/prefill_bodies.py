@@ -3,7 +3,7 @@ positions [start, start + count) at a time, `span` = (start, count) an
 int32 tensor on the device, so one artifact serves every prompt length
 (prefill.py launches them one per operator).
 
-  embed_rows      x[r] = embedding[tokens[start + r]] (rows >= count: row 0)
+  embed_rows      x[r] = embedding[tokens[start + r]]
   rmsnorm_rows    y[r] = x[r] * rsqrt(mean(x[r]^2) + eps) * w
   linear          y = a @ w^T (+ bias) (+ residual): wgmma tiles, TMA
                   copies pipelined over K (linear_tile)
@@ -138,10 +138,8 @@ def linear(N, K, C, bias=False, residual=False, *, tile=None) -> Body:
             w_s = T.alloc_shared((BN, BK), "bfloat16")
             acc = T.alloc_fragment((BM, BN), "float32")
             res_f = T.alloc_fragment((BM, BN), "bfloat16") if res is not None else None
-            # Each row's 16-byte chunks permuted by the row's low bits: the
-            # fragment's 4-byte pieces land without bank conflicts.
-            c_s = T.alloc_shared((BM, BN), "bfloat16", swizzle=T.Swizzle(
-                bits=3, base=3, shift=BN.bit_length() - 1 - 3)) if t.stage_c else None
+            c_s = T.alloc_shared((BM, BN), "bfloat16",
+                                 swizzle=T.Swizzle.row_chunks(BN)) if t.stage_c else None
             for _ in prompt_rows(bx * BM, span):
                 T.clear(acc)
                 for k in T.Pipelined(K // BK, num_stages=t.stages,
