@@ -30,8 +30,9 @@ from tilemega.runtime import load_artifact  # noqa: E402
 
 NAME = re.compile(r"pl_(\d+)x(\d+)_c(\d+)(_res)?__(\w+)\.json$")
 # Launches of each prefill kernel a chunk (prefill.Prefill.chunk), by role.
+# ("silu": the SiLU-mul kernel of artifacts before gate_up_silu.)
 PER_CHUNK = {"embed": 1, "rmsnorm": 32, "linear": 16, "rope": 16, "attention": 16,
-             "silu": 16}
+             "gate_up_silu": 16, "silu": 16}
 
 
 def gemm_inputs(N, K, C, res):

@@ -729,23 +729,28 @@ def test_prefill_gemms_run_on_wgmma_with_tma_copies():
     """Every prefill projection compiles to wgmma fed by TMA (linear_tile's
     blockings: 64 x 64 six k-tiles deep while they fit one wave, else 128 x
     128, or 128 x 256 for a wide gate/up projection, both with a producer
-    warpgroup), none to mma.sync."""
+    warpgroup; the gate/up projection with its SiLU-mul, gate_up_tile's
+    halves of them), none to mma.sync."""
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     import re
 
     import tilemega
     from tilemega.mega import prefill
-    from tilemega.mega.prefill_bodies import linear_tile
+    from tilemega.mega.prefill_bodies import gate_up_tile, linear_tile
 
     assert linear_tile(16384, 2048, 512) == (128, 256, 64, 256, 3, True, True)
     assert linear_tile(2048, 8192, 512) == (64, 64, 64, 128, 6, False, False)   # 256 blocks
     assert linear_tile(3072, 2048, 512).bm == 128                              # 384 of 64 x 64
     assert linear_tile(2752, 2048, 512).bn == 64          # 2 x 1376: no 128- or 256-wide blocks
+    assert gate_up_tile(8192, 2048, 512) == (128, 128, 64, 256, 3, True, True)
+    assert gate_up_tile(1376, 2048, 512) == (64, 64, 64, 128, 4, False, False)
     cfg = ModelConfig(**{**SMALL, "intermediate": 4096})     # a wide gate/up (8192)
     art = tilemega.compile(prefill.prefill_mlir(cfg), chip="sm_90a", name="pre")
     entries = {re.match(r"\w+", e)[0]: e for e in art.ptx.split(".entry ")[1:]}
-    linears = {n: body for n, body in entries.items() if "prefill_linear" in n}
-    assert len(linears) == 4 and "prefill_linear_8192x256_c512" in linears, list(entries)
+    linears = {n: body for n, body in entries.items()
+               if "prefill_linear" in n or "prefill_gate_up_silu" in n}
+    assert len(linears) == 4 and "prefill_gate_up_silu_4096x256_c512" in linears, list(entries)
+    assert not any("silu_mul" in n for n in entries), list(entries)     # fused
     for name, body in linears.items():
         assert "wgmma.mma_async" in body and "cp.async.bulk.tensor" in body, name
         assert "mma.sync" not in body, name

@@ -62,8 +62,7 @@ def prefill_bodies(cfg, C=CHUNK):
         "rope": pb.rope_rows_kv(Hq, Hkv, D, S, C),
         "attention": pb.attention_rows(Hq, Hkv, D, S, C),
         "o": pb.linear(H, Hq * D, C, residual=True),
-        "gu": pb.linear(2 * I, H, C),
-        "silu_mul": pb.silu_mul_rows(I, C),
+        "gu_silu": pb.gate_up_silu(I, H, C),
         "down": pb.linear(H, I, C, residual=True),
     }
 
@@ -143,7 +142,7 @@ class Prefill:
         self.spans = torch.zeros(self.max_chunks + 1, 4, dtype=torch.int32, device="cuda")
         self.x, self.h, self.x1 = buf(C, H), buf(C, H), buf(C, H)
         self.qkv, self.q, self.o = buf(C, n), buf(C, cfg.heads * D), buf(C, cfg.heads * D)
-        self.gu, self.a = buf(C, 2 * I), buf(C, I)
+        self.a = buf(C, I)
         self._torch = torch
         self._graphs = {}              # chunks -> torch.cuda.CUDAGraph
         self._warm = False
@@ -170,8 +169,7 @@ class Prefill:
             k("attention")(self.q, t[p + "k_cache"], t[p + "v_cache"], span, self.o)
             k("o")(self.o, t[p + "wo"], self.x, span, self.x1)
             k("norm")(self.x1, t[p + "mlp_norm"], span, self.h)
-            k("gu")(self.h, t[p + "wgu"], span, self.gu)
-            k("silu_mul")(self.gu, span, self.a)
+            k("gu_silu")(self.h, t[p + "wgu"], span, self.a)
             k("down")(self.a, t[p + "wd"], self.x1, span, self.x)
 
     def span_rows(self, positions):

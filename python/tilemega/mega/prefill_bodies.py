@@ -12,7 +12,8 @@ int32 tensor on the device, so one artifact serves every prompt length
   attention_rows  causal GQA attention of the chunk's queries over the
                   cache's keys 0 .. start + r, online softmax
                   (FlashAttention-2 style), one (query block, head) a CTA
-  silu_mul_rows   a[r] = silu(gu[r, :I]) * gu[r, I:]
+  gate_up_silu    a = silu(h @ wg^T) * (h @ wu^T): linear's tiles, the two
+                  products of a block of columns side by side
 
 A block of rows wholly past `count` does nothing (every kernel reads the
 count on the device: a prompt shorter than the chunk pays for its own
@@ -180,6 +181,77 @@ def linear(N, K, C, bias=False, residual=False, *, tile=None) -> Body:
                   t.threads, False)
 
 
+def gate_up_tile(I, K, C) -> LinearTile:
+    """gate_up_silu's blocking (bn: the columns of the gate tile, and of
+    the up tile): linear_tile's for the [2I, K] projection with each half
+    of its block a gate and an up tile, so a block holds as many accumulators as the unfused GEMM's (64-row
+    blocks: a gate and an up tile of 64 columns, 4 stages, the shared
+    memory of the unfused 6), else 3 stages deep as the unfused 128 x 256
+    blocks. Timed on an H100 at 512 rows of Llama-3.2-1B
+    (bench/prefill/screen.py, docs/results/prefill_gate_up_silu_h100.json):
+    128 x (128 + 128) with 3 stages and C staged 81.6 us, 4 stages 75.8
+    (its float64 check on the GPU still to run), unstaged 86.0;
+    128 x (64 + 64) 114.5; 64 x (64 + 64) 124.4; the unfused GEMM and
+    SiLU-mul 77.5 + 20.1."""
+    t = linear_tile(2 * I, K, C)
+    if t.bm == 64:
+        return t._replace(stages=4)
+    return t._replace(bn=t.bn // 2, stages=3)
+
+
+def gate_up_silu(I, K, C, *, tile=None) -> Body:
+    """a [C, I] = silu(x @ wg^T) * (x @ wu^T), wgu = [wg; wu] [2I, K] (the
+    decode's fused gate/up weight): both GEMMs of a block of columns in one
+    kernel, two accumulators, the SiLU-mul in the epilogue; each product
+    rounds to bf16 before it, as the decode's gate/up GEMV stores them,
+    and the SiLU is bodies._silu, the decode's. One launch and no [C, 2I]
+    product in memory where linear + a SiLU-mul kernel took two (the
+    SiLU-mul kernel alone was 20.2 us of a 512-row chunk's layer on an
+    H100, docs/results/prefill_row_kernels_h100.json). tile:
+    gate_up_tile's by default."""
+    from .bodies import _silu
+
+    t = tile or gate_up_tile(I, K, C)
+    BM, BN, BK = t.bm, t.bn, t.bk
+    _check(C % BM == 0, f"prefill gate/up: chunk {C} is not a multiple of {BM}")
+    _check(I % BN == 0, f"prefill gate/up: {I} outputs are not a multiple of {BN}")
+    _check(K % BK == 0, f"prefill gate/up: {K} inputs are not a multiple of {BK}")
+    grid_n = I // BN
+
+    def kernel(x: T.Tensor((C, K), "bfloat16"), wgu: T.Tensor((2 * I, K), "bfloat16"),
+               span: T.Tensor((2,), "int32"), a: T.Tensor((C, I), "bfloat16")):
+        with T.Kernel(C // BM * grid_n, threads=t.threads) as u:
+            bx, by = u // grid_n, u % grid_n
+            x_s = T.alloc_shared((BM, BK), "bfloat16")
+            g_s = T.alloc_shared((BN, BK), "bfloat16")
+            u_s = T.alloc_shared((BN, BK), "bfloat16")
+            gate = T.alloc_fragment((BM, BN), "float32")
+            up = T.alloc_fragment((BM, BN), "float32")
+            c_s = T.alloc_shared((BM, BN), "bfloat16",
+                                 swizzle=T.Swizzle.row_chunks(BN)) if t.stage_c else None
+            for _ in prompt_rows(bx * BM, span):
+                T.clear(gate)
+                T.clear(up)
+                for k in T.Pipelined(K // BK, num_stages=t.stages,
+                                     warp_specialize=t.warp_specialize):
+                    T.copy(x[bx * BM, k * BK], x_s)
+                    T.copy(wgu[by * BN, k * BK], g_s)
+                    T.copy(wgu[I + by * BN, k * BK], u_s)
+                    T.gemm(x_s, g_s, gate, transpose_B=True)
+                    T.gemm(x_s, u_s, up, transpose_B=True)
+                for i, j in T.Parallel(BM, BN):
+                    g = T.cast(T.cast(gate[i, j], "bfloat16"), "float32")
+                    gate[i, j] = _silu(g) * T.cast(T.cast(up[i, j], "bfloat16"), "float32")
+                if c_s is not None:
+                    T.copy(gate, c_s)
+                    T.copy(c_s, a[bx * BM, by * BN])
+                else:
+                    T.copy(gate, a[bx * BM, by * BN])
+
+    return t_body(f"prefill_gate_up_silu_{I}x{K}_c{C}", kernel, C // BM * grid_n, (),
+                  t.threads, False)
+
+
 def rope_rows_kv(Hq, Hkv, D, S, C, *, threads=128) -> Body:
     """Row r at position p = start + r: its Hq q heads rotated into q_out[r],
     its Hkv k heads rotated and v heads copied to the caches' row p when
@@ -271,19 +343,3 @@ def attention_rows(Hq, Hkv, D, S, C, *, threads=128, stages=2) -> Body:
 
     return t_body(f"prefill_attention_{Hq}x{Hkv}x{D}_s{S}_c{C}", attention, blocks * Hq, (),
                   threads, False)
-
-
-def silu_mul_rows(I, C, *, threads=128) -> Body:
-    def silu_mul(gu: T.Tensor((C, 2 * I), "bfloat16"), span: T.Tensor((2,), "int32"),
-                 a: T.Tensor((C, I), "bfloat16")):
-        with T.Kernel(C, threads=threads) as r:
-            g_f = T.alloc_fragment((1, I), "float32")
-            u_f = T.alloc_fragment((1, I), "float32")
-            for _ in prompt_rows(r, span):
-                T.copy(gu[r, 0], g_f)
-                T.copy(gu[r, I], u_f)
-                for i, j in T.Parallel(1, I):
-                    g_f[i, j] = g_f[i, j] / (1.0 + T.exp(-g_f[i, j])) * u_f[i, j]
-                T.copy(g_f, a[r, 0])
-
-    return t_body(f"prefill_silu_mul_{I}_c{C}", silu_mul, C, (), threads, False)
