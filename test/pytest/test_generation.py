@@ -780,6 +780,15 @@ def test_a_prefill_artifact_of_other_kernels_is_refused_before_any_gpu_work(tmp_
     with pytest.raises(ValueError, match=r"prefill_small.json: kernel 'prefill_rmsnorm_256_c512' "
                                          r"takes .* another version of the prefill"):
         prefill.Prefill(cfg, {}, path)
+    # An artifact of the kernels before the gate/up GEMM took the SiLU-mul:
+    # the fused kernel is missing, and the error says which.
+    fused = next(k for k in meta["kernels"] if k["name"].startswith("prefill_gate_up_silu"))
+    fused["name"] = "prefill_linear_1024x256_c512"
+    with open(path, "w") as f:
+        json.dump(meta, f)
+    with pytest.raises(ValueError, match=r"this version of the prefill kernels: no kernel "
+                                         r"'prefill_gate_up_silu_512x256_c512' \(compile it again"):
+        prefill.Prefill(cfg, {}, path)
 
 
 def test_chunk_spans_cover_the_prompt_rows_and_fill_the_whole_spans_tensor():

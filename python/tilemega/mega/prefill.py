@@ -118,7 +118,9 @@ class Prefill:
         missing = [b.name for b in self.bodies.values() if b.name not in self.art]
         if missing:
             raise ValueError(f"{path}: not the prefill artifact of this config (chunk {C}, "
-                             f"max_seq_len {cfg.max_seq_len}): no kernel {missing[0]!r}")
+                             f"max_seq_len {cfg.max_seq_len}) and this version of the "
+                             f"prefill kernels: no kernel {missing[0]!r} (compile it again: "
+                             "compile_prefill)")
         for body in self.bodies.values():
             have = [(q.name, tuple(q.shape or ()), q.dtype)
                     for q in self.art[body.name].spec.params]
