@@ -121,16 +121,22 @@ def linear_tile(N, K, C) -> LinearTile:
     return LinearTile(128, 128, 64, 256, 4, warp_specialize=True, stage_c=True)
 
 
+def _blocks(t, N, K, C, what):
+    """(BM, BN, BK, column blocks) of a prefill GEMM of N outputs over K
+    inputs at chunks of C rows in LinearTile t; ValueError naming `what`
+    where the blocks do not divide the shape."""
+    _check(C % t.bm == 0, f"prefill {what}: chunk {C} is not a multiple of {t.bm}")
+    _check(N % t.bn == 0, f"prefill {what}: {N} outputs are not a multiple of {t.bn}")
+    _check(K % t.bk == 0, f"prefill {what}: {K} inputs are not a multiple of {t.bk}")
+    return t.bm, t.bn, t.bk, N // t.bn
+
+
 def linear(N, K, C, bias=False, residual=False, *, tile=None) -> Body:
     """y [C, N] = a [C, K] @ w [N, K]^T (+ bias [N]) (+ residual [C, N]),
     f32 accumulation, one bf16 rounding at the store; on wgmma (BLOCK_K 64)
     with TMA copies. tile: a LinearTile, linear_tile's by default."""
     t = tile or linear_tile(N, K, C)
-    BM, BN, BK = t.bm, t.bn, t.bk
-    _check(C % BM == 0, f"prefill linear: chunk {C} is not a multiple of {BM}")
-    _check(N % BN == 0, f"prefill linear: {N} outputs are not a multiple of {BN}")
-    _check(K % BK == 0, f"prefill linear: {K} inputs are not a multiple of {BK}")
-    grid_n = N // BN
+    BM, BN, BK, grid_n = _blocks(t, N, K, C, "linear")
 
     def body(a, w, span, y, b=None, res=None):
         with T.Kernel(C // BM * grid_n, threads=t.threads) as u:
@@ -212,11 +218,7 @@ def gate_up_silu(I, K, C, *, tile=None) -> Body:
     from .bodies import _silu
 
     t = tile or gate_up_tile(I, K, C)
-    BM, BN, BK = t.bm, t.bn, t.bk
-    _check(C % BM == 0, f"prefill gate/up: chunk {C} is not a multiple of {BM}")
-    _check(I % BN == 0, f"prefill gate/up: {I} outputs are not a multiple of {BN}")
-    _check(K % BK == 0, f"prefill gate/up: {K} inputs are not a multiple of {BK}")
-    grid_n = I // BN
+    BM, BN, BK, grid_n = _blocks(t, I, K, C, "gate/up")
 
     def kernel(x: T.Tensor((C, K), "bfloat16"), wgu: T.Tensor((2 * I, K), "bfloat16"),
                span: T.Tensor((2,), "int32"), a: T.Tensor((C, I), "bfloat16")):
