@@ -11,8 +11,8 @@ passes in opposite orders. The shipped prefill's kernels are timed on
 random inputs of their shapes at the last chunk of a 512-token prompt
 (rows 256-510 with chunks of 256, 0-510 with chunks of 512): where a chunk's
 time goes; so are the kernels of any MORE_JSON artifacts (another build of
-the prefill, or build_variants.py --row-kernels' candidates). VARIANTS_DIR "-" skips the GEMMs. Writes
-$OUT/prefill_screen.json.
+the prefill, or build_variants.py --row-kernels' candidates). VARIANTS_DIR
+"-" skips the GEMMs. Writes $OUT/prefill_screen.json.
 """
 import glob
 import json

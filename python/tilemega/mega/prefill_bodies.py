@@ -193,8 +193,9 @@ def gate_up_tile(I, K, C) -> LinearTile:
     of its block a gate and an up tile, so a block holds as many
     accumulators as the unfused GEMM's. 64-row blocks: a gate and an up
     tile of 64 columns, 4 stages (the shared memory of the unfused 6);
-    else 3 stages, as the unfused 128 x 256 blocks. Timed on an H100 at 512 rows of Llama-3.2-1B
-    (bench/prefill/screen.py, docs/results/prefill_gate_up_silu_h100.json):
+    else 3 stages, as the unfused 128 x 256 blocks. Timed on an H100 at
+    512 rows of Llama-3.2-1B (bench/prefill/screen.py,
+    docs/results/prefill_gate_up_silu_h100.json):
     128 x (128 + 128) with 3 stages and C staged 81.6 us, 4 stages 75.8
     (its float64 check on the GPU still to run), unstaged 86.0;
     128 x (64 + 64) 114.5; 64 x (64 + 64) 124.4; the unfused GEMM and
