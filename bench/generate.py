@@ -189,14 +189,16 @@ def main(argv=None):
         # token (the prompt walked by the decode step, then the pick); ms
         # per token = (generate(128) - generate(1)) / 127. One launch each.
         e = engine["e"]
-        firsts, alls, host, start = [], [], [], []
+        firsts, alls, host, start, prepare = [], [], [], [], []
         for _ in range(3):
             ms1, _ = timed(lambda: e.generate(prompt, max_new_tokens=1, eos_token_id=[]))
             host.append(e.last_launch_host_s * 1e6)
             start.append(e.last_start_host_s * 1e6)
+            prepare.append(e.last_prepare_host_s * 1e6)
             msn, _ = timed(lambda: e.generate(prompt, max_new_tokens=NEW, eos_token_id=[]))
             host.append(e.last_launch_host_s * 1e6)
             start.append(e.last_start_host_s * 1e6)
+            prepare.append(e.last_prepare_host_s * 1e6)
             firsts.append(ms1)
             alls.append(msn)
         ttft, total = sorted(firsts)[1], sorted(alls)[1]
@@ -238,6 +240,7 @@ def main(argv=None):
                      host_us_launch_in_generate_all=host,
                      host_us_start_in_generate=sorted(start)[2],
                      host_us_start_in_generate_all=start,
+                     host_us_prepare_in_generate_all=prepare,
                      host_us_launch_in_generate_gc_off_all=gc_off,
                      host_us_launch_device_idle=sorted(idle)[2],
                      host_us_launch_back_to_back=sorted(alone)[20])

@@ -399,6 +399,27 @@ def test_a_bad_seed_is_refused(seed):
         gs.initial(0, 1, 8, seed=seed)
 
 
+@pytest.mark.parametrize("ids, message", [
+    ([1, True], r"prompt_ids\[1\] = True is not"), ([1, 2.0], r"prompt_ids\[1\] = 2.0 is not"),
+    ([3, -1], r"prompt_ids\[1\] = -1 is not"), ([0, 5, 100], r"prompt_ids\[2\] = 100 is not"),
+    ([7, 1 << 40], "= 1099511627776 is not"), ([None], r"prompt_ids\[0\] = None is not"),
+    ([], "is empty"), ("ab", "a sequence of token ids"), ([1] * 16, "room for at most 15")])
+def test_a_prompt_is_checked_id_by_id(ids, message):
+    from tilemega.mega.engine import checked_prompt
+
+    with pytest.raises(ValueError, match=message):
+        checked_prompt(ids, 4, 16, 100)
+
+
+def test_a_checked_prompt_is_the_int32_array_the_staging_copies():
+    from tilemega.mega.engine import checked_prompt
+
+    ids = checked_prompt((0, 99, 5), 4, 16, 100)
+    assert ids.typecode == "i" and ids.tolist() == [0, 99, 5]
+    with pytest.raises(ValueError, match="max_new_tokens must be a positive int"):
+        checked_prompt([1], True, 16, 100)
+
+
 # ---------------------------------------------------------------- sampling
 
 

@@ -43,6 +43,7 @@ class HostStaging:
         self._host = torch.zeros(max(offset, ALIGN), dtype=torch.uint8).pin_memory()
         self._base = self._host.data_ptr()
         self._consumed = torch.cuda.Event()
+        self._free = True               # no recorded copies pending since the last wait
 
     def write(self, name, values, typecode="i", at=0):
         """Put `values` (ints for "i", floats for "f") at element `at` of
@@ -53,7 +54,9 @@ class HostStaging:
         if data.itemsize != 4 or at < 0 or at * 4 + size > nbytes:
             raise ValueError(f"staging {name!r}: {len(data)} values at {at} do not fit "
                              f"{nbytes // 4} elements")
-        self._consumed.synchronize()
+        if not self._free:              # one wait a round, not one a region
+            self._consumed.synchronize()
+            self._free = True
         ctypes.memmove(self._base + offset + at * 4, data.buffer_info()[0], size)
 
     def enqueue(self, stream: int):
@@ -69,3 +72,4 @@ class HostStaging:
         """Marks on torch stream `stream` the point after which the copies
         enqueued there (directly or by a graph) have run."""
         self._consumed.record(stream)
+        self._free = False
