@@ -764,7 +764,7 @@ def test_prefill_gemms_run_on_wgmma_with_tma_copies():
     assert linear_tile(2048, 8192, 512) == (64, 64, 64, 128, 6, False, False)   # 256 blocks
     assert linear_tile(3072, 2048, 512).bm == 128                              # 384 of 64 x 64
     assert linear_tile(2752, 2048, 512).bn == 64          # 2 x 1376: no 128- or 256-wide blocks
-    assert gate_up_tile(8192, 2048, 512) == (128, 128, 64, 256, 3, True, True)
+    assert gate_up_tile(8192, 2048, 512) == (128, 128, 64, 256, 4, True, True)
     assert gate_up_tile(1376, 2048, 512) == (64, 64, 64, 128, 4, False, False)
     cfg = ModelConfig(**{**SMALL, "intermediate": 4096})     # a wide gate/up (8192)
     with warnings.catch_warnings():

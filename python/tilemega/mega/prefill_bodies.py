@@ -192,18 +192,18 @@ def gate_up_tile(I, K, C) -> LinearTile:
     the up tile): linear_tile's for the [2I, K] projection with each half
     of its block a gate and an up tile, so a block holds as many
     accumulators as the unfused GEMM's. 64-row blocks: a gate and an up
-    tile of 64 columns, 4 stages (the shared memory of the unfused 6);
-    else 3 stages, as the unfused 128 x 256 blocks. Timed on an H100 at
-    512 rows of Llama-3.2-1B (bench/prefill/screen.py,
-    docs/results/prefill_gate_up_silu_h100.json):
-    128 x (128 + 128) with 3 stages and C staged 81.6 us, 4 stages 75.8
-    (its float64 check on the GPU still to run), unstaged 86.0;
+    tile of 64 columns. 4 stages (for the 64-row blocks the shared memory
+    of the unfused GEMM's 6). Timed on an H100 at 512 rows of
+    Llama-3.2-1B (bench/prefill/screen.py,
+    docs/results/prefill_gate_up_silu_h100.json): 128 x (128 + 128) with
+    C staged 81.6 us with 3 stages, 75.8 with 4, unstaged 86.0;
     128 x (64 + 64) 114.5; 64 x (64 + 64) 124.4; the unfused GEMM and
-    SiLU-mul 77.5 + 20.1."""
+    SiLU-mul 77.5 + 20.1. The whole 511-row prefill with 4 stages against
+    3, one process (bench/prefill/time_ab.py,
+    docs/results/prefill_gate_up_stages_ab_h100.json): 2.855 / 2.799
+    against 2.921 / 2.870 ms."""
     t = linear_tile(2 * I, K, C)
-    if t.bm == 64:
-        return t._replace(stages=4)
-    return t._replace(bn=t.bn // 2, stages=3)
+    return t._replace(bn=t.bn if t.bm == 64 else t.bn // 2, stages=4)
 
 
 def gate_up_silu(I, K, C, *, tile=None) -> Body:
