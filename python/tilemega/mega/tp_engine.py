@@ -138,7 +138,7 @@ class TensorParallelEngine:
         end = min(S, given + max_new_tokens)
         words = gs.initial(0, given, end, eos, seed)
         for mine in self.tensors:
-            mine["tokens"][:given].copy_(torch.tensor(ids, dtype=torch.int32))
+            mine["tokens"][:given].copy_(torch.tensor(ids.tolist(), dtype=torch.int32))
             mine["gen"].copy_(torch.tensor(words, dtype=torch.int32))
             mine["sampling"].copy_(torch.tensor(sampling, dtype=torch.float32))
         for mk in self.kernels:
