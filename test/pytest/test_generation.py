@@ -420,6 +420,23 @@ def test_a_checked_prompt_is_the_int32_array_the_staging_copies():
         checked_prompt([1], True, 16, 100)
 
 
+def test_a_prompt_may_be_a_one_dimensional_integer_array():
+    """A tokenizer's input_ids[0] (numpy here; a torch tensor has the same
+    dtype names with "torch." before them) goes in as its ids."""
+    np = pytest.importorskip("numpy")
+    from tilemega.mega.engine import checked_prompt
+
+    assert checked_prompt(np.array([3, 0, 99], dtype=np.int64), 4, 16, 100).tolist() == [3, 0, 99]
+    assert checked_prompt(np.array([7], dtype=np.uint16), 4, 16, 100).tolist() == [7]
+    for ids, message in ((np.array([[1, 2]]), r"must be 1-D \(one prompt\), got shape \(1, 2\)"),
+                         (np.array([1.0]), "needs an integer dtype, got float64"),
+                         (np.array([True]), "needs an integer dtype, got bool"),
+                         (np.array([4, 100]), r"prompt_ids\[1\] = 100 is not"),
+                         ({1, 2}, "a sequence of token ids, got set")):
+        with pytest.raises(ValueError, match=message):
+            checked_prompt(ids, 4, 16, 100)
+
+
 # ---------------------------------------------------------------- sampling
 
 

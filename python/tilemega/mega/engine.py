@@ -7,6 +7,9 @@ generation kernel (models.generation_graph).
     ids = engine.generate(prompt, max_new_tokens=64, temperature=0.8, seed=7)
     for token in engine.stream(prompt, max_new_tokens=64): ...
 
+A prompt is a list of token ids or a 1-D integer array (numpy, or a torch
+tensor such as a tokenizer's `input_ids[0]`).
+
 The kernel repeats its decode step on the device (mega.graph stop_word):
 one launch runs a whole generation, each step's pick feeding the next
 step's embedding, until the state's DONE (max_new_tokens, an EOS id, the end
@@ -40,6 +43,7 @@ import contextlib
 import gc
 import json
 import os
+import re
 import time
 from typing import Iterator, List, Sequence
 
@@ -550,16 +554,15 @@ def stopped_generation(words, steps_done, given):
 
 
 def checked_prompt(prompt_ids, max_new_tokens, max_seq_len, vocab, room=1):
-    """prompt_ids as an int32 array.array, checked: ints (not bools) in
+    """prompt_ids (a sequence of ints, or a 1-D integer numpy array or
+    torch tensor) as an int32 array.array, checked: ints (not bools) in
     [0, vocab), at most max_seq_len - room of them; max_new_tokens a
     positive int. ValueError naming the first bad id otherwise. The common
     case runs in C loops (the array's conversion, the types' set, the range
     on numpy's view of the array): a prompt's ids are host time of every
     generation (512 ids: 33 us of checks plus 14 us of conversion for the
     staging before, on the CPU of the build machine)."""
-    if isinstance(prompt_ids, (str, bytes)) or not isinstance(prompt_ids, Sequence):
-        raise ValueError(f"prompt_ids must be a sequence of token ids, got "
-                         f"{type(prompt_ids).__name__}")
+    prompt_ids = _token_list(prompt_ids)
     if not prompt_ids:
         raise ValueError("prompt_ids is empty: a generation needs at least one token")
     try:
@@ -578,6 +581,26 @@ def checked_prompt(prompt_ids, max_new_tokens, max_seq_len, vocab, room=1):
             max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
     return ids
+
+
+def _token_list(prompt_ids):
+    """prompt_ids as a sequence: itself, or the ids of a 1-D integer array
+    (a numpy array or a torch tensor, e.g. a tokenizer's input_ids[0]) as
+    a list of ints; ValueError for anything else."""
+    if isinstance(prompt_ids, Sequence) and not isinstance(prompt_ids, (str, bytes)):
+        return prompt_ids
+    kind = type(prompt_ids).__name__
+    dtype, shape = getattr(prompt_ids, "dtype", None), getattr(prompt_ids, "shape", None)
+    if dtype is None or shape is None or not hasattr(prompt_ids, "tolist"):
+        raise ValueError(f"prompt_ids must be a sequence of token ids, got {kind}")
+    if len(shape) != 1:
+        raise ValueError(f"prompt_ids: a {kind} of token ids must be 1-D (one prompt), got "
+                         f"shape {tuple(shape)}")
+    # numpy's "int64", "uint16"; torch's "torch.int32" (not "torch.bool").
+    if not re.fullmatch(r"(torch\.)?u?int(8|16|32|64)", str(dtype)):
+        raise ValueError(f"prompt_ids: a {kind} of token ids needs an integer dtype, got "
+                         f"{dtype}")
+    return prompt_ids.tolist()
 
 
 def _min_max(ids):
