@@ -50,6 +50,13 @@ std::string mlir::tilemega::getKnownChips() {
   return result;
 }
 
+int64_t mlir::tilemega::getMaxCtasPerSmOfKnownChips() {
+  int64_t most = 0;
+  for (const TargetInfo &target : kTargets)
+    most = std::max(most, target.maxCtasPerSm);
+  return most;
+}
+
 int64_t mlir::tilemega::getMaxResidentCtasOfKnownChips() {
   int64_t most = 0;
   for (const TargetInfo &target : kTargets)

@@ -56,6 +56,10 @@ const TargetInfo &getDefaultTargetInfo();
 /// The chips getTargetInfo knows, for diagnostics: "sm_90, sm_90a".
 std::string getKnownChips();
 
+/// The most CTAs an SM of any known chip holds (maxCtasPerSm): the bound of
+/// a graph's ctas_per_sm before the chip is known (the mega.graph verifier).
+int64_t getMaxCtasPerSmOfKnownChips();
+
 /// The most CTAs any known chip keeps resident at once (smCount x
 /// maxCtasPerSm): a persistent kernel needs all of its CTAs resident, so a
 /// graph of more workers can run on no chip (the mega.graph verifier, which

@@ -1173,6 +1173,14 @@ mega.graph @g() workers 1 attributes {ctas_per_sm = 0} {
 
 // -----
 
+// The claim of workers_by_sm walks the CTAs of an SM one by one: a bound
+// no chip reaches is an error before any pass sizes anything by it.
+// expected-error @+1 {{ctas_per_sm (2147483647) exceeds the 32 CTAs an SM of any known chip}}
+mega.graph @g() workers 1 attributes {ctas_per_sm = 2147483647, workers_by_sm} {
+}
+
+// -----
+
 mega.graph @g() workers 1 {
   // expected-error @+1 {{is a peer event in a graph of 1 rank: peer events need `ranks` >= 2}}
   mega.event @e trigger 1 peers

@@ -147,6 +147,10 @@ LogicalResult GraphOp::verify() {
                          << "] (the GPUs of one node), got " << getNumRanks();
   if (getNumCtasPerSm() < 1)
     return emitOpError() << "ctas_per_sm must be >= 1, got " << getNumCtasPerSm();
+  if (getNumCtasPerSm() > getMaxCtasPerSmOfKnownChips())
+    return emitOpError() << "ctas_per_sm (" << getNumCtasPerSm() << ") exceeds the "
+                         << getMaxCtasPerSmOfKnownChips() << " CTAs an SM of any known chip ("
+                         << getKnownChips() << ") holds";
   // Every CTA of a persistent kernel must be resident at once; beyond what
   // any chip keeps, the graph can never run (and the passes would size
   // per-worker tables by it).
