@@ -113,9 +113,9 @@ func.func @gemm_c_not_fragment() {
 
 func.func @fill_index_value(%v: index) {
   tile.kernel blocks(%b) in [1] threads 32 {
-    %s = tile.alloc_shared : memref<32xindex, #gpu.address_space<workgroup>>
+    %s = tile.alloc_shared : memref<32xi64, #gpu.address_space<workgroup>>
     // expected-error @+1 {{operand #1 must be floating-point or signless integer, but got 'index'}}
-    tile.fill %s, %v : memref<32xindex, #gpu.address_space<workgroup>>, index
+    tile.fill %s, %v : memref<32xi64, #gpu.address_space<workgroup>>, index
   }
   return
 }
@@ -151,6 +151,17 @@ func.func @rank0_fragment() {
   tile.kernel blocks(%b) in [1] threads 32 {
     // expected-error @+1 {{'tile.alloc_fragment' op result must have rank >= 1}}
     %f = tile.alloc_fragment : memref<f32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+// Byte sizes and layouts start from the element's bit width: index has none.
+func.func @index_tile() {
+  tile.kernel blocks(%b) in [1] threads 32 {
+    // expected-error @+1 {{'tile.alloc_shared' op result has elements of type 'index'; a tile buffer holds integers or floats}}
+    %s = tile.alloc_shared : memref<32xindex, #gpu.address_space<workgroup>>
   }
   return
 }
@@ -303,8 +314,15 @@ func.func @fragment_layout_chunk() {
 
 // -----
 
-// expected-error @+1 {{blocked layout gives each thread 131072 elements per chunk; at most 65536}}
+// expected-error @+1 {{blocked layout gives each thread 131072 elements per chunk; at most 1024}}
 #bad = #tile.blocked<sizePerThread = [512, 256], threadsPerWarp = [1, 32], warpsPerBlock = [1, 1], order = [1, 0]>
+
+// -----
+
+// Found by scripts/fuzz/fuzz_opt.py: the pipeline unrolled 65535 elements
+// a thread for over a minute.
+// expected-error @+1 {{blocked layout gives each thread 65535 elements per chunk; at most 1024}}
+#bad = #tile.blocked<sizePerThread = [65535], threadsPerWarp = [32], warpsPerBlock = [2], order = [0]>
 
 // -----
 

@@ -97,6 +97,11 @@ static LogicalResult verifyTileBuffer(Operation *op, StringRef name,
   // would reach them with an empty shape.
   if (type.getRank() == 0)
     return op->emitOpError() << name << " must have rank >= 1";
+  // Sizes in bytes, vector widths and layouts all start from the element's
+  // bit width (found by scripts/fuzz: a memref of index aborted in it).
+  if (!type.getElementType().isIntOrFloat())
+    return op->emitOpError() << name << " has elements of type " << type.getElementType()
+                             << "; a tile buffer holds integers or floats";
   return success();
 }
 
