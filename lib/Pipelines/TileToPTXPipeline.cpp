@@ -102,6 +102,7 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   gpuPm.addPass(createReconcileUnrealizedCastsPass());
 
   gpuPm.addPass(createVerifyNVPTXAddressSpaces());
+  gpuPm.addPass(createVerifyLLVMTranslatable());
 
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;

@@ -217,8 +217,6 @@ def ConvertMegaToGPU : Pass<"convert-mega-to-gpu", "::mlir::ModuleOp"> {
   ];
 }
 
-#endif // TILEMEGA_CONVERSION_PASSES_TD
-
 def VerifyNVPTXAddressSpaces
     : Pass<"tilemega-verify-nvptx-address-spaces", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Reject address spaces the NVPTX backend cannot emit";
@@ -231,3 +229,20 @@ def VerifyNVPTXAddressSpaces
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
+
+def VerifyLLVMTranslatable
+    : Pass<"tilemega-verify-llvm-translatable", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Reject LLVM dialect IR that the translation to LLVM IR aborts on";
+  let description = [{
+    The LLVM dialect's verifiers accept two things the translation to
+    LLVM IR then aborts the process on (both found by scripts/fuzz in
+    gpu.modules given to tilemega-opt): a type that is no LLVM type inside
+    an LLVM one (`!llvm.array<4 x index>`, as a global's type or any type
+    an LLVM op uses, defines or holds in an attribute), and an `alignment`
+    that is not a power of two of at most 2^32 bytes, LLVM's largest. This
+    check turns both into a diagnostic at the op, before PTX is emitted.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // TILEMEGA_CONVERSION_PASSES_TD

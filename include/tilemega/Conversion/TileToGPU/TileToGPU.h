@@ -14,6 +14,7 @@ namespace tilemega {
 #define GEN_PASS_DECL_ALIGNDYNAMICSHAREDMEMORY
 #define GEN_PASS_DECL_MARKTENSORMAPPARAMS
 #define GEN_PASS_DECL_VERIFYNVPTXADDRESSSPACES
+#define GEN_PASS_DECL_VERIFYLLVMTRANSLATABLE
 #include "tilemega/Conversion/Passes.h.inc"
 
 } // namespace tilemega

@@ -1,0 +1,88 @@
+//===- VerifyLLVMTranslatable.cpp - LLVM dialect IR the translation takes -===//
+//
+// The LLVM dialect's verifiers accept IR that the translation to LLVM IR
+// then aborts the process on (an unreachable type switch, an alignment
+// assertion). A gpu.module can carry such IR straight from the user
+// (tilemega-opt input); this check turns it into a diagnostic at the op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tilemega/Conversion/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMTypes.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::tilemega {
+#define GEN_PASS_DEF_VERIFYLLVMTRANSLATABLE
+#include "tilemega/Conversion/Passes.h.inc"
+} // namespace mlir::tilemega
+
+using namespace mlir;
+using namespace mlir::tilemega;
+
+/// LLVM's largest alignment (llvm::Value::MaximumAlignment): 2^32 bytes.
+constexpr uint64_t kMaxAlignment = uint64_t(1) << 32;
+
+/// The first type of `types` the translation has no LLVM type for.
+static std::optional<Type> untranslatable(TypeRange types) {
+  for (Type type : types)
+    if (!LLVM::isCompatibleType(type))
+      return type;
+  return std::nullopt;
+}
+
+/// The first type an LLVM op uses, defines, binds in its regions or holds
+/// in an attribute (a global's type, a function's signature) that the
+/// translation has no LLVM type for.
+static std::optional<Type> untranslatableTypeOf(Operation *op) {
+  std::optional<Type> bad = untranslatable(op->getOperandTypes());
+  if (!bad)
+    bad = untranslatable(op->getResultTypes());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      if (!bad)
+        bad = untranslatable(block.getArgumentTypes());
+  if (!bad)
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()); typeAttr && !bad)
+        bad = untranslatable(typeAttr.getValue());
+  return bad;
+}
+
+namespace {
+
+struct VerifyLLVMTranslatablePass
+    : public tilemega::impl::VerifyLLVMTranslatableBase<VerifyLLVMTranslatablePass> {
+  void runOnOperation() override {
+    WalkResult walk = getOperation().walk([](Operation *op) {
+      if (!isa<LLVM::LLVMDialect>(op->getDialect()))
+        return WalkResult::advance();
+      if (std::optional<Type> bad = untranslatableTypeOf(op)) {
+        op->emitOpError("uses the type ")
+            << *bad << ", which has no LLVM IR type (LLVM types, integers, floats "
+                       "and vectors of them only)";
+        return WalkResult::interrupt();
+      }
+      if (auto align = op->getAttrOfType<IntegerAttr>("alignment")) {
+        // 0 (none) leaves the choice to LLVM.
+        APInt value = align.getValue();
+        bool valid = value.isZero() ||
+                     (!value.isNegative() && value.ule(kMaxAlignment) &&
+                      value.isPowerOf2());
+        if (!valid) {
+          op->emitOpError("has alignment ")
+              << value.getSExtValue()
+              << "; LLVM takes a power of two of at most 2^32 bytes";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
