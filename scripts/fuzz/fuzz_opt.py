@@ -186,7 +186,8 @@ def m_splice_line(rng, text, corpus):
 
 
 def m_truncate(rng, text, corpus):
-    n = rng.randrange(len(text))
+    # A text emptied by earlier mutations has nothing left to cut.
+    n = rng.randrange(len(text)) if text else 0
     return text[:n], f"truncate at char {n}"
 
 
