@@ -34,8 +34,11 @@ static std::optional<Type> untranslatable(TypeRange types) {
 }
 
 /// The first type an LLVM op uses, defines, binds in its regions or holds
-/// in an attribute (a global's type, a function's signature) that the
-/// translation has no LLVM type for.
+/// in a type attribute (a global's type, a function's signature) that the
+/// translation has no LLVM type for. Only type attributes: the types of
+/// other attributes are the translation's to convert (an `index`
+/// llvm.mlir.constant value is legal), unlike VerifyNVPTXAddressSpaces,
+/// which walks every type an attribute nests for a pointer.
 static std::optional<Type> untranslatableTypeOf(Operation *op) {
   std::optional<Type> bad = untranslatable(op->getOperandTypes());
   if (!bad)
