@@ -74,6 +74,10 @@ VARIANTS = {
     # ... with 16 splits a kv head (no merge to pay for the extra splits).
     "merge_in_split+splits16": dict(ctas_per_sm=None,
                                     graph=dict(merge_in_split=True, attention_splits=16)),
+    # Paired entries (mega-pair-entries): the gate/up unit after each
+    # output-projection unit shares its case, its weights' first stages
+    # loading while the output projection waits for the attention.
+    "pair_entries": dict(ctas_per_sm=None, mega_pair_entries=True),
 }
 
 

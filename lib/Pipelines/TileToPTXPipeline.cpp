@@ -32,6 +32,11 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   mega::MegaScheduleOptions schedule;
   schedule.policy = options.megaPolicy;
   pm.addPass(mega::createMegaSchedule(schedule));
+  if (options.megaPairEntries) {
+    mega::MegaPairEntriesOptions pairs;
+    pairs.chip = options.chip;
+    pm.addPass(mega::createMegaPairEntries(pairs));
+  }
   ConvertMegaToGPUOptions persistent;
   persistent.chip = options.chip;
   persistent.timeline = options.megaTimeline;

@@ -345,6 +345,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_stream_units: bool = False, mega_fresh_thread_ids: bool = True,
             mega_early_depth: int = 0,
             mega_bulk_copies: bool = False,
+            mega_pair_entries: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -368,7 +369,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         stream their tiles with 1-D bulk copies on mbarriers instead of
         cp.async (mega_bulk_copies, sm_90a; tile-pipeline linear-bulk;
         off by default: slower on the Llama-3.2-1B generation, docs/mega.md
-        "Bulk copies").
+        "Bulk copies"), and whether consecutive AOT entries run as pairs
+        whose second body's weights load while the first one waits and
+        computes (mega_pair_entries; mega-pair-entries, docs/mega.md
+        "Paired entries").
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -433,6 +437,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
                          "mega_bulk_copies=False")
     if _resolve_hopper_option(mega_bulk_copies, "mega_bulk_copies", "the 1-D bulk copy", chip):
         options += " mega-bulk-copies=1"
+    if not isinstance(mega_pair_entries, bool):
+        raise ValueError(f"mega_pair_entries must be a bool, got {mega_pair_entries!r}")
+    if mega_pair_entries:
+        options += " mega-pair-entries=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))

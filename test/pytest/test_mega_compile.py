@@ -138,10 +138,18 @@ def check_tables(kernel):
     assert len(sec["records"]) == RECORD * n
     assert sec["triggers"] == [ev["trigger"] for ev in meta["events"]]
 
+    # A paired entry (mega-pair-entries) names its pair case, numbered
+    # after the body cases: the pair of its case and its successor's.
+    case = list(sec["entry_case"])
+    after = mm.next_aot_entries(meta)
+    for e in meta.get("paired_entries", []):
+        pair = [sec["entry_case"][e], sec["entry_case"][after[e]]]
+        case[e] = max(sec["entry_case"]) + 1 + meta["pair_cases"].index(pair)
+
     def record(e):
         waits, signals = meta["waits"][e], meta["signals"][e]
         first = waits[0] if waits else -1
-        return [sec["entry_case"][e] | (meta["entries"]["task"][e] << 16),
+        return [case[e] | (meta["entries"]["task"][e] << 16),
                 meta["entries"]["instance"][e], len(waits), first,
                 meta["events"][first]["trigger"] if waits else 0, len(signals),
                 signals[0] if signals else -1, e]

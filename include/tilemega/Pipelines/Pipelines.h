@@ -82,6 +82,11 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> megaPairEntries{
+      *this, "mega-pair-entries",
+      llvm::cl::desc("Run consecutive AOT entries as pairs whose second "
+                     "body's weights load under the first (mega-pair-entries)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> megaBulkCopies{
       *this, "mega-bulk-copies",
       llvm::cl::desc("Pipeline a persistent mega-kernel's loops with 1-D "

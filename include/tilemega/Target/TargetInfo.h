@@ -43,6 +43,11 @@ struct TargetInfo {
   int64_t maxCtasPerSm;
 };
 
+/// Shared memory the driver sets aside for each resident CTA on sm_8x and
+/// sm_90 (cudaDevAttrReservedSharedMemoryPerBlock): CTAs sharing an SM pay
+/// it each, on top of their own.
+inline constexpr int64_t kReservedSharedBytesPerCta = 1024;
+
 /// The chip every TileMega tool compiles for unless told otherwise.
 inline constexpr llvm::StringLiteral kDefaultChip = "sm_90a";
 

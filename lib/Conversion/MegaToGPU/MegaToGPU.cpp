@@ -97,6 +97,13 @@ struct ConvertMegaToGPUPass
              << residentCtas - (tables->numJit > 0 ? 1 : 0) << " workers";
     if (tables->numEntries == 0)
       return graph.emitOpError() << "has no tasks to run";
+    // A pair case commits to its second entry before the first one's
+    // events fire, as the workers of early loads do.
+    if (!tables->pairedEntries.empty() && !earlyLoads)
+      return graph.emitOpError()
+             << "pairs entries (a queue's `paired`, mega-pair-entries), which "
+                "needs early-loads: a pair's second entry loads before the first "
+                "one waits";
     for (const TaskCase &c : tables->cases)
       bodies.insert(c.body);
 

@@ -3,6 +3,7 @@
 #include "PersistentKernel.h"
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Mega/IR/MegaPairs.h"
 #include "tilemega/Dialect/Tile/IR/TilePrefetch.h"
 #include "tilemega/Dialect/Tile/IR/TileSharedMemory.h"
 
@@ -279,34 +280,49 @@ Value PersistentKernelBuilder::caseArgumentSlot(int64_t caseIndex, unsigned a,
   return sw.getResult(0);
 }
 
-void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
-                                       Value instance, const Record *waitFor,
-                                       Value entry,
-                                       function_ref<void()> stampStart) {
+PersistentKernelBuilder::CaseOperands
+PersistentKernelBuilder::bindCase(int64_t caseIndex, Value task) {
   const TaskCase &c = t.cases[caseIndex];
   func::FuncOp body = c.body;
-  tile::KernelOp kernel = getTileKernel(body);
-  IRMapping mapping;
-  casePoint = {};
-  pointsBeforeWait.clear();
-  caseOperands.clear();
+  CaseOperands operands;
   // Operands: the graph tensors the task passes, from the argument table;
   // those no task of the graph writes (weights) can be read early.
-  DenseSet<Value> readOnly;
   for (unsigned a = 0; a < body.getNumArguments(); ++a) {
     Value tensor = graphArg(caseArgumentSlot(caseIndex, a, task),
                             body.getArgument(a).getType());
-    mapping.map(body.getArgument(a), tensor);
-    caseOperands[tensor] = a;
+    operands.mapping.map(body.getArgument(a), tensor);
+    operands.index[tensor] = a;
     bool anyWritten = llvm::any_of(c.tasks, [&](unsigned ti) {
       return written.contains(
           cast<BlockArgument>(TaskOp(t.tasks[ti]).getArgs()[a]).getArgNumber());
     });
     if (!anyWritten)
-      readOnly.insert(tensor);
+      operands.readOnly.insert(tensor);
   }
+  return operands;
+}
+
+void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
+                                       Value instance, const Record *waitFor,
+                                       Value entry,
+                                       function_ref<void()> stampStart,
+                                       int64_t group, bool ownPoint) {
+  const TaskCase &c = t.cases[caseIndex];
+  func::FuncOp body = c.body;
+  tile::KernelOp kernel = getTileKernel(body);
+  IRMapping &mapping = operands.mapping;
+  const DenseSet<Value> &readOnly = operands.readOnly;
+  // A pair's second body keeps the first one's point: its early copies
+  // start there.
+  if (ownPoint) {
+    casePoint = {};
+    pointsBeforeWait.clear();
+  }
+  caseOperands = operands.index;
   // The point before the wait: the body's early copies may start here.
   auto pointBeforeWait = [&]() {
+    if (!ownPoint)
+      return;
     casePoint = tile::PrefetchPointOp::create(b, loc);
     pointsBeforeWait.insert(casePoint);
   };
@@ -339,8 +355,6 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
       if (d > 0)
         rest = arith::DivUIOp::create(b, loc, rest, size);
     }
-    // Case c is region c + 1 of the switch (region 0 is the default).
-    int64_t group = caseIndex + 1;
     OpBuilder::InsertionGuard guard(b);
     if (waitAtBody)
       pointBeforeWait();
@@ -398,36 +412,8 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, Value task,
   cloneBody(unit);
 }
 
-/// A task's stage: its instances' estimated cost (mega-decompose's
-/// cost_ns), summed; nullopt for a task without an estimate.
-static std::optional<double> stageCost(TaskOp task) {
-  if (!task.getCostNs())
-    return std::nullopt;
-  return task.getCostNs()->convertToDouble() * static_cast<double>(task.getNumInstances());
-}
-
 bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
-  // Prefetching while the stage before still streams its own data competes
-  // with it for DRAM (measured: the decode step 1-3 % slower when every
-  // next entry prefetched); behind a lighter stage (attention before the
-  // output projection) DRAM is idle and the prefetch is free.
-  TaskOp task = t.tasks[taskIndex];
-  std::optional<double> own = stageCost(task);
-  DenseSet<StringAttr> waited;
-  for (int64_t i = 0; i < task.getNumInstances(); ++i)
-    for (FlatSymbolRefAttr ref : task.getInstanceWaitRefs(i))
-      waited.insert(ref.getAttr());
-  for (TaskOp producer : t.tasks) {
-    for (int64_t i = 0; i < producer.getNumInstances(); ++i)
-      for (FlatSymbolRefAttr ref : producer.getInstanceSignalRefs(i))
-        if (waited.contains(ref.getAttr())) {
-          // Stages without estimates cannot be compared: no prefetch.
-          std::optional<double> theirs = stageCost(producer);
-          if (!own || !theirs || *theirs >= *own)
-            return false;
-        }
-  }
-  return true;
+  return mega::waitsOnLighterStage(t.tasks[taskIndex]);
 }
 
 llvm::SmallDenseMap<unsigned, Operation *>
@@ -750,7 +736,7 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
   }
 }
 
-void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
+Value PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
   // AOT entries read their record from the worker's shared copy.
   auto vecType = VectorType::get({kRecordWords}, b.getI32Type());
   auto where = scf::IfOp::create(b, loc, TypeRange{vecType},
@@ -765,13 +751,31 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
   }
   Record r = unpackRecord(where.getResult(0));
   Value caseId = r.caseId, task = r.task, instance = r.instance;
-  // The start stamp: when the entry may run (its events fired).
-  auto stampStart = [&]() {
+  // A pair case (its id after the body cases) runs this entry and the
+  // worker's next AOT entry, whose record follows this one; otherwise the
+  // entry that signals last is this one.
+  int64_t numCases = t.cases.size();
+  Value paired;
+  Record last = r;
+  if (!t.pairCases.empty()) {
+    paired = cmp(arith::CmpIPredicate::sge, caseId, i32(numCases));
+    auto next = scf::IfOp::create(b, loc, TypeRange{vecType}, paired, true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(next.thenBlock());
+    scf::YieldOp::create(b, loc, recordVector(aotRecords, mul(add(slot, i32(1)),
+                                                              i32(kRecordWords))));
+    b.setInsertionPointToStart(next.elseBlock());
+    scf::YieldOp::create(b, loc, where.getResult(0));
+    b.setInsertionPointAfter(next);
+    last = unpackRecord(next.getResult(0));
+  }
+  // The start stamp of `e`: when the entry may run (its events fired).
+  auto stampStartOf = [&](Value e) {
     if (!timeline)
       return;
     ifThread0([&] {
       // Four words an entry: start, end, CTA, SM.
-      Value slot = mul(entry, i32(4));
+      Value slot = mul(e, i32(4));
       postTimeline(slot, now());
       postTimeline(add(slot, i32(2)),
                    arith::IndexCastOp::create(b, loc, b.getI64Type(), blockId));
@@ -780,10 +784,11 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
                                           NVVM::SmIdOp::create(b, loc, b.getI32Type())));
     });
   };
+  auto stampStart = [&]() { stampStartOf(entry); };
   if (!waitInCase)
     stampStart();
   SmallVector<int64_t> cases;
-  for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c)
+  for (int64_t c = 0; c < numCases + static_cast<int64_t>(t.pairCases.size()); ++c)
     cases.push_back(c);
   auto sw = scf::IndexSwitchOp::create(b, loc, TypeRange{}, toIndex(caseId),
                                        cases, cases.size());
@@ -792,18 +797,43 @@ void PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
     scf::YieldOp::create(b, loc);
-    for (int64_t c = 0; c < static_cast<int64_t>(t.cases.size()); ++c) {
+    for (int64_t c = 0; c < static_cast<int64_t>(cases.size()); ++c) {
       Block &block = sw.getCaseRegions()[c].emplaceBlock();
       b.setInsertionPointToStart(&block);
       auto yield = scf::YieldOp::create(b, loc);
       b.setInsertionPoint(yield);
-      emitCase(c, task, instance, waitInCase ? &r : nullptr, entry, stampStart);
+      // Case c is region c + 1 of the switch (region 0 is the default): its
+      // tiles' exclusive group.
+      int64_t group = c + 1;
+      if (c < numCases) {
+        emitCase(c, bindCase(c, task), instance, waitInCase ? &r : nullptr, entry,
+                 stampStart, group, /*ownPoint=*/true);
+        continue;
+      }
+      // A pair: both bodies' operands are bound before the point (the
+      // second one's early copies start there), the first runs and
+      // signals, then the second waits and runs; the tiles of both share
+      // one group, so they never overlap.
+      const PairCase &pc = t.pairCases[c - numCases];
+      CaseOperands first = bindCase(pc.first, task);
+      CaseOperands second = bindCase(pc.second, last.task);
+      emitCase(pc.first, std::move(first), instance, &r, entry, stampStart, group,
+               /*ownPoint=*/true);
+      gpu::BarrierOp::create(b, loc);
+      ifThread0([&] { finishEntry(r, entry); });
+      emitCase(pc.second, std::move(second), last.instance, &last, last.entry,
+               [&] { stampStartOf(last.entry); }, group, /*ownPoint=*/false);
     }
   }
   // Everyone is done with the body's data (and its shared memory) before
   // thread 0 signals and the next entry's copies may overwrite it.
   gpu::BarrierOp::create(b, loc);
-  ifThread0([&] { finishEntry(r, entry); });
+  if (t.pairCases.empty()) {
+    ifThread0([&] { finishEntry(r, entry); });
+    return {};
+  }
+  ifThread0([&] { finishEntry(last, last.entry); });
+  return arith::ExtUIOp::create(b, loc, b.getI32Type(), paired);
 }
 
 void PersistentKernelBuilder::finishEntry(const Record &r, Value entry) {
@@ -899,10 +929,11 @@ void PersistentKernelBuilder::buildWorker(Value blockId) {
   scf::ConditionOp::create(b, loc, cmp(arith::CmpIPredicate::sge, entry, i32(0)),
                            ValueRange{entry, next, ticket, slot});
   b.setInsertionPointToStart(after);
-  auto yield = scf::YieldOp::create(b, loc,
-                                    ValueRange{after->getArgument(1), after->getArgument(2)});
-  b.setInsertionPoint(yield);
-  runEntry(after->getArgument(0), after->getArgument(3), blockId);
+  // A pair case ran the next AOT entry too: the position moves past it.
+  Value nextPos = after->getArgument(1);
+  if (Value skip = runEntry(after->getArgument(0), after->getArgument(3), blockId))
+    nextPos = add(nextPos, skip);
+  scf::YieldOp::create(b, loc, ValueRange{nextPos, after->getArgument(2)});
 }
 
 void PersistentKernelBuilder::buildScheduler() {

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace mlir::tilemega::mega_to_gpu {
 
@@ -233,18 +234,30 @@ private:
   /// (mega.stake on the claim words; -1, reported, if none was free).
   Value claimWorkerIndex(Value blockId);
   void buildWorker(Value blockId);
-  void runEntry(Value entry, Value slot, Value blockId);
+  /// Runs `entry` (and, in a pair case, the worker's next AOT entry): the
+  /// AOT positions it took beyond the first (an i32, 0 or 1), or null in a
+  /// kernel without pair cases.
+  Value runEntry(Value entry, Value slot, Value blockId);
   /// Thread 0: the entry's end stamp and its events, if it ran (control
   /// word 4 with waitInCase). `r` is the entry's record.
   void finishEntry(const Record &r, Value entry);
-  /// Case `caseIndex` of the entry switch: the body on the task's tensors.
-  /// With `waitFor` (waitInCase), thread 0 first waits for that record's
-  /// events, after a tile.prefetch_point: the body's early copies (of
+  /// The graph tensors task `task` passes to case `caseIndex`'s body (at
+  /// the insertion point) and which of them no task writes.
+  struct CaseOperands {
+    IRMapping mapping;
+    DenseSet<Value> readOnly;
+    DenseMap<Value, unsigned> index;
+  };
+  CaseOperands bindCase(int64_t caseIndex, Value task);
+  /// Case `caseIndex`'s body on `operands`, its tiles in exclusive group
+  /// `group`. With `waitFor` (waitInCase), thread 0 first waits for that
+  /// record's events, after a tile.prefetch_point (`ownPoint`; a pair's
+  /// second body uses the first one's): the body's early copies (of
   /// tensors no task writes, marked tile.early) start before the wait.
   /// `stampStart` posts the timeline's start once the entry may run.
-  void emitCase(int64_t caseIndex, Value task, Value instance,
+  void emitCase(int64_t caseIndex, CaseOperands operands, Value instance,
                 const Record *waitFor, Value entry,
-                function_ref<void()> stampStart);
+                function_ref<void()> stampStart, int64_t group, bool ownPoint);
   /// Thread 0 waits until `r`'s events fired (watchdog, abort), then the
   /// CTA learns whether it may run the entry (an i1, the same in every
   /// thread; control word 4 keeps it for the signals).
@@ -307,7 +320,8 @@ private:
   void buildScheduler();
   void emitPrefetch(Value entry);
   /// Whether task `taskIndex`'s read-only inputs are worth prefetching: only
-  /// when every stage it waits on is estimated cheaper than its own.
+  /// when every stage it waits on is estimated at most half its own
+  /// (mega::waitsOnLighterStage).
   bool waitsOnLighterStage(unsigned taskIndex);
   void buildExit();
   /// One step of the whole graph (the worker or the scheduler role).

@@ -68,6 +68,8 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
 
   // Queues.
   SmallVector<SmallVector<int32_t>> aot(t.workers);
+  // A paired entry -> the entry it runs with (the verifier checked the pairs).
+  DenseMap<int32_t, int32_t> pairOf;
   SmallVector<int32_t> jit;
   bool scheduled = false;
   for (auto queue : graph.getBodyBlock().getOps<QueueOp>()) {
@@ -77,15 +79,35 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
     SmallVector<int32_t> &list =
         queue.getKind() == QueueKind::jit ? jit : aot[*queue.getWorkerIndex()];
     ArrayRef<int64_t> instances = queue.getInstancesAttr().asArrayRef();
+    int64_t start = list.size();
     for (auto [ref, instance] : llvm::zip_equal(
              queue.getTasksAttr().getAsRange<FlatSymbolRefAttr>(), instances))
       list.push_back(t.firstEntry[taskIndex.at(ref.getAttr())] + instance);
+    if (DenseI64ArrayAttr paired = queue.getPairedAttr())
+      for (int64_t p : paired.asArrayRef())
+        pairOf[list[start + p]] = list[start + p + 1];
   }
   if (!scheduled && t.numEntries > 0)
     return graph.emitOpError()
            << "has no scheduled queues: run mega-schedule before "
               "convert-mega-to-gpu";
   t.numJit = jit.size();
+  // One pair case per (case, case) that some pair runs.
+  DenseMap<std::pair<unsigned, unsigned>, unsigned> pairCaseIndex;
+  auto caseOfEntry = [&](int32_t e) {
+    return t.caseOfTask[llvm::upper_bound(t.firstEntry, e) - t.firstEntry.begin() - 1];
+  };
+  SmallVector<int32_t> pairedFirst = llvm::to_vector(llvm::make_first_range(pairOf));
+  llvm::sort(pairedFirst);
+  DenseMap<int32_t, unsigned> recordCase;
+  for (int32_t e : pairedFirst) {
+    auto key = std::make_pair(caseOfEntry(e), caseOfEntry(pairOf[e]));
+    auto [it, inserted] = pairCaseIndex.try_emplace(key, t.cases.size() + t.pairCases.size());
+    if (inserted)
+      t.pairCases.push_back({key.first, key.second});
+    recordCase[e] = it->second;
+    t.pairedEntries.push_back(e);
+  }
 
   // The flat tables.
   auto begin = [&](StringRef name) {
@@ -123,16 +145,19 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
   // One 32-byte record per entry, what a worker needs in one vector load:
   // case | task << 16, instance, #waits, first wait event and its trigger,
   // #signals, first signalled event, the entry itself.
-  if (t.cases.size() > 0xffff || t.tasks.size() > 0x7fff)
+  if (t.cases.size() + t.pairCases.size() > 0xffff || t.tasks.size() > 0x7fff)
     return graph.emitOpError()
            << "has " << t.tasks.size() << " tasks in " << t.cases.size()
-           << " bodies; entry records hold at most 32767 tasks and 65535 bodies";
+           << " bodies and " << t.pairCases.size()
+           << " pairs of them; entry records hold at most 32767 tasks and 65535 "
+              "bodies and pairs";
   auto record = [&](int64_t e, SmallVectorImpl<int32_t> &out) {
     int32_t w0 = waitOffsets[e], w1 = waitOffsets[e + 1];
     int32_t s0 = signalOffsets[e], s1 = signalOffsets[e + 1];
     int32_t wait = w1 > w0 ? waits[w0] : -1;
     int32_t trigger = wait >= 0 ? triggers[wait] : 0;
-    llvm::append_values(out, entryCase[e] | (entryTask[e] << 16),
+    int32_t caseField = recordCase.lookup_or(static_cast<int32_t>(e), entryCase[e]);
+    llvm::append_values(out, caseField | (entryTask[e] << 16),
                         entryInstance[e], w1 - w0, wait, trigger, s1 - s0,
                         s1 > s0 ? signals[s0] : -1, static_cast<int32_t>(e));
   };
@@ -235,6 +260,17 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
   // into the argument table's last words.
   if (t.ranks > 1)
     fields.push_back(b.getNamedAttr("ranks", b.getI64IntegerAttr(t.ranks)));
+  // Paired entries (mega-pair-entries): each runs with its worker's next.
+  // and the body cases of each pair case (numbered after the body cases).
+  if (!t.pairedEntries.empty()) {
+    fields.push_back(b.getNamedAttr("paired_entries",
+                                    b.getDenseI32ArrayAttr(t.pairedEntries)));
+    SmallVector<Attribute> pairs;
+    for (const PairCase &p : t.pairCases)
+      pairs.push_back(b.getDenseI32ArrayAttr(
+          {static_cast<int32_t>(p.first), static_cast<int32_t>(p.second)}));
+    fields.push_back(b.getNamedAttr("pair_cases", b.getArrayAttr(pairs)));
+  }
   // Workers placed by SM: the state buffer holds one claim word a CTA.
   if (t.stateWords() != kStateWords)
     fields.push_back(b.getNamedAttr("state_words", b.getI64IntegerAttr(t.stateWords())));

@@ -38,6 +38,13 @@ struct TaskCase {
   SmallVector<unsigned> tasks;
 };
 
+/// A case that runs two consecutive AOT entries (a queue's `paired`
+/// positions): the bodies of cases `first` and `second`, their shared tiles
+/// apart, so the second body's early loads start before the first waits.
+struct PairCase {
+  unsigned first, second;
+};
+
 struct TaskTables {
   SmallVector<mega::TaskOp> tasks;
   SmallVector<mega::EventOp> events;
@@ -46,6 +53,12 @@ struct TaskTables {
   SmallVector<int32_t> eventWord;
   int64_t numEventWords = 0, ranks = 1;
   SmallVector<TaskCase> cases;
+  /// Pair cases, numbered after `cases` in the records' case field: a
+  /// paired entry's record names its pair case, the entry after it keeps
+  /// its own (the worker reads it from the next AOT record).
+  SmallVector<PairCase> pairCases;
+  /// The entries that run paired with the next AOT entry of their worker.
+  SmallVector<int32_t> pairedEntries;
   SmallVector<unsigned> caseOfTask, firstEntry;
   int64_t numEntries = 0, numJit = 0, threads = 0, workers = 0, schedulers = 1;
   /// The longest AOT list.

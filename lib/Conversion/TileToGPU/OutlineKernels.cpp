@@ -78,11 +78,6 @@ static LogicalResult verifyTileFunction(func::FuncOp func,
 /// The exclusive shared-memory group of an op: `tile.exclusive_group` on a
 /// hoisted allocation, or the case region of an enclosing switch marked
 /// `tile.exclusive_cases`.
-/// Shared memory the driver sets aside for each resident CTA on sm_8x and
-/// sm_90 (cudaDevAttrReservedSharedMemoryPerBlock): CTAs sharing an SM pay
-/// it each, on top of their own.
-static constexpr int64_t kReservedSharedBytesPerCta = 1024;
-
 /// A persistent kernel (convert-mega-to-gpu) keeps mega.ctas_per_sm CTAs
 /// resident on each SM for its whole life: their shared memory must fit
 /// one SM's, or the launch could never start them all (the runtime's

@@ -153,6 +153,7 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
     for w, lst in enumerate(_list(mega["aot"], where, f"{field}.aot", workers)):
         _indices(lst, where, f"{field}.aot[{w}]", n, "entry")
     _indices(mega["jit"], where, f"{field}.jit", n, "entry")
+    _check_pairs(mega, where, field)
     for key, actual in (("num_entries", n), ("num_events", len(events)),
                         ("num_jit", len(mega["jit"]))):
         if key in mega and mega[key] != actual:
@@ -177,6 +178,39 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
     if "timeline" in mega and not isinstance(mega["timeline"], bool):
         _fail(where, f"{field}.timeline", f"expected true or false, got {mega['timeline']!r}")
     return mega
+
+
+def next_aot_entries(mega) -> Dict[int, int]:
+    """Each AOT entry -> the entry after it in its worker's list."""
+    return {a: b for lst in mega["aot"] for a, b in zip(lst, lst[1:])}
+
+
+def _check_pairs(mega, where: str, field: str) -> None:
+    """`paired_entries` (mega-pair-entries): entries that run together with
+    the next entry of their worker's AOT list, each in one pair (the kernel
+    skips the second one's position); `pair_cases`: the [first, second]
+    body cases of each pair case. Both or neither."""
+    if ("paired_entries" in mega) != ("pair_cases" in mega):
+        _fail(where, f"{field}.pair_cases", "paired_entries and pair_cases come together")
+    if "paired_entries" not in mega:
+        return
+    paired = _list(mega["paired_entries"], where, f"{field}.paired_entries")
+    _indices(paired, where, f"{field}.paired_entries", len(mega["entries"]["task"]), "entry")
+    after = next_aot_entries(mega)
+    seen = set()
+    for i, e in enumerate(paired):
+        f = f"{field}.paired_entries[{i}]"
+        if e not in after:
+            _fail(where, f, f"entry {e} is not followed by another entry of its worker's AOT "
+                            "list, so it has no entry to run with")
+        if e in seen or after[e] in seen:
+            _fail(where, f, f"entry {e} or the entry after it ({after[e]}) is in another pair")
+        seen.update((e, after[e]))
+    for i, pair in enumerate(_list(mega["pair_cases"], where, f"{field}.pair_cases")):
+        f = f"{field}.pair_cases[{i}]"
+        _list(pair, where, f, 2)
+        for j, case in enumerate(pair):
+            _int(case, where, f"{f}[{j}]")
 
 
 def validate_tables(mega: Dict[str, Any], field: str = "mega", source: str = "") -> None:
@@ -259,9 +293,26 @@ def _check_tables(mega, where: str, field: str) -> None:
                   f"task {entries['task'][e]} does not fit a record (case < 65536, "
                   "task < 32768)")
 
+    # A paired entry's record names its pair case, numbered after the body
+    # cases: the pair of its case and the next AOT entry's.
+    record_case = list(cases)
+    if mega.get("paired_entries"):
+        bodies = max(cases) + 1
+        pair_index = {tuple(p): bodies + k for k, p in enumerate(mega["pair_cases"])}
+        after = next_aot_entries(mega)
+        for e in mega["paired_entries"]:
+            key = (cases[e], cases[after[e]])
+            if key not in pair_index:
+                _fail(where, f"{field}.pair_cases", f"has no pair of cases {list(key)} for "
+                      f"entry {e} and the entry after it ({after[e]})")
+            record_case[e] = pair_index[key]
+        if len(pair_index) + bodies > 0x10000:
+            _fail(where, f"{field}.pair_cases", f"{len(pair_index)} pairs after {bodies} "
+                  "bodies do not fit a record's case field (< 65536)")
+
     def record(e):
         w = waits[e][0] if waits[e] else -1
-        return [cases[e] | (entries["task"][e] << 16), entries["instance"][e], len(waits[e]), w,
+        return [record_case[e] | (entries["task"][e] << 16), entries["instance"][e], len(waits[e]), w,
                 triggers[w] if w >= 0 else 0, len(signals[e]),
                 signals[e][0] if signals[e] else -1, e]
 

@@ -13,11 +13,15 @@
 //  - once scheduled (queues list entries), every task instance is in exactly
 //    one queue;
 //  - the task graph (task -> event it signals -> task waiting on it) is
-//    acyclic; a cycle is reported once, naming its tasks in order.
+//    acyclic; a cycle is reported once, naming its tasks in order;
+//  - the entries a `paired` queue pairs may run as a pair (MegaPairs.h),
+//    in a graph whose workers wait inside their cases (no JIT entries, one
+//    rank).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
+#include "tilemega/Dialect/Mega/IR/MegaPairs.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MathExtras.h"
@@ -237,11 +241,54 @@ static LogicalResult verifyScheduleCoverage(GraphOp graph, TaskGraph &g) {
   return success();
 }
 
+/// Every pair of a `paired` queue follows getPairProblem, in a graph whose
+/// workers commit to their next AOT entry (no JIT entries, one rank).
+static LogicalResult verifyPairs(GraphOp graph) {
+  SmallVector<QueueOp> paired;
+  bool jitEntries = false;
+  for (auto queue : graph.getBodyBlock().getOps<QueueOp>()) {
+    if (queue.getPairedAttr() && !queue.getPairedAttr().empty())
+      paired.push_back(queue);
+    jitEntries |= queue.getKind() == QueueKind::jit && queue.getNumEntries() > 0;
+  }
+  if (paired.empty())
+    return success();
+  if (jitEntries || graph.getNumRanks() > 1)
+    return paired.front().emitOpError()
+           << "pairs entries, but the graph "
+           << (jitEntries ? "has JIT entries" : "spans several ranks")
+           << ": a pair's second entry is committed to before the first "
+              "one's events fire, which needs every entry in an AOT queue of "
+              "a graph of one rank";
+  llvm::DenseSet<unsigned> written = getWrittenGraphArgs(graph);
+  auto tasks = graph.getBodyBlock().getOps<TaskOp>();
+  llvm::DenseMap<StringAttr, TaskOp> byName;
+  for (TaskOp task : tasks)
+    byName[task.getSymNameAttr()] = task;
+  for (QueueOp queue : paired) {
+    auto refs = llvm::to_vector(queue.getTasksAttr().getAsRange<FlatSymbolRefAttr>());
+    ArrayRef<int64_t> instances = queue.getInstancesAttr().asArrayRef();
+    for (int64_t p : queue.getPairedAttr().asArrayRef()) {
+      TaskOp first = byName.lookup(refs[p].getAttr()),
+             second = byName.lookup(refs[p + 1].getAttr());
+      std::string problem = getPairProblem(first, second, written);
+      if (!problem.empty())
+        return queue.emitOpError()
+               << "pairs entry " << p << " (" << refs[p] << " instance "
+               << instances[p] << ") with entry " << p + 1 << " ("
+               << refs[p + 1] << " instance " << instances[p + 1]
+               << "), but " << problem;
+    }
+  }
+  return success();
+}
+
 LogicalResult GraphOp::verifyRegions() {
   if (failed(verifyQueues(*this)))
     return failure();
   TaskGraph g(*this);
-  if (failed(verifyEventCounts(g)) || failed(verifyScheduleCoverage(*this, g)))
+  if (failed(verifyEventCounts(g)) || failed(verifyScheduleCoverage(*this, g)) ||
+      failed(verifyPairs(*this)))
     return failure();
   return verifyAcyclic(g);
 }

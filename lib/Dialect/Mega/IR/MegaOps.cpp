@@ -248,6 +248,24 @@ LogicalResult QueueOp::verify() {
       if (instance < 0)
         return emitOpError() << "instance index " << instance
                              << " must be >= 0";
+  if (DenseI64ArrayAttr paired = getPairedAttr()) {
+    if (getKind() != QueueKind::aot)
+      return emitOpError() << "pairs entries, but only an aot queue's entries "
+                              "run in a fixed order";
+    int64_t entries = static_cast<int64_t>(getNumEntries()), next = 0;
+    for (int64_t p : paired.asArrayRef()) {
+      if (p < 0)
+        return emitOpError() << "pairs entry " << p << ": positions are >= 0";
+      if (p < next)
+        return emitOpError() << "pairs entry " << p << " after entry " << next - 1
+                             << ": the positions must ascend and no entry may be "
+                                "in two pairs";
+      if (p + 1 >= entries)
+        return emitOpError() << "pairs entry " << p << " with entry " << p + 1
+                             << ", but the queue has " << entries << " entries";
+      next = p + 2;
+    }
+  }
   return success();
 }
 

@@ -246,13 +246,13 @@ struct MegaSchedulePass
     if (needJit && !jit)
       jit = QueueOp::create(b, graph.getLoc(), b.getStringAttr(freeName("jit")),
                             QueueKind::jit, IntegerAttr(), ArrayAttr(),
-                            DenseI64ArrayAttr());
+                            DenseI64ArrayAttr(), DenseI64ArrayAttr());
     for (int64_t w = 0; w < workers; ++w)
       if (!aot[w])
         aot[w] = QueueOp::create(b, graph.getLoc(),
                                  b.getStringAttr(freeName("w" + std::to_string(w))),
                                  QueueKind::aot, b.getI64IntegerAttr(w),
-                                 ArrayAttr(), DenseI64ArrayAttr());
+                                 ArrayAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr());
 
     // List scheduling (see the pass description).
     size_t n = g.instances.size();

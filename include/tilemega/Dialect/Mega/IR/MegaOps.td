@@ -298,11 +298,27 @@ def Mega_QueueOp : Mega_Op<"queue", [Symbol, HasParent<"GraphOp">]> {
     mega.queue @w0 aot worker 0 {tasks = [@norm, @proj, @proj],
                                  instances = array<i64: 0, 0, 7>}
     ```
+
+    `paired` (an `aot` queue, after `mega-pair-entries`) lists positions
+    `p` whose entry runs together with entry `p + 1`: one case of the
+    persistent kernel holds both bodies, their shared tiles in disjoint
+    bytes, so the second body's loads of tensors no task writes (its
+    weights) start before the first one waits for its events, while it
+    waits and computes. The positions ascend and no entry is in two pairs;
+    both tasks run one unit an entry, the second has no `tile.task_wait`
+    and reads a tensor no task writes (`mega::getPairProblem`).
+
+    ```mlir
+    mega.queue @w0 aot worker 0 {tasks = [@qkv, @wo, @wgu, @wd],
+                                 instances = array<i64: 0, 0, 0, 0>,
+                                 paired = array<i64: 1>}
+    ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, Mega_QueueKindAttr:$kind,
                        OptionalAttr<I64Attr>:$worker,
                        OptionalAttr<FlatSymbolRefArrayAttr>:$tasks,
-                       OptionalAttr<DenseI64ArrayAttr>:$instances);
+                       OptionalAttr<DenseI64ArrayAttr>:$instances,
+                       OptionalAttr<DenseI64ArrayAttr>:$paired);
   // The enum attribute prints its own leading space, hence the `` before it.
   let assemblyFormat = "$sym_name `` $kind (`worker` $worker^)? attr-dict";
   let hasVerifier = 1;

@@ -103,6 +103,45 @@ def MegaSchedule : Pass<"mega-schedule", "::mlir::ModuleOp"> {
   ];
 }
 
+def MegaPairEntries : Pass<"mega-pair-entries", "::mlir::ModuleOp"> {
+  let summary = "Pair consecutive AOT entries so the second one's weights load under the first";
+  let description = [{
+    After `mega-schedule`: marks in each `aot` queue the positions `p`
+    whose entry runs together with entry `p + 1` (`paired`), for
+    `convert-mega-to-gpu` to give the two bodies one case with disjoint
+    shared tiles. The second body's loads of tensors no task writes (its
+    weights, by the footprints) then start at the case's prefetch point,
+    before the first entry waits for its events, and stream while it
+    waits and computes: the task after a short, latency-bound stage (the
+    output projection behind the attention) loads its own weights and
+    the next task's.
+
+    A pair is taken, left to right, where the first task waits only on
+    lighter stages (`mega::waitsOnLighterStage`: behind a stage that
+    streams its own weights, the loads would compete with it for DRAM),
+    `mega::getPairProblem` finds nothing against it, and the two bodies'
+    tiles (`mega::estimateBodySharedBytes`) fit `shared-bytes` (0: what a
+    CTA has when the graph's `ctas_per_sm` CTAs share an SM of `chip`,
+    less the persistent kernel's own records, argument table and control
+    words). A graph with JIT entries or several ranks is left alone (its
+    workers do not commit to their next entry before it is ready).
+
+    ```mlir
+    mega.queue @w0 aot worker 0 {tasks = [@qkv, @wo, @wgu, @wd], ...}
+    // becomes
+    mega.queue @w0 aot worker 0 {tasks = [@qkv, @wo, @wgu, @wd], ...,
+                                 paired = array<i64: 1>}
+    ```
+  }];
+  let options = [
+    Option<"sharedBytes", "shared-bytes", "int64_t", "0",
+           "Most shared memory the two bodies of a pair may take (0: from "
+           "the chip and the graph's ctas_per_sm)">,
+    Option<"chip", "chip", "std::string", "\"sm_90a\"",
+           "Target GPU architecture, whose shared memory bounds a pair">,
+  ];
+}
+
 def MegaFreshThreadIds : Pass<"mega-fresh-thread-ids", "::mlir::ModuleOp"> {
   let summary = "Each task body of a persistent kernel reads its thread index itself";
   let description = [{
