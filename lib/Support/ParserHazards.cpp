@@ -118,8 +118,60 @@ static std::optional<ParserHazard> reservedSwitchCase(StringRef text) {
   return std::nullopt;
 }
 
+/// llvm.extractvalue / llvm.insertvalue check a position against the
+/// aggregate's size after truncating it to 32 bits, then index with all 64:
+/// a position of 2^32 or more (or -2^32 or less) passes the check and
+/// aborts on the element lookup instead of failing. Reported for the custom
+/// form (`%s[4294967296]`) and the generic one (`position = array<i64: ...>`),
+/// on the op's line.
+static std::optional<ParserHazard> hugeAggregatePosition(StringRef text) {
+  for (StringRef op : {"llvm.extractvalue", "llvm.insertvalue"}) {
+    for (size_t at = text.find(op); at != StringRef::npos; at = text.find(op, at + 1)) {
+      if (inComment(text, at))
+        continue;
+      StringRef line = text.drop_front(at + op.size()).take_until([](char c) {
+        return c == '\n';
+      });
+      // The positions: the generic form's array, else the first [...].
+      StringRef list;
+      if (size_t named = line.find("position"); named != StringRef::npos) {
+        size_t open = line.find("array<i64:", named);
+        if (open == StringRef::npos)
+          continue;
+        list = line.drop_front(open + 10).take_until([](char c) { return c == '>'; });
+      } else {
+        size_t open = line.find('[');
+        if (open == StringRef::npos)
+          continue;
+        list = line.drop_front(open + 1).take_until([](char c) { return c == ']'; });
+      }
+      for (StringRef item = list; !item.empty();) {
+        auto [head, tail] = item.split(',');
+        StringRef value = head.trim(" \t");
+        bool negative = value.consume_front("-");
+        StringRef digits = value.take_while(llvm::isDigit);
+        uint64_t magnitude;
+        // Longer than any 64-bit value, or at least 2^32: both abort.
+        bool huge = !digits.empty() && (digits.getAsInteger(10, magnitude) ||
+                                        magnitude >= (uint64_t(1) << 32));
+        if (huge)
+          return ParserHazard{
+              static_cast<size_t>(head.trim(" \t").data() - text.data()),
+              (op + " position " + (negative ? "-" : "") + digits +
+               " is out of range (MLIR 22.1.8's parser would abort on it): a "
+               "position indexes a struct or array and must be in [0, 2^32)")
+                  .str()};
+        item = tail;
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<ParserHazard> mlir::tilemega::findParserHazard(StringRef text) {
   if (std::optional<ParserHazard> hazard = denseArrayOfNonScalar(text))
+    return hazard;
+  if (std::optional<ParserHazard> hazard = hugeAggregatePosition(text))
     return hazard;
   return reservedSwitchCase(text);
 }

@@ -50,6 +50,7 @@ PIPELINE_OPTIONS = [
     "chip=sm_90a mega-policy=jit",
     "chip=sm_90a mega-policy=aot mega-max-ctas=3 mega-prefetch-bytes=256",
     "chip=sm_90a opt-level=0 mega-timeline=true",
+    "chip=sm_90a mega-policy=aot mega-pair-entries=true",
 ]
 # The driver's own flags, not passes: they do not make a pass list.
 _DRIVER_FLAGS = {"-split-input-file", "--split-input-file", "-verify-diagnostics",
