@@ -3,6 +3,10 @@
 #include "tilemega/Support/ParserHazards.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <functional>
 
 #include <limits>
 
@@ -168,10 +172,129 @@ static std::optional<ParserHazard> hugeAggregatePosition(StringRef text) {
   return std::nullopt;
 }
 
+/// A forward reference that a definition inside a nested region resolves:
+/// the parser binds the earlier use (`%first = arith.cmpi eq, %t, %a`) to
+/// a later `%a = ...` inside a region below it, and when the parse then
+/// fails, destroying the nested op while the outer use still holds its
+/// result aborts the process ("operation destroyed but still has uses").
+/// Such a definition never dominates the use, so the input is invalid
+/// whether or not the parse fails; reported at the use. Scopes are tracked
+/// by braces outside comments and strings; a `func.func`, `llvm.func` or
+/// `gpu.func` (isolated from above: names start afresh) or a return to the
+/// top level forgets the pending uses.
+static std::optional<ParserHazard> forwardUseDefinedBelow(StringRef text) {
+  struct Use {
+    size_t offset;
+    int depth;
+  };
+  llvm::StringMap<SmallVector<Use, 1>> pending;
+  llvm::StringSet<> defined;
+  int depth = 0;
+  auto isNameChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
+  };
+  auto skipSpaces = [&](size_t at) {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\t'))
+      ++at;
+    return at;
+  };
+  // Whether the name ending at `end` is defined there: `%a = `, `%a:2 = `,
+  // `%a, %b = ` (a result list), `%a: type` (an argument).
+  std::function<bool(size_t)> definesAt = [&](size_t end) {
+    size_t at = end;
+    if (at < text.size() && text[at] == ':' && at + 1 < text.size() &&
+        llvm::isDigit(text[at + 1])) {
+      ++at;
+      while (at < text.size() && llvm::isDigit(text[at]))
+        ++at;
+    } else if (at < text.size() && text[at] == ':') {
+      return true;
+    }
+    at = skipSpaces(at);
+    if (at >= text.size())
+      return false;
+    if (text[at] == '=')
+      return at + 1 >= text.size() || text[at + 1] != '=';
+    if (text[at] != ',')
+      return false;
+    at = skipSpaces(at + 1);
+    if (at >= text.size() || text[at] != '%')
+      return false;
+    size_t next = at + 1;
+    while (next < text.size() && isNameChar(text[next]))
+      ++next;
+    return definesAt(next);
+  };
+  for (size_t at = 0; at < text.size(); ++at) {
+    char c = text[at];
+    if (c == '/' && text.drop_front(at).starts_with("//")) {
+      at = text.find('\n', at);
+      if (at == StringRef::npos)
+        break;
+      continue;
+    }
+    if (c == '"') {
+      for (++at; at < text.size() && text[at] != '"'; ++at)
+        if (text[at] == '\\')
+          ++at;
+      continue;
+    }
+    if (c == '{') {
+      ++depth;
+      continue;
+    }
+    if (c == '}') {
+      if (--depth <= 0) {
+        depth = 0;
+        pending.clear();
+        defined.clear();
+      }
+      continue;
+    }
+    if (c == 'f' && (at == 0 || !isNameChar(text[at - 1])) &&
+        (text.drop_front(at).starts_with("func.func") ||
+         (at >= 4 && (text.substr(at - 4).starts_with("llvm.func") ||
+                      text.substr(at - 4).starts_with("gpu.func") ||
+                      text.substr(at - 3).starts_with("gpu.func"))))) {
+      pending.clear();
+      defined.clear();
+      continue;
+    }
+    if (c != '%' || at + 1 >= text.size() || !isNameChar(text[at + 1]))
+      continue;
+    size_t end = at + 1;
+    while (end < text.size() && isNameChar(text[end]))
+      ++end;
+    StringRef name = text.slice(at + 1, end);
+    if (definesAt(end)) {
+      auto it = pending.find(name);
+      if (it != pending.end()) {
+        for (const Use &use : it->second)
+          if (use.depth < depth)
+            return ParserHazard{
+                use.offset,
+                "%" + name.str() +
+                    " is used here before its definition, which is inside a "
+                    "region nested below this use and so cannot reach it "
+                    "(MLIR 22.1.8's parser would abort on this when the parse "
+                    "fails later)"};
+        pending.erase(it);
+      }
+      defined.insert(name);
+    } else if (!defined.contains(name)) {
+      pending[name].push_back({at, depth});
+    }
+    at = end - 1;
+  }
+  return std::nullopt;
+}
+
 std::optional<ParserHazard> mlir::tilemega::findParserHazard(StringRef text) {
   if (std::optional<ParserHazard> hazard = denseArrayOfNonScalar(text))
     return hazard;
   if (std::optional<ParserHazard> hazard = hugeAggregatePosition(text))
+    return hazard;
+  if (std::optional<ParserHazard> hazard = forwardUseDefinedBelow(text))
     return hazard;
   return reservedSwitchCase(text);
 }

@@ -35,3 +35,51 @@ def test_positions_below_2_to_the_32_are_left_to_the_parser(position):
 def test_compile_reports_the_hazard_not_a_crash():
     with pytest.raises(tilemega.CompileError, match="position 4294967296 is out of range"):
         tilemega.compile(_extract("4294967296"), chip="sm_90a")
+
+
+def test_a_use_defined_only_in_a_nested_region_is_a_hazard():
+    text = ("func.func @f(%c: i1, %t: index) {\n"
+            "  %first = arith.addi %t, %a : index\n"
+            "  scf.if %c {\n"
+            "    %a = arith.constant 4 : index\n"
+            "  }\n  return\n}\n")
+    with pytest.raises(tilemega.CompileError,
+                       match=r"-:2:27: error: %a is used here before its definition, which is "
+                             r"inside a region nested below this use"):
+        reject_parser_hazards(text)
+
+
+def test_forward_references_between_blocks_and_region_arguments_are_no_hazard():
+    """A later definition at the same level (a branch to a later block) or
+    values a region defines for itself (iter_args, block and function
+    arguments, result groups) are what valid IR does."""
+    text = """func.func @f(%c: i1, %n: index) -> i32 {
+  cf.br ^bb2
+^bb1:
+  %y = arith.addi %x, %x : i32
+  cf.br ^bb3
+^bb2:
+  %x = arith.constant 1 : i32
+  cf.br ^bb1
+^bb3:
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r:2 = scf.while (%a = %x, %b = %x) : (i32, i32) -> (i32, i32) {
+    scf.condition(%c) %a, %b : i32, i32
+  } do {
+  ^bb0(%p: i32, %q: i32):
+    %s = arith.addi %p, %q : i32
+    scf.yield %s, %q : i32, i32
+  }
+  %sum = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %r#0) -> (i32) {
+    %t = arith.addi %acc, %r#1 : i32
+    scf.yield %t : i32
+  }
+  return %sum : i32
+}
+// %zz = %a in a comment, and "%a" in a string: no names
+func.func @g(%a: i32) -> i32 {
+  return %a : i32
+}
+"""
+    reject_parser_hazards(text)
