@@ -52,7 +52,9 @@ TIMELINE = "gen_llama1b_timeline"
 VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             "workers_by_sm": dict(graph=dict(workers_by_sm=True)),
             # No merge task: each kv group's last split merges.
-            "merge_in_split": dict(graph=dict(merge_in_split=True))}
+            "merge_in_split": dict(graph=dict(merge_in_split=True)),
+            # Paired entries: wgu's weights load under the wo before it.
+            "pair_entries": dict(mega_pair_entries=True)}
 #: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).
 LATENCY_BOUND = re.compile(r"_attn_(split|merge|combine)$")
 
