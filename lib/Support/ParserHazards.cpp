@@ -178,10 +178,11 @@ static std::optional<ParserHazard> hugeAggregatePosition(StringRef text) {
 /// fails, destroying the nested op while the outer use still holds its
 /// result aborts the process ("operation destroyed but still has uses").
 /// Such a definition never dominates the use, so the input is invalid
-/// whether or not the parse fails; reported at the use. Scopes are tracked
-/// by braces outside comments and strings; a `func.func`, `llvm.func` or
-/// `gpu.func` (isolated from above: names start afresh) or a return to the
-/// top level forgets the pending uses.
+/// whether or not the parse fails; reported at the use. Only operands of an
+/// op with results (`%x = op ..., %a`) count as uses, scopes are tracked by
+/// braces outside comments and strings, a closing region forgets its uses,
+/// and a `func.func`, `llvm.func` or `gpu.func` (isolated from above: names
+/// start afresh) or a return to the top level forgets them all.
 static std::optional<ParserHazard> forwardUseDefinedBelow(StringRef text) {
   struct Use {
     size_t offset;
@@ -225,6 +226,16 @@ static std::optional<ParserHazard> forwardUseDefinedBelow(StringRef text) {
       ++next;
     return definesAt(next);
   };
+  // Whether the name at `at` is an operand of an op that defines results
+  // (`%x = op ..., %name`): not a name a custom syntax introduces for its
+  // region (`tile.parallel (%i, %j) in [...] {`), which reads as a use.
+  auto isOperandOfResult = [&](size_t at) {
+    size_t lineStart = text.rfind('\n', at);
+    StringRef before = text.slice(lineStart == StringRef::npos ? 0 : lineStart + 1, at);
+    size_t eq = before.find('=');
+    return eq != StringRef::npos && before.ltrim(" \t").starts_with("%") &&
+           (eq + 1 >= before.size() || before[eq + 1] != '=');
+  };
   for (size_t at = 0; at < text.size(); ++at) {
     char c = text[at];
     if (c == '/' && text.drop_front(at).starts_with("//")) {
@@ -248,7 +259,12 @@ static std::optional<ParserHazard> forwardUseDefinedBelow(StringRef text) {
         depth = 0;
         pending.clear();
         defined.clear();
+        continue;
       }
+      // Names used in a region that closed do not reach its siblings (the
+      // printer reuses %argN across them).
+      for (auto &entry : pending)
+        llvm::erase_if(entry.second, [&](const Use &use) { return use.depth > depth; });
       continue;
     }
     if (c == 'f' && (at == 0 || !isNameChar(text[at - 1])) &&
@@ -281,7 +297,7 @@ static std::optional<ParserHazard> forwardUseDefinedBelow(StringRef text) {
         pending.erase(it);
       }
       defined.insert(name);
-    } else if (!defined.contains(name)) {
+    } else if (!defined.contains(name) && isOperandOfResult(at)) {
       pending[name].push_back({at, depth});
     }
     at = end - 1;

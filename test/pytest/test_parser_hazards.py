@@ -83,3 +83,43 @@ func.func @g(%a: i32) -> i32 {
 }
 """
     reject_parser_hazards(text)
+
+
+def test_names_a_custom_syntax_introduces_and_sibling_regions_are_no_hazard():
+    """`tile.parallel (%i, %j) in [...]` introduces its region's names
+    without `=` (they read as uses), and the printer reuses %argN in
+    sibling regions: a later block argument of that name, deeper down, is
+    not a definition of them (found when the pre-parse check refused the
+    Llama-3.2-1B generation graph's printed IR)."""
+    text = """func.func @f(%c: i1, %m: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  scf.if %c {
+    %x = scf.execute_region -> index {
+      scf.yield %c0 : index
+    }
+  }
+  %y = arith.addi %c0, %c0 : index
+  scf.if %c {
+    scf.if %c {
+      %arg9 = arith.constant 1 : index
+    }
+  }
+  return
+}
+"""
+    reject_parser_hazards(text)
+    kernel = """func.func @k(%a: memref<1x256xf32>) {
+  tile.kernel blocks(%b) in [1] threads 128 {
+    tile.parallel (%arg8, %arg9) in [1, 256] {
+      %v = memref.load %a[%arg8, %arg9] : memref<1x256xf32>
+    }
+    scf.if %true {
+      scf.if %true {
+        %arg9 = arith.constant 0 : index
+      }
+    }
+  }
+  return
+}
+"""
+    reject_parser_hazards(kernel)
