@@ -78,6 +78,10 @@ VARIANTS = {
     # output-projection unit shares its case, its weights' first stages
     # loading while the output projection waits for the attention.
     "pair_entries": dict(ctas_per_sm=None, mega_pair_entries=True),
+    # ... with the attention's tasks on SMs of their own, so that the
+    # gate/up loads issued during it do not share the attention's SMs.
+    "pair_entries+workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
+                                       mega_pair_entries=True),
 }
 
 
