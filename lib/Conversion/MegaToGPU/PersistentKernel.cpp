@@ -10,6 +10,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 using namespace mlir;
 using namespace mlir::tilemega;
@@ -384,6 +385,30 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
       }
     }
   };
+  // Values the tile.kernel uses from its function around it: the body's
+  // arguments are mapped above; constants are cloned into the case; any
+  // other value would be left behind when the body function goes away.
+  SetVector<Value> outside;
+  getUsedValuesDefinedAbove(kernel.getBody(), outside);
+  for (Value v : outside) {
+    if (mapping.contains(v))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (def && def->hasTrait<OpTrait::ConstantLike>() && def->getNumOperands() == 0) {
+      mapping.map(v, b.clone(*def)->getResult(cast<OpResult>(v).getResultNumber()));
+      continue;
+    }
+    auto diag = kernel.emitOpError()
+                << "of task body @" << body.getSymName()
+                << " uses a value defined outside it that is not a constant ("
+                << (def ? def->getName().getStringRef() : StringRef("a block argument"))
+                << "): a persistent kernel runs only the tile.kernel of each body; "
+                   "compute it inside the tile.kernel";
+    if (def)
+      diag.attachNote(def->getLoc()) << "defined here";
+    errors = true;
+    return;
+  }
   Value first = mul(toIndex(instance), idx(c.unitsPerTask));
   if (c.unitsPerTask == 1) {
     cloneBody(first);

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tilemega/Conversion/Passes.h"
+#include "tilemega/Target/TargetInfo.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMTypes.h"
@@ -54,18 +55,66 @@ static std::optional<Type> untranslatableTypeOf(Operation *op) {
   return bad;
 }
 
+/// The first vector type inside `type` (itself, or an element of a struct,
+/// array or function type) larger than one thread's registers can hold: no
+/// GPU code can keep it, and the NVPTX backend aborts on the largest (a
+/// vector<2147483648xf32> argument overflows the alignment bitfield of its
+/// calling convention) or takes unbounded time splitting them.
+static std::optional<VectorType> oversizedVector(Type type, uint64_t maxBits) {
+  std::optional<VectorType> found;
+  type.walk([&](VectorType vector) {
+    if (found || !vector.getElementType().isIntOrFloat())
+      return;
+    uint64_t bits = vector.getElementType().getIntOrFloatBitWidth();
+    for (int64_t dim : vector.getShape())
+      bits = dim > 0 && bits <= maxBits ? bits * static_cast<uint64_t>(dim) : maxBits + 1;
+    if (bits > maxBits)
+      found = vector;
+  });
+  return found;
+}
+
+/// oversizedVector over every value type an LLVM op uses, defines or binds
+/// in its regions and its type attributes (a function's signature), but a
+/// global's type: memory, not registers, holds a global.
+static std::optional<VectorType> oversizedVectorOf(Operation *op, uint64_t maxBits) {
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      llvm::append_range(types, block.getArgumentTypes());
+  if (!isa<LLVM::GlobalOp>(op))
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()))
+        types.push_back(typeAttr.getValue());
+  for (Type type : types)
+    if (std::optional<VectorType> vector = oversizedVector(type, maxBits))
+      return vector;
+  return std::nullopt;
+}
+
 namespace {
 
 struct VerifyLLVMTranslatablePass
     : public tilemega::impl::VerifyLLVMTranslatableBase<VerifyLLVMTranslatablePass> {
   void runOnOperation() override {
-    WalkResult walk = getOperation().walk([](Operation *op) {
+    // One thread's registers (32-bit each).
+    const TargetInfo &target = getDefaultTargetInfo();
+    uint64_t maxBits = static_cast<uint64_t>(target.maxRegistersPerThread) * 32;
+    WalkResult walk = getOperation().walk([&](Operation *op) {
       if (!isa<LLVM::LLVMDialect>(op->getDialect()))
         return WalkResult::advance();
       if (std::optional<Type> bad = untranslatableTypeOf(op)) {
         op->emitOpError("uses the type ")
             << *bad << ", which has no LLVM IR type (LLVM types, integers, floats "
                        "and vectors of them only)";
+        return WalkResult::interrupt();
+      }
+      if (std::optional<VectorType> big = oversizedVectorOf(op, maxBits)) {
+        op->emitOpError("uses the vector type ")
+            << *big << ", larger than the " << maxBits << " bits of one thread's "
+            << target.maxRegistersPerThread << " registers on " << target.chip
+            << ": no GPU code can hold it";
         return WalkResult::interrupt();
       }
       if (auto align = op->getAttrOfType<IntegerAttr>("alignment")) {

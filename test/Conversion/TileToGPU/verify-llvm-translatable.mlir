@@ -48,3 +48,43 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Found by scripts/fuzz/fuzz_opt.py (seed 43): a vector argument of
+// 2^31 f32 overflowed the NVPTX calling convention's alignment bitfield
+// (an assertion); a value of a vector type no thread's registers can hold
+// is refused, also inside another type (a struct's field), while 255 x 32
+// bits and a global of any size (memory holds it) pass.
+
+module attributes {gpu.container_module} {
+  gpu.module @huge_vector {
+    // expected-error @below {{'llvm.func' op uses the vector type 'vector<2147483648xf32>', larger than the 8160 bits of one thread's 255 registers on sm_90a: no GPU code can hold it}}
+    llvm.func @k(%p: !llvm.ptr<1>, %v: vector<2147483648xf32>) {
+      llvm.return
+    }
+  }
+}
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @vector_in_struct {
+    // expected-error @below {{'llvm.func' op uses the vector type 'vector<256xf32>'}}
+    llvm.func @k(%s: !llvm.struct<(i32, vector<256xf32>)>) {
+      llvm.return
+    }
+  }
+}
+
+// -----
+
+// CHECK-LABEL: gpu.module @registers_full
+module attributes {gpu.container_module} {
+  gpu.module @registers_full {
+    llvm.mlir.global internal @g() {addr_space = 3 : i32} : !llvm.struct<(i32, vector<4096xf32>)>
+    llvm.func @k(%v: vector<255xf32>) {
+      llvm.return
+    }
+  }
+}
