@@ -234,13 +234,17 @@ def VerifyLLVMTranslatable
     : Pass<"tilemega-verify-llvm-translatable", "::mlir::gpu::GPUModuleOp"> {
   let summary = "Reject LLVM dialect IR that the translation to LLVM IR aborts on";
   let description = [{
-    The LLVM dialect's verifiers accept two things the translation to
-    LLVM IR then aborts the process on (both found by scripts/fuzz in
-    gpu.modules given to tilemega-opt): a type that is no LLVM type inside
-    an LLVM one (`!llvm.array<4 x index>`, as a global's type or any type
-    an LLVM op uses, defines or holds in an attribute), and an `alignment`
-    that is not a power of two of at most 2^32 bytes, LLVM's largest. This
-    check turns both into a diagnostic at the op, before PTX is emitted.
+    The LLVM dialect's verifiers accept three things the translation to
+    LLVM IR or the NVPTX backend then aborts the process on (all found by
+    scripts/fuzz in gpu.modules given to tilemega-opt): a type that is no
+    LLVM type inside an LLVM one (`!llvm.array<4 x index>`, as a global's
+    type or any type an LLVM op uses, defines or holds in an attribute), an
+    `alignment` that is not a power of two of at most 2^32 bytes, LLVM's
+    largest, and a value of a vector type larger than one thread's
+    registers (the chip's registers per thread x 32 bits; a
+    `vector<2147483648xf32>` argument overflowed the calling convention's
+    alignment bitfield; a global's type is exempt, memory holds it). This
+    check turns each into a diagnostic at the op, before PTX is emitted.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
