@@ -26,33 +26,31 @@ using namespace mlir::tilemega;
 /// LLVM's largest alignment (llvm::Value::MaximumAlignment): 2^32 bytes.
 constexpr uint64_t kMaxAlignment = uint64_t(1) << 32;
 
-/// The first type of `types` the translation has no LLVM type for.
-static std::optional<Type> untranslatable(TypeRange types) {
-  for (Type type : types)
+/// Every type an LLVM op uses, defines or binds in its regions, and with
+/// `typeAttrs` those its type attributes hold (a global's type, a
+/// function's signature). Only type attributes: the types of other
+/// attributes are the translation's to convert (an `index`
+/// llvm.mlir.constant value is legal), unlike VerifyNVPTXAddressSpaces,
+/// which walks every type an attribute nests for a pointer.
+static SmallVector<Type> typesOf(Operation *op, bool typeAttrs) {
+  SmallVector<Type> types(op->getOperandTypes());
+  llvm::append_range(types, op->getResultTypes());
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      llvm::append_range(types, block.getArgumentTypes());
+  if (typeAttrs)
+    for (NamedAttribute attr : op->getAttrs())
+      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()))
+        types.push_back(typeAttr.getValue());
+  return types;
+}
+
+/// The first type of `op` (typesOf) the translation has no LLVM type for.
+static std::optional<Type> untranslatableTypeOf(Operation *op) {
+  for (Type type : typesOf(op, /*typeAttrs=*/true))
     if (!LLVM::isCompatibleType(type))
       return type;
   return std::nullopt;
-}
-
-/// The first type an LLVM op uses, defines, binds in its regions or holds
-/// in a type attribute (a global's type, a function's signature) that the
-/// translation has no LLVM type for. Only type attributes: the types of
-/// other attributes are the translation's to convert (an `index`
-/// llvm.mlir.constant value is legal), unlike VerifyNVPTXAddressSpaces,
-/// which walks every type an attribute nests for a pointer.
-static std::optional<Type> untranslatableTypeOf(Operation *op) {
-  std::optional<Type> bad = untranslatable(op->getOperandTypes());
-  if (!bad)
-    bad = untranslatable(op->getResultTypes());
-  for (Region &region : op->getRegions())
-    for (Block &block : region)
-      if (!bad)
-        bad = untranslatable(block.getArgumentTypes());
-  if (!bad)
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()); typeAttr && !bad)
-        bad = untranslatable(typeAttr.getValue());
-  return bad;
 }
 
 /// The first vector type inside `type` (itself, or an element of a struct,
@@ -74,20 +72,10 @@ static std::optional<VectorType> oversizedVector(Type type, uint64_t maxBits) {
   return found;
 }
 
-/// oversizedVector over every value type an LLVM op uses, defines or binds
-/// in its regions and its type attributes (a function's signature), but a
-/// global's type: memory, not registers, holds a global.
+/// oversizedVector over typesOf(op), a global's own type excepted: memory,
+/// not registers, holds a global.
 static std::optional<VectorType> oversizedVectorOf(Operation *op, uint64_t maxBits) {
-  SmallVector<Type> types(op->getOperandTypes());
-  llvm::append_range(types, op->getResultTypes());
-  for (Region &region : op->getRegions())
-    for (Block &block : region)
-      llvm::append_range(types, block.getArgumentTypes());
-  if (!isa<LLVM::GlobalOp>(op))
-    for (NamedAttribute attr : op->getAttrs())
-      if (auto typeAttr = dyn_cast<TypeAttr>(attr.getValue()))
-        types.push_back(typeAttr.getValue());
-  for (Type type : types)
+  for (Type type : typesOf(op, /*typeAttrs=*/!isa<LLVM::GlobalOp>(op)))
     if (std::optional<VectorType> vector = oversizedVector(type, maxBits))
       return vector;
   return std::nullopt;
