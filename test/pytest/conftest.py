@@ -83,6 +83,14 @@ def raise_trigger(mega, event, by=1):
     return mega["events"][event]["trigger"]
 
 
+def shipped_config(name):
+    """The ModelConfig of a shipped generation artifact (examples/generation.py
+    CONFIGS, e.g. "gen_small"): what the mega tests build their graphs from."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import generation
+    return generation.config(name)
+
+
 @pytest.fixture
 def base_meta():
     return copy.deepcopy(BASE_META)

@@ -15,11 +15,10 @@ pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
 
 import tilemega  # noqa: E402
 from tilemega import mega  # noqa: E402
-from tilemega.mega.models import ModelConfig  # noqa: E402
 
-# examples/generation.py's gen_small.
-SMALL = ModelConfig(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2, head_dim=64,
-                    vocab=1000, max_seq_len=256, tie_embeddings=True)
+from conftest import shipped_config  # noqa: E402
+
+SMALL = shipped_config("gen_small")
 
 
 @pytest.fixture(scope="module")

@@ -11,16 +11,16 @@ pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
 
 import tilemega  # noqa: E402
 from tilemega import mega  # noqa: E402
-from tilemega.mega.models import ModelConfig  # noqa: E402
 from tilemega.runtime import mega_meta as mm  # noqa: E402
 from tilemega.runtime import mega_sim as ms  # noqa: E402
 from tilemega.runtime.mega import decode_error  # noqa: E402
 
 from test_mega_compile import check_tables  # noqa: E402
 
+from conftest import shipped_config  # noqa: E402
+
 # examples/generation.py's gen_small on 2 CTAs an SM of 132 SMs.
-SMALL = ModelConfig(layers=2, hidden=256, intermediate=512, heads=4, kv_heads=2, head_dim=64,
-                    vocab=1000, max_seq_len=256, tie_embeddings=True)
+SMALL = shipped_config("gen_small")
 ATTENTION = ("attn_split", "attn_merge")
 
 
