@@ -74,6 +74,11 @@ VARIANTS = {
     # ... with 16 splits a kv head (no merge to pay for the extra splits).
     "merge_in_split+splits16": dict(ctas_per_sm=None,
                                     graph=dict(merge_in_split=True, attention_splits=16)),
+    # The attention's two products a chunk on mma.sync (16-row tiles), not
+    # on CUDA cores.
+    "attention_tensor_cores": dict(ctas_per_sm=None, graph=dict(attention_tensor_cores=True)),
+    "attention_tensor_cores+key_block_128": dict(
+        ctas_per_sm=None, graph=dict(attention_tensor_cores=True, key_block=128)),
     # Paired entries (mega-pair-entries): the gate/up unit after each
     # output-projection unit shares its case, its weights' first stages
     # loading while the output projection waits for the attention.

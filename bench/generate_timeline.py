@@ -22,10 +22,11 @@ layer (qkv, attention, merge, wo, wgu, wd) the mean over the layers of its
 span (first start to last end) and period (first start to the next
 task's first start, the boundary included); OUT/generate_timeline.png
 (CTA x time); and OUT/generate_timeline_entries.json, every entry of that
-step (task, start, end, CTA, SM): where a stage's tail comes from.
-`entries` prints a layer's tasks from such a file (layer_entries: start
-spreads, durations, end percentiles, and when each task's instances
-started after the previous task's last end, by what their CTA ran before);
+step (task, start, end, CTA, SM): where a stage's tail comes from
+(generate_timeline_entries_<variant>.json: each variant's). `entries`
+prints a layer's tasks from such a file (layer_entries: start spreads,
+durations, end percentiles, and when each task's instances started
+after the previous task's last end, by what their CTA ran before);
 `placement` counts the CTAs that ran on the SM their worker index stands
 for (workers_by_sm) and the streaming entries whose loads overlapped an
 attention entry of another CTA on their SM.
@@ -54,7 +55,13 @@ VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             # No merge task: each kv group's last split merges.
             "merge_in_split": dict(graph=dict(merge_in_split=True)),
             # Paired entries: wgu's weights load under the wo before it.
-            "pair_entries": dict(mega_pair_entries=True)}
+            "pair_entries": dict(mega_pair_entries=True),
+            # The attention's products on mma.sync, not CUDA cores.
+            "attention_tensor_cores": dict(graph=dict(attention_tensor_cores=True)),
+            # ... with the attention's tasks on SMs of their own, so that
+            # those loads do not share its SMs.
+            "pair_entries+workers_by_sm": dict(mega_pair_entries=True,
+                                               graph=dict(workers_by_sm=True))}
 #: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).
 LATENCY_BOUND = re.compile(r"_attn_(split|merge|combine)$")
 
@@ -183,6 +190,10 @@ def run(folder, out):
     # from the step's first start, CTA, SM): where a stage's tail comes from.
     with open(os.path.join(out, "generate_timeline_entries.json"), "w") as f:
         json.dump(entries_doc(rows, kernel.meta), f)
+    for v in variants:                        # and each variant's (placement)
+        k = engines[f"{TIMELINE}_{v}"].kernel
+        with open(os.path.join(out, f"generate_timeline_entries_{v}.json"), "w") as f:
+            json.dump(entries_doc(k.timeline(), k.meta), f)
     try:
         mega_timeline.render(rows, kernel.meta, os.path.join(out, "generate_timeline.png"),
                              title="Llama-3.2-1B generation step (timeline build)")

@@ -117,13 +117,26 @@ def rotate_half(x_s, o_s, cos, sin, p):
         o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
 
 
-def padded_group(G, D, threads):
+#: mma.sync's M: under tensor_cores a kv group's query rows are padded to
+#: one tile of it.
+MMA_ROWS = 16
+
+
+def padded_group(G, D, threads, tensor_cores=False):
     """(Gp, row_warps, col_threads): the G query rows of a kv group padded to
     Gp rows that spread over the warps (Gp a divisor or a multiple of the
     warp count) with the warps' column threads no more than D (one lane a
     column of the accumulator): G = 7 on 8 warps gives 8 rows, G = 1 with
-    D = 64 gives 4. The padding rows compute and are never stored."""
+    D = 64 gives 4. The padding rows compute and are never stored.
+    tensor_cores: one mma.sync tile of MMA_ROWS rows (G <= MMA_ROWS), the
+    warps side by side along the columns (col_threads: the columns one row
+    of warps covers, 8 each)."""
     warps = threads // 32
+    if tensor_cores:
+        _check(G <= MMA_ROWS, f"attention_at: {G} query heads a kv head do not fit the "
+               f"{MMA_ROWS} rows of one mma.sync tile (tensor_cores=False runs them on CUDA "
+               "cores)")
+        return MMA_ROWS, 1, 8 * warps
     Gp = max(G, -(-warps * 32 // D))
     while not (warps % Gp == 0 or Gp % warps == 0):
         Gp += 1
@@ -131,45 +144,62 @@ def padded_group(G, D, threads):
     return Gp, row_warps, 32 * (warps // row_warps)
 
 
-def attention_at_config(Hq, Hkv, D, S, splits, threads, key_block=None):
+def attention_at_config(Hq, Hkv, D, S, splits, threads, key_block=None, tensor_cores=False):
     """(Gp, block_n, stages, layout) of attention_at; ValueError naming the
     parameter it cannot serve. block_n (keys a chunk) is key_block, or by
     default the accumulator's column threads (at least 32): a multiple of
-    them, so that every thread holds whole columns of the chunk's scores."""
+    them, so that every thread holds whole columns of the chunk's scores.
+
+    tensor_cores: the two products of a chunk (scores, probabilities times
+    values) on mma.sync, the group's rows padded to one 16-row tile and the
+    warps side by side along the keys and the head dimension (#tile.mma);
+    otherwise every thread computes its scores and outputs on CUDA cores,
+    reading each product's operands from shared memory one or two elements
+    at a time (a #tile.blocked accumulator)."""
     _check(Hq % Hkv == 0, f"attention_at: heads {Hq} not a multiple of kv_heads {Hkv}")
     _check(D >= 32 and D & (D - 1) == 0,
            f"attention_at: head_dim {D} must be a power of two >= 32")
     _check(splits >= 1, f"attention_at: splits {splits} must be >= 1")
-    Gp, row_warps, col_threads = padded_group(Hq // Hkv, D, threads)
+    Gp, row_warps, col_threads = padded_group(Hq // Hkv, D, threads, tensor_cores)
     _check(D % col_threads == 0,
-           f"attention_at: head_dim {D} is not a multiple of the {col_threads} threads a row "
-           f"of the accumulator spreads over")
-    narrowest = max(col_threads, 32)
+           f"attention_at: head_dim {D} is not a multiple of the {col_threads} "
+           + ("columns the warps' mma tiles cover" if tensor_cores else
+              "threads a row of the accumulator spreads over"))
+    # A chunk is the K of the second product: mma.sync takes K by 16.
+    narrowest = max(col_threads, 16 if tensor_cores else 32)
     block_n = key_block or narrowest
     _check(block_n % narrowest == 0 and block_n <= 256,
            f"attention_at: key_block {block_n} must be a multiple of {narrowest} (the "
-           f"threads a row of the scores spreads over) and at most 256")
+           + ("columns the warps' mma tiles cover" if tensor_cores else
+              "threads a row of the scores spreads over") + ") and at most 256")
     _check(S % block_n == 0,
            f"attention_at: the cache length {S} must be a multiple of {block_n} (key chunks)")
     warps = threads // 32
+    if tensor_cores:
+        return Gp, block_n, 2, f"#tile.mma<warpsPerBlock = [1, {warps}]>"
     layout = (f"#tile.blocked<sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
               f"warpsPerBlock = [{row_warps}, {warps // row_warps}], order = [1, 0]>")
     return Gp, block_n, 2, layout
 
 
 def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, splits,
-                    threads, current=None, key_block=None):
+                    threads, current=None, key_block=None, tensor_cores=False):
     """Unit u's flash-decoding partial (attention_at) from the group's
-    query rows in q_s [Gp, D] at position p.
+    query rows in q_s [Gp, D] at position p (tensor_cores: as
+    attention_at_config's).
 
     current None: keys 0..p, all from the caches (rope_kv_at stored row p
     before). current (k_s, k_row, v_s): keys 0..p-1 from the caches, in a
     loop whose copies may start at the caller's T.prefetch_point(), and key
     p from shared memory (k_s[k_row], v_s[0]), which the last split adds
     after the loop; the caller stores row p afterwards."""
-    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)
+    Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block,
+                                                 tensor_cores)
     c = _math.log2(_math.e) / _math.sqrt(D)   # exp(x / sqrt(D)) = exp2(x * c)
-    k_swizzle = T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
+    # CUDA cores read a column of keys across a warp's lanes: rows apart by
+    # a power of two would share banks. ldmatrix reads 8-element rows (the
+    # layout inference's swizzle keeps them whole).
+    k_swizzle = None if tensor_cores else T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
     rows = Hkv * splits * Gp
     g, s = u // splits, u % splits
     keys = p + 1 if current is None else p    # the keys read from the caches
@@ -234,7 +264,7 @@ def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
 
 
 def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in_split=False,
-                 emit=True) -> Body:
+                 tensor_cores=False, emit=True) -> Body:
     """Flash-decoding partials over the keys 0..p (p = gen[POS]) of one
     (kv head g, split s) per unit u = g*splits + s: args (q [Hq*D],
     k_cache [Hkv, S, D], v_cache, gen, o_part [Hkv*splits*Gp*D] f32,
@@ -251,9 +281,10 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
 
     merge_in_split: two more args, counts [Hkv] int32 (zero between
     launches: a scratch tensor) and o [Hq*D]; the last split of each group
-    merges the group's partials into o (merge_by_last_split)."""
+    merges the group's partials into o (merge_by_last_split).
+    tensor_cores: the chunks' products on mma.sync (attention_at_config)."""
     G = Hq // Hkv
-    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)[:2]
+    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block, tensor_cores)[:2]
     W = gs.GEN_WORDS
     rows = Hkv * splits * Gp
 
@@ -263,7 +294,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
         # group's heads (or, past the last head, the copy's zeros).
         T.copy(q.view(Hq, D)[(u // splits) * G, 0], q_s)
         _split_partials(u, q_s, k_cache, v_cache, gen[gs.POS], o_part, lse, Hq, Hkv,
-                        D, S, splits, threads, key_block=key_block)
+                        D, S, splits, threads, key_block=key_block, tensor_cores=tensor_cores)
 
     def attention(q: T.Tensor((Hq * D,), "bfloat16"),
                   k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
@@ -282,7 +313,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
         with T.Kernel(Hkv * splits, threads=threads) as u:
             unit(u, q, k_cache, v_cache, gen, o_part, lse)
             merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
-                                threads)
+                                threads, Gp)
 
     # Group g's units read its Gp query rows (padding rows: the next heads,
     # up to the last), so a group starts once they are written.
@@ -294,14 +325,15 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
     if merge_in_split:
         foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 4)
         return t_body(f"attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
-                      + _block_suffix(key_block, BN), attention_merged, Hkv * splits, foot,
+                      + _block_suffix(key_block, BN) + _tc_suffix(tensor_cores), attention_merged, Hkv * splits, foot,
                       threads, emit)
-    return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
+    return t_body(f"attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN)
+                  + _tc_suffix(tensor_cores),
                   attention, Hkv * splits, foot, threads, emit)
 
 
 def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
-                      merge_in_split=False, emit=True) -> Body:
+                      merge_in_split=False, tensor_cores=False, emit=True) -> Body:
     """rope_kv_at and attention_at in one task (one stage boundary fewer a
     layer): args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin, k_cache
     [Hkv, S, D], v_cache, gen, o_part, lse), the partials of attention_at.
@@ -314,11 +346,12 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     added from shared memory by the last split (_add_current_key). After
     the partials every unit of group g writes the rotated k head and the v
     head to the caches' row p (the same values; read from the next step
-    on). merge_in_split: as attention_at's (args counts and o after lse)."""
+    on). merge_in_split: as attention_at's (args counts and o after lse);
+    tensor_cores: as attention_at's."""
     _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
            "of 8")
     G = Hq // Hkv
-    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block)[:2]
+    Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block, tensor_cores)[:2]
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
     rows = Hkv * splits * Gp
 
@@ -343,7 +376,8 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
             q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
                                        T.cast(0.0, "bfloat16"))
         _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
-                        splits, threads, current=(o_s, G, v_s), key_block=key_block)
+                        splits, threads, current=(o_s, G, v_s), key_block=key_block,
+                        tensor_cores=tensor_cores)
         row = g * S + p                                  # cache row [g, p]
         T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
         T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
@@ -368,7 +402,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
         with T.Kernel(Hkv * splits, threads=threads) as u:
             unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse)
             merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
-                                threads)
+                                threads, Gp)
 
     # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
     # qkv (so a group starts once the units of the GEMV before that write
@@ -388,9 +422,10 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     if merge_in_split:
         foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 6)
         return t_body(f"rope_attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
-                      + _block_suffix(key_block, BN), attention_merged, Hkv * splits, foot,
+                      + _block_suffix(key_block, BN) + _tc_suffix(tensor_cores), attention_merged, Hkv * splits, foot,
                       threads, emit)
-    return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN),
+    return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN)
+                  + _tc_suffix(tensor_cores),
                   attention, Hkv * splits, foot, threads, emit)
 
 
@@ -399,34 +434,42 @@ def _block_suffix(key_block, block_n):
     return f"_n{block_n}" if key_block else ""
 
 
-def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
+def _tc_suffix(tensor_cores):
+    """A body name's mark of the attention on tensor cores (its partials
+    have MMA_ROWS rows a unit)."""
+    return "_tc" if tensor_cores else ""
+
+
+def attention_merge(Hq, Hkv, D, splits, *, threads=256, tensor_cores=False,
+                    emit=True) -> Body:
     """o = sum_s w_s o_part_s / sum_s w_s, w_s = exp2(lse_s - max_s lse_s),
     one unit per kv group g over attention_at's padded rows
     ((g*splits + s)*Gp + i): args (o_part, lse, o [Hq*D]); stores the G
     real rows of the group. A split that had no keys (lse = -inf, o = 0)
-    weighs 0. The numbers of bodies.attention_combine."""
+    weighs 0. The numbers of bodies.attention_combine. tensor_cores: the
+    partials of attention_at(tensor_cores=True), MMA_ROWS rows a unit."""
     G = Hq // Hkv
-    Gp = padded_group(G, D, threads)[0]
+    Gp = padded_group(G, D, threads, tensor_cores)[0]
     rows = Hkv * splits * Gp
 
     def merge(o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32"),
               o: T.Tensor((Hq * D,), "bfloat16")):
         with T.Kernel(Hkv, threads=threads) as g:
-            merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
+            merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp)
 
     foot = (Access("read", 0, splits * Gp * D, 0, splits * Gp * D),
             Access("read", 1, splits * Gp, 0, splits * Gp),
             Access("write", 2, G * D, 0, G * D))
-    return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}", merge, Hkv, foot, threads, emit)
+    return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}" + _tc_suffix(tensor_cores), merge,
+                  Hkv, foot, threads, emit)
 
 
-def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
+def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp):
     """Group g's rows of o from its splits' partials (attention_merge's
     arithmetic, also run by the group's last split: merge_in_split)."""
     from .bodies import _combine_layout
 
     G = Hq // Hkv
-    Gp = padded_group(G, D, threads)[0]
     layout = _combine_layout(splits, Gp, D, threads)
     x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
     w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
@@ -450,7 +493,7 @@ def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
     T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
 
 
-def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads):
+def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp):
     """The end of a split of group g under merge_in_split: it counts itself
     in on counts[g] (T.block_atomic_add: a release of its partials, an
     acquire of the others'); the split that finds splits - 1 others there
@@ -460,7 +503,7 @@ def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads):
     before = T.block_atomic_add(counts[g], 1)
     for _ in T.serial(T.if_then_else(before == splits - 1, 1, 0)):
         counts[g] = 0
-        merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
+        merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp)
 
 
 def _merge_footprint(Hq, Hkv, D, splits, Gp, first):

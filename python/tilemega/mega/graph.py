@@ -442,7 +442,7 @@ class Graph:
                            ("k_cache", k_cache), ("v_cache", v_cache)])
 
     def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, jit=False, name=None,
-                     key_block=None, merge_in_split=False):
+                     key_block=None, merge_in_split=False, tensor_cores=False):
         """o = softmax(q k^T / sqrt(D)) v over the keys 0..gen[POS] (GQA):
         flash-decoding partials and their merge, through two scratch
         tensors named after o.
@@ -457,7 +457,8 @@ class Graph:
         merge_in_split: no merge task; each group's last split merges
         (generation_bodies.merge_by_last_split), counting on a scratch
         int32 tensor named after o (o.name + ".arrivals", one word a kv
-        head, zero between launches)."""
+        head, zero between launches). tensor_cores: each chunk's two
+        products on mma.sync (generation_bodies.attention_at_config)."""
         self._need("attention_at", "k_cache", k_cache, rank=3)
         self._need("attention_at", "q", q, rank=1)
         Hkv, S, D = k_cache.shape
@@ -466,20 +467,22 @@ class Graph:
         Hq = q.size // D
         split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                      key_block=key_block, merge_in_split=merge_in_split,
-                                     emit=False)
-        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
+                                     tensor_cores=tensor_cores, emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads,
+                                        tensor_cores=tensor_cores, emit=False)
         inputs = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen)]
         self._check_args("attention_at", split, inputs)
         return self._split_and_merge("attention_at", split, merge, inputs, o, jit, name,
                                      merge_in_split)
 
     def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
-                          name=None, key_block=None, merge_in_split=False):
+                          name=None, key_block=None, merge_in_split=False,
+                          tensor_cores=False):
         """rope_kv_at then attention_at with the rotation inside the
         attention's partials (generation_bodies.rope_attention_at): every
         split rotates its group's q heads itself and the group's splits
         write the cache row gen[POS]; no q tensor, one task fewer.
-        merge_in_split: as attention_at's."""
+        merge_in_split, tensor_cores: as attention_at's."""
         self._need("rope_attention_at", "k_cache", k_cache, rank=3)
         self._need("rope_attention_at", "o", o, rank=1)
         Hkv, S, D = k_cache.shape
@@ -488,8 +491,9 @@ class Graph:
         Hq = o.size // D
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                           key_block=key_block, merge_in_split=merge_in_split,
-                                          emit=False)
-        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
+                                          tensor_cores=tensor_cores, emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads,
+                                        tensor_cores=tensor_cores, emit=False)
         inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
                   ("v_cache", v_cache), ("gen", gen)]
         self._check_args("rope_attention_at", split, inputs)

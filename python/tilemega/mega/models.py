@@ -244,7 +244,8 @@ GENERATION_CTAS_PER_SM = 2
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
                      ctas_per_sm=None, fused_glu=None, key_block=None,
-                     workers_by_sm=False, merge_in_split=False) -> Graph:
+                     workers_by_sm=False, merge_in_split=False,
+                     attention_tensor_cores=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -302,7 +303,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     group's last split merges the group's partials (Graph.attention_at's
     merge_in_split): a stage and its boundary fewer a layer, measured no
     faster on an H100 (1.0122 against 1.0135 ms/token; docs/mega.md,
-    "Merge in the last split")."""
+    "Merge in the last split").
+
+    attention_tensor_cores: the attention's scores and outputs on mma.sync
+    (the group's rows padded to a 16-row tile) rather than CUDA cores
+    (generation_bodies.attention_at_config)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -372,13 +377,14 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         if rope_in_attention:
             g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
                                 splits=attention_splits, jit=jit_attention, name=p + "attn",
-                                key_block=key_block, merge_in_split=merge_in_split)
+                                key_block=key_block, merge_in_split=merge_in_split,
+                                tensor_cores=attention_tensor_cores)
         else:
             q = g.scratch(p + "q", [Hq * D], dt)
             g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
             g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
                            jit=jit_attention, name=p + "attn", key_block=key_block,
-                           merge_in_split=merge_in_split)
+                           merge_in_split=merge_in_split, tensor_cores=attention_tensor_cores)
         x1 = g.scratch(p + "x1", [H], dt)
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
         if fused_glu:
