@@ -1,8 +1,9 @@
 """The generation attention on tensor cores (generation_graph(...,
 attention_tensor_cores=True), generation_bodies.attention_at_config): each
 key chunk's two products (scores, probabilities times values) become
-mma.sync on a 16-row tile, the partials and the merge take 16 rows a unit,
-and shapes it cannot serve are refused naming the parameter. Its numbers
+mma.sync on a 16-row tile whose first rows go out as the partials the
+CUDA-core split stores (one merge body for both), and shapes it cannot
+serve are refused naming the parameter. Its numbers
 on a GPU: examples/gpu_check.py (float64) and bench/generate_ab.py's
 variant attention_tensor_cores (docs/mega.md)."""
 
@@ -38,31 +39,34 @@ def test_the_attention_multiplies_on_tensor_cores(ptx):
     assert "mma.sync" not in ptx[False]
 
 
-def test_the_graph_names_the_tensor_core_bodies_and_their_16_row_partials():
+def test_the_graph_names_the_tensor_core_split_and_keeps_the_merge():
     cfg = SMALL
-    G = cfg.heads // cfg.kv_heads
     text = mega.generation_graph(cfg, attention_tensor_cores=True).graph_mlir()
-    tasks = [line for line in text.splitlines() if "mega.task" in line and "attn" in line]
-    assert tasks and all("_tc(" in line for line in tasks), tasks
-    # o_part: a unit's 16 rows of head_dim, every (kv head, split) unit.
-    splits = 8
-    rows = cfg.kv_heads * splits * gb.MMA_ROWS
-    assert f"memref<{rows * cfg.head_dim}xf32>" in text
-    assert G < gb.MMA_ROWS
     plain = mega.generation_graph(cfg).graph_mlir()
+    splits = [line for line in text.splitlines() if "mega.task" in line and "attn_split" in line]
+    assert splits and all("_tc(" in line for line in splits), splits
+    merges = [line for line in text.splitlines() if "mega.task" in line and "attn_merge" in line]
+    assert merges == [line for line in plain.splitlines()
+                      if "mega.task" in line and "attn_merge" in line]
     assert "_tc(" not in plain
 
 
-def test_split_and_merge_agree_on_the_rows_of_a_unit():
-    Hq, Hkv, D, S, splits = 32, 8, 64, 1024, 8
-    for tc in (False, True):
-        split = gb.rope_attention_at(Hq, Hkv, D, S, splits, tensor_cores=tc, emit=False)
-        merge = gb.attention_merge(Hq, Hkv, D, splits, tensor_cores=tc, emit=False)
-        o_part = dict((n, s) for n, s, _ in split.args)["o_part"]
-        assert dict((n, s) for n, s, _ in merge.args)["o_part"] == o_part
-        Gp = gb.padded_group(Hq // Hkv, D, 256, tc)[0]
-        assert o_part == (Hkv * splits * Gp * D,)
-    assert gb.padded_group(4, 64, 256, True)[0] == gb.MMA_ROWS
+@pytest.mark.parametrize("Hq, Hkv", [(32, 8), (14, 2), (4, 2)])
+def test_both_splits_store_the_rows_the_merge_reads(Hq, Hkv):
+    """Llama-3.2-1B, Qwen2-0.5B and gen_small groups: 4, 7 and 2 heads
+    (partial rows 4, 8 and 4; tensor cores compute 16)."""
+    D, S, splits = 64, 1024, 8
+    merge = gb.attention_merge(Hq, Hkv, D, splits, emit=False)
+    want = dict((n, s) for n, s, _ in merge.args)
+    P = gb.partial_rows(Hq // Hkv, D, 256)
+    assert want["o_part"] == (Hkv * splits * P * D,) and want["lse"] == (Hkv * splits * P,)
+    for make in (gb.rope_attention_at, gb.attention_at):
+        for tc in (False, True):
+            split = make(Hq, Hkv, D, S, splits, tensor_cores=tc, emit=False)
+            got = dict((n, s) for n, s, _ in split.args)
+            assert (got["o_part"], got["lse"]) == (want["o_part"], want["lse"]), (make, tc)
+    assert gb.attention_at_config(Hq, Hkv, D, S, splits, 256, tensor_cores=True)[0] == \
+        gb.MMA_ROWS
 
 
 @pytest.mark.parametrize("args, kwargs, words", [

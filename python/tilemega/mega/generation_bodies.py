@@ -144,6 +144,13 @@ def padded_group(G, D, threads, tensor_cores=False):
     return Gp, row_warps, 32 * (warps // row_warps)
 
 
+def partial_rows(G, D, threads):
+    """Rows a unit's partials have (o_part, lse), whichever cores computed
+    them: padded_group's on CUDA cores, so that attention_merge is one body
+    for both (tensor cores compute MMA_ROWS rows and store these)."""
+    return padded_group(G, D, threads)[0]
+
+
 def attention_at_config(Hq, Hkv, D, S, splits, threads, key_block=None, tensor_cores=False):
     """(Gp, block_n, stages, layout) of attention_at; ValueError naming the
     parameter it cannot serve. block_n (keys a chunk) is key_block, or by
@@ -200,7 +207,8 @@ def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, spl
     # a power of two would share banks. ldmatrix reads 8-element rows (the
     # layout inference's swizzle keeps them whole).
     k_swizzle = None if tensor_cores else T.Swizzle(bits=5, base=1, shift=D.bit_length() - 2)
-    rows = Hkv * splits * Gp
+    P = partial_rows(Hq // Hkv, D, threads)
+    rows = Hkv * splits * P
     g, s = u // splits, u % splits
     keys = p + 1 if current is None else p    # the keys read from the caches
     chunks = (keys + (BN - 1)) // BN
@@ -233,11 +241,23 @@ def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, spl
     # A split with no keys has l = 0: o = 0 and lse = -inf.
     for i, j in T.Parallel(Gp, D):
         acc[i, j] = T.if_then_else(l[i] > 0.0, acc[i, j] / l[i], 0.0)
-    T.copy(acc, o_part.view(rows, D)[u * Gp, 0])
-    # Every thread holding row i has m[i] and l[i]; they store the same.
-    for i in T.Parallel(Gp):
-        lse[u * Gp + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
-                                         -T.infinity("float32"))
+    if P == Gp:
+        T.copy(acc, o_part.view(rows, D)[u * P, 0])
+        # Every thread holding row i has m[i] and l[i]; they store the same.
+        for i in T.Parallel(Gp):
+            lse[u * P + i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]),
+                                            -T.infinity("float32"))
+    else:
+        # Tensor cores computed MMA_ROWS rows: the first P go out, through
+        # shared memory (a fragment's rows cannot be cut).
+        out_s = T.alloc_shared((Gp, D), "float32")
+        lse_s = T.alloc_shared((Gp,), "float32")
+        T.copy(acc, out_s)
+        for i in T.Parallel(Gp):
+            lse_s[i] = T.if_then_else(l[i] > 0.0, m[i] + T.log2(l[i]), -T.infinity("float32"))
+        T.copy(out_s[0:P, 0:D], o_part.view(rows, D)[u * P, 0])
+        for i in T.Parallel(P):
+            lse[u * P + i] = lse_s[i]
 
 
 def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
@@ -285,8 +305,9 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
     tensor_cores: the chunks' products on mma.sync (attention_at_config)."""
     G = Hq // Hkv
     Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block, tensor_cores)[:2]
+    P = partial_rows(G, D, threads)
     W = gs.GEN_WORDS
-    rows = Hkv * splits * Gp
+    rows = Hkv * splits * P
 
     def unit(u, q, k_cache, v_cache, gen, o_part, lse):
         q_s = T.alloc_shared((Gp, D), "bfloat16")
@@ -313,7 +334,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
         with T.Kernel(Hkv * splits, threads=threads) as u:
             unit(u, q, k_cache, v_cache, gen, o_part, lse)
             merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
-                                threads, Gp)
+                                threads)
 
     # Group g's units read its Gp query rows (padding rows: the next heads,
     # up to the last), so a group starts once they are written.
@@ -321,9 +342,9 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
                         (g + 1) * splits) for g in range(Hkv))
     foot += (Access("read", 1, 0, 0, Hkv * S * D), Access("read", 2, 0, 0, Hkv * S * D),
              Access("read", 3, 0, 0, W),
-             Access("write", 4, Gp * D, 0, Gp * D), Access("write", 5, Gp, 0, Gp))
+             Access("write", 4, P * D, 0, P * D), Access("write", 5, P, 0, P))
     if merge_in_split:
-        foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 4)
+        foot += _merge_footprint(Hq, Hkv, D, splits, P, 4)
         return t_body(f"attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
                       + _block_suffix(key_block, BN) + _tc_suffix(tensor_cores), attention_merged, Hkv * splits, foot,
                       threads, emit)
@@ -352,8 +373,9 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
            "of 8")
     G = Hq // Hkv
     Gp, BN = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block, tensor_cores)[:2]
+    P = partial_rows(G, D, threads)
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
-    rows = Hkv * splits * Gp
+    rows = Hkv * splits * P
 
     def unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse):
         g = u // splits
@@ -402,7 +424,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
         with T.Kernel(Hkv * splits, threads=threads) as u:
             unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse)
             merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
-                                threads, Gp)
+                                threads)
 
     # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
     # qkv (so a group starts once the units of the GEMV before that write
@@ -416,11 +438,11 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     foot += (Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
              Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D),
              Access("read", 5, 0, 0, W),
-             Access("write", 6, Gp * D, 0, Gp * D), Access("write", 7, Gp, 0, Gp))
+             Access("write", 6, P * D, 0, P * D), Access("write", 7, P, 0, P))
     foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
                   for op in (3, 4) for g in range(Hkv))
     if merge_in_split:
-        foot += _merge_footprint(Hq, Hkv, D, splits, Gp, 6)
+        foot += _merge_footprint(Hq, Hkv, D, splits, P, 6)
         return t_body(f"rope_attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
                       + _block_suffix(key_block, BN) + _tc_suffix(tensor_cores), attention_merged, Hkv * splits, foot,
                       threads, emit)
@@ -435,41 +457,39 @@ def _block_suffix(key_block, block_n):
 
 
 def _tc_suffix(tensor_cores):
-    """A body name's mark of the attention on tensor cores (its partials
-    have MMA_ROWS rows a unit)."""
+    """A body name's mark of the attention on tensor cores."""
     return "_tc" if tensor_cores else ""
 
 
-def attention_merge(Hq, Hkv, D, splits, *, threads=256, tensor_cores=False,
-                    emit=True) -> Body:
+def attention_merge(Hq, Hkv, D, splits, *, threads=256, emit=True) -> Body:
     """o = sum_s w_s o_part_s / sum_s w_s, w_s = exp2(lse_s - max_s lse_s),
     one unit per kv group g over attention_at's padded rows
     ((g*splits + s)*Gp + i): args (o_part, lse, o [Hq*D]); stores the G
     real rows of the group. A split that had no keys (lse = -inf, o = 0)
-    weighs 0. The numbers of bodies.attention_combine. tensor_cores: the
-    partials of attention_at(tensor_cores=True), MMA_ROWS rows a unit."""
+    weighs 0. The numbers of bodies.attention_combine; the same for
+    partials computed on tensor cores (partial_rows)."""
     G = Hq // Hkv
-    Gp = padded_group(G, D, threads, tensor_cores)[0]
+    Gp = partial_rows(G, D, threads)
     rows = Hkv * splits * Gp
 
     def merge(o_part: T.Tensor((rows * D,), "float32"), lse: T.Tensor((rows,), "float32"),
               o: T.Tensor((Hq * D,), "bfloat16")):
         with T.Kernel(Hkv, threads=threads) as g:
-            merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp)
+            merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
 
     foot = (Access("read", 0, splits * Gp * D, 0, splits * Gp * D),
             Access("read", 1, splits * Gp, 0, splits * Gp),
             Access("write", 2, G * D, 0, G * D))
-    return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}" + _tc_suffix(tensor_cores), merge,
-                  Hkv, foot, threads, emit)
+    return t_body(f"attn_merge_{Hq}x{Hkv}x{D}_k{splits}", merge, Hkv, foot, threads, emit)
 
 
-def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp):
+def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
     """Group g's rows of o from its splits' partials (attention_merge's
     arithmetic, also run by the group's last split: merge_in_split)."""
     from .bodies import _combine_layout
 
     G = Hq // Hkv
+    Gp = partial_rows(G, D, threads)
     layout = _combine_layout(splits, Gp, D, threads)
     x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
     w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
@@ -493,7 +513,7 @@ def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp):
     T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
 
 
-def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp):
+def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads):
     """The end of a split of group g under merge_in_split: it counts itself
     in on counts[g] (T.block_atomic_add: a release of its partials, an
     acquire of the others'); the split that finds splits - 1 others there
@@ -503,7 +523,7 @@ def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads, 
     before = T.block_atomic_add(counts[g], 1)
     for _ in T.serial(T.if_then_else(before == splits - 1, 1, 0)):
         counts[g] = 0
-        merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads, Gp)
+        merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads)
 
 
 def _merge_footprint(Hq, Hkv, D, splits, Gp, first):

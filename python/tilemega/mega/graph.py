@@ -468,8 +468,7 @@ class Graph:
         split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                      key_block=key_block, merge_in_split=merge_in_split,
                                      tensor_cores=tensor_cores, emit=False)
-        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads,
-                                        tensor_cores=tensor_cores, emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         inputs = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen)]
         self._check_args("attention_at", split, inputs)
         return self._split_and_merge("attention_at", split, merge, inputs, o, jit, name,
@@ -492,8 +491,7 @@ class Graph:
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                           key_block=key_block, merge_in_split=merge_in_split,
                                           tensor_cores=tensor_cores, emit=False)
-        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads,
-                                        tensor_cores=tensor_cores, emit=False)
+        merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
                   ("v_cache", v_cache), ("gen", gen)]
         self._check_args("rope_attention_at", split, inputs)
