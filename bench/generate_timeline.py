@@ -23,10 +23,11 @@ span (first start to last end) and period (first start to the next
 task's first start, the boundary included); OUT/generate_timeline.png
 (CTA x time); and OUT/generate_timeline_entries.json, every entry of that
 step (task, start, end, CTA, SM): where a stage's tail comes from
-(generate_timeline_entries_<variant>.json: each variant's). `entries`
-prints a layer's tasks from such a file (layer_entries: start spreads,
-durations, end percentiles, and when each task's instances started
-after the previous task's last end, by what their CTA ran before);
+(generate_timeline_entries_<variant>.json: each variant's, '+' written
+_and_, a name the device tool returns). `entries` prints a layer's tasks
+from such a file (layer_entries: start spreads, durations, end
+percentiles, and when each task's instances started after the previous
+task's last end, by what their CTA ran before);
 `placement` counts the CTAs that ran on the SM their worker index stands
 for (workers_by_sm) and the streaming entries whose loads overlapped an
 attention entry of another CTA on their SM.
@@ -192,7 +193,8 @@ def run(folder, out):
         json.dump(entries_doc(rows, kernel.meta), f)
     for v in variants:                        # and each variant's (placement)
         k = engines[f"{TIMELINE}_{v}"].kernel
-        with open(os.path.join(out, f"generate_timeline_entries_{v}.json"), "w") as f:
+        name = f"generate_timeline_entries_{v.replace('+', '_and_')}.json"
+        with open(os.path.join(out, name), "w") as f:
             json.dump(entries_doc(k.timeline(), k.meta), f)
     try:
         mega_timeline.render(rows, kernel.meta, os.path.join(out, "generate_timeline.png"),
