@@ -305,9 +305,12 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     faster on an H100 (1.0122 against 1.0135 ms/token; docs/mega.md,
     "Merge in the last split").
 
-    attention_tensor_cores: the attention's scores and outputs on mma.sync
-    (the group's rows padded to a 16-row tile) rather than CUDA cores
-    (generation_bodies.attention_at_config)."""
+    attention_tensor_cores (off): the attention's scores and outputs on
+    mma.sync (the group's rows padded to a 16-row tile) rather than CUDA
+    cores (generation_bodies.attention_at_config). A first form whose
+    partials kept all 16 rows measured 0.6-0.9 % slower on an H100 (its
+    split faster, its merge slower: docs/mega.md, "Attention on tensor
+    cores"); this one, storing the merge's rows, is not yet measured."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
