@@ -263,6 +263,27 @@ func.func @fragment_registers() {
 
 // -----
 
+// 2^31 x 2^40 elements: the count does not wrap to 0 and pass the limit.
+func.func @fragment_bytes_overflow() {
+  tile.kernel blocks(%a) in [1] threads 128 {
+    // expected-error @+1 {{result of shape [2147483648, 1099511627776] has more than 2^63 - 1 bytes}}
+    %f = tile.alloc_fragment : memref<2147483648x1099511627776xf32, #tile.fragment>
+  }
+  return
+}
+
+// -----
+
+func.func @shared_bytes_overflow() {
+  tile.kernel blocks(%a) in [1] threads 128 {
+    // expected-error @+1 {{result of shape [4611686018427387904, 4] has more than 2^63 - 1 bytes}}
+    %s = tile.alloc_shared : memref<4611686018427387904x4xbf16, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
 func.func @fragment_layout_rank() {
   tile.kernel blocks(%a) in [1] threads 32 {
     // expected-error @+1 {{layout has rank 1 but the fragment has rank 2}}

@@ -37,6 +37,17 @@ static int64_t getNumElements(MemRefType type) {
   return n;
 }
 
+/// True when the static dimensions of `type` hold at most 2^63 - 1 bytes:
+/// every size after the buffer's verifier (registers, shared memory,
+/// layouts, boxes) is int64 arithmetic on them.
+static bool bytesFitInt64(MemRefType type) {
+  int64_t bytes = std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  for (int64_t d : type.getShape())
+    if (!ShapedType::isDynamic(d) && llvm::MulOverflow(bytes, d, bytes))
+      return false;
+  return true;
+}
+
 static int64_t getByteSize(MemRefType type) {
   return getNumElements(type) *
          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
@@ -102,6 +113,12 @@ static LogicalResult verifyTileBuffer(Operation *op, StringRef name,
   if (!type.getElementType().isIntOrFloat())
     return op->emitOpError() << name << " has elements of type " << type.getElementType()
                              << "; a tile buffer holds integers or floats";
+  // Found by scripts/fuzz: a [2^31, 2^40] fragment's element count wrapped
+  // to 0, passed the register limit and exhausted memory in the layout
+  // inference.
+  if (!bytesFitInt64(type))
+    return op->emitOpError() << name << " of shape " << formatShape(type.getShape())
+                             << " has more than 2^63 - 1 bytes";
   return success();
 }
 
