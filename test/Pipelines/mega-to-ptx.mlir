@@ -3,7 +3,7 @@
 // RUN: %check-mega-tables %t.mlir | FileCheck %s --check-prefix=TABLES
 // RUN: %extract-ptx %t.mlir %t.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t.ptx
-// RUN: grep -A1 "begin inline asm" %t.ptx | grep -v -e "begin inline asm" -e "^--$" | FileCheck %s --check-prefix=NOASM
+// RUN: grep -A1 "begin inline asm" %t.ptx | grep -v -e "begin inline asm" -e "^--$" | sed -E 's/%rd?[0-9]+/%R/g' | sort | uniq -c | FileCheck %s --check-prefix=NOASM
 // RUN: FileCheck %s --check-prefix=ENTRIES < %t.ptx
 // RUN: FileCheck %s --check-prefix=NOLOCAL < %t.ptx
 // RUN: %ptxas -v -arch=sm_90a %t.ptx -o %t.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
@@ -67,11 +67,12 @@
 // ENTRIES:     .entry step(
 // ENTRIES-NOT: .entry
 
-// The runtime protocol's ops as LLVM emits them (no inline assembly): waits
-// are acquire loads, signals a fence then a relaxed add (LLVM 22's NVPTX
-// drops an atomicrmw's ordering, so the ordering is in the fence), the
-// JIT tail a release store, the abort flag a cas, error and reset words
-// relaxed stores; and both bodies' arithmetic.
+// The runtime protocol's ops as LLVM emits them: waits are acquire loads,
+// claims relaxed adds, acquire-release read-modify-writes a relaxed one
+// between fences (LLVM 22's NVPTX drops an atomicrmw's ordering, so the
+// ordering is in the fences), the JIT tail a release store, the abort flag
+// a cas, error and reset words relaxed stores; and both bodies' arithmetic.
+// Signals are release adds (inline PTX, below).
 // PTX-LABEL: .entry step(
 // PTX-DAG:     mov.u64 %rd{{[0-9]+}}, %globaltimer;
 // PTX-DAG:     ld.acquire.gpu.global.b32
@@ -89,11 +90,13 @@
 // PTX-DAG:     st.shared.b64
 // PTX-DAG:     ld.shared.b64
 
-// The only inline assembly: each task body's own read of %tid.x (mega.thread_index,
-// mega-fresh-thread-ids: side-effecting, so LLVM keeps it in its case), one
-// for each of the two bodies.
-// NOASM-COUNT-2: {{^[[:space:]]*}}mov.u32 %r{{[0-9]+}}, %tid.x;{{$}}
-// NOASM-NOT:     {{.}}
+// The only inline assembly (counted, registers renamed): each task body's
+// own read of %tid.x (mega.thread_index, mega-fresh-thread-ids:
+// side-effecting, so LLVM keeps it in its case), one for each of the two
+// bodies, and every mega.signal's release add (red.release.gpu: no fence).
+// NOASM:      {{^ *}}2 {{[[:space:]]*}}mov.u32 %R, %tid.x;{{$}}
+// NOASM-NEXT: {{^ *}}10 {{[[:space:]]*}}red.release.gpu.global.add.u32 [%R], 1;{{$}}
+// NOASM-NOT:  {{.}}
 
 // NOLOCAL-NOT: .local
 

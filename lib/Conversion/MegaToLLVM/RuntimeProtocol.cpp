@@ -102,28 +102,39 @@ struct ProtocolStoreLowering : public ConvertOpToLLVMPattern<Op> {
   LLVM::AtomicOrdering ordering;
 };
 
-/// A release increment: fence, then a relaxed add (no result: PTX `red`).
+/// A release increment of the i32 word at `ptr` at `scope` ("gpu" or
+/// "sys"): PTX `red.release.<scope>.global.add.u32`, the protocol's one
+/// inline PTX. LLVM 22.1.8's NVPTX drops an atomicrmw's ordering and scope
+/// (docs/mega.md), so the LLVM form would be a relaxed `.gpu` add behind a
+/// `fence.acq_rel.gpu`: the fence orders every earlier access, the release
+/// add only those it must publish, and measured slower (one fence fewer at
+/// every stage boundary: docs/results/generate_ab_signal_*.json); a peer
+/// GPU's acquire at system scope is not ordered with a `.gpu` add at all.
+static void releaseIncrement(ConversionPatternRewriter &rewriter, Location loc,
+                             Value ptr, StringRef scope) {
+  std::string text = ("red.release." + scope + ".global.add.u32 [$0], 1;").str();
+  LLVM::InlineAsmOp::create(rewriter, loc, /*res=*/Type(), ValueRange{ptr}, text,
+                            "l,~{memory}", /*has_side_effects=*/true,
+                            /*is_align_stack=*/false,
+                            LLVM::tailcallkind::TailCallKind::None,
+                            LLVM::AsmDialectAttr(), ArrayAttr());
+}
+
+/// A release increment at device scope (no result: PTX `red`).
 struct SignalLowering : public ConvertOpToLLVMPattern<SignalOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
   LogicalResult
   matchAndRewrite(SignalOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
     Value ptr = wordPointer(*this->getTypeConverter(), op, adaptor, rewriter);
-    deviceFence(rewriter, loc);
-    Value one = LLVM::ConstantOp::create(rewriter, loc, rewriter.getI32Type(), 1);
-    LLVM::AtomicRMWOp::create(rewriter, loc, LLVM::AtomicBinOp::add, ptr, one,
-                              LLVM::AtomicOrdering::monotonic, kDeviceScope, 4);
+    releaseIncrement(rewriter, op.getLoc(), ptr, "gpu");
     rewriter.eraseOp(op);
     return success();
   }
 };
 
-/// A release increment of a word at a raw address, at system scope: PTX
-/// `red.release.sys.global.add.u32`. The one inline PTX of the protocol:
-/// LLVM 22.1.8's NVPTX drops an atomicrmw's scope as it drops its ordering
-/// (docs/mega.md), so the LLVM form would be a `.gpu` add, which a peer
-/// GPU's acquire at system scope is not ordered with.
+/// A release increment of a word at a raw address, at system scope (a peer
+/// GPU's events buffer).
 struct SignalPeerLowering : public ConvertOpToLLVMPattern<SignalPeerOp> {
   using ConvertOpToLLVMPattern::ConvertOpToLLVMPattern;
   LogicalResult
@@ -138,11 +149,7 @@ struct SignalPeerLowering : public ConvertOpToLLVMPattern<SignalPeerOp> {
       index = LLVM::ZExtOp::create(rewriter, loc, rewriter.getI64Type(), index);
     Value ptr = LLVM::GEPOp::create(rewriter, loc, global, rewriter.getI32Type(), base,
                                     ArrayRef<LLVM::GEPArg>{index});
-    LLVM::InlineAsmOp::create(rewriter, loc, /*res=*/Type(), ValueRange{ptr},
-                              "red.release.sys.global.add.u32 [$0], 1;", "l,~{memory}",
-                              /*has_side_effects=*/true, /*is_align_stack=*/false,
-                              LLVM::tailcallkind::TailCallKind::None,
-                              LLVM::AsmDialectAttr(), ArrayAttr());
+    releaseIncrement(rewriter, loc, ptr, "sys");
     rewriter.eraseOp(op);
     return success();
   }
