@@ -75,8 +75,10 @@ VARIANTS = {
     "merge_in_split+splits16": dict(ctas_per_sm=None,
                                     graph=dict(merge_in_split=True, attention_splits=16)),
     # The attention's two products a chunk on mma.sync (16-row tiles), not
-    # on CUDA cores.
+    # on CUDA cores (the shipped default since 2026-12-07: the same build
+    # as "shipped"; "cuda_core_attention" is the one it replaced).
     "attention_tensor_cores": dict(ctas_per_sm=None, graph=dict(attention_tensor_cores=True)),
+    "cuda_core_attention": dict(ctas_per_sm=None, graph=dict(attention_tensor_cores=False)),
     "attention_tensor_cores+key_block_128": dict(
         ctas_per_sm=None, graph=dict(attention_tensor_cores=True, key_block=128)),
     # Paired entries (mega-pair-entries): the gate/up unit after each

@@ -1,9 +1,10 @@
-"""The generation attention on tensor cores (generation_graph(...,
-attention_tensor_cores=True), generation_bodies.attention_at_config): each
+"""The generation attention on tensor cores (generation_graph's default
+wherever the shape fits, generation_bodies.attention_at_config): each
 key chunk's two products (scores, probabilities times values) become
 mma.sync on a 16-row tile whose first rows go out as the partials the
 CUDA-core split stores (one merge body for both), and shapes it cannot
-serve are refused naming the parameter. Its numbers
+serve are refused naming the parameter when asked for, and left on CUDA
+cores by the default. Its numbers
 on a GPU: examples/gpu_check.py (float64) and bench/generate_ab.py's
 variant attention_tensor_cores (docs/mega.md)."""
 
@@ -42,7 +43,7 @@ def test_the_attention_multiplies_on_tensor_cores(ptx):
 def test_the_graph_names_the_tensor_core_split_and_keeps_the_merge():
     cfg = SMALL
     text = mega.generation_graph(cfg, attention_tensor_cores=True).graph_mlir()
-    plain = mega.generation_graph(cfg).graph_mlir()
+    plain = mega.generation_graph(cfg, attention_tensor_cores=False).graph_mlir()
     splits = [line for line in text.splitlines() if "mega.task" in line and "attn_split" in line]
     assert splits and all("_tc(" in line for line in splits), splits
     merges = [line for line in text.splitlines() if "mega.task" in line and "attn_merge" in line]
@@ -82,6 +83,21 @@ def test_shapes_the_tensor_cores_cannot_serve_are_refused(args, kwargs, words):
         gb.attention_at_config(*args, tensor_cores=True, **kwargs)
     for w in words:
         assert w in str(info.value), str(info.value)
+
+
+def test_the_default_takes_tensor_cores_where_the_shape_fits():
+    """generation_graph's attention_tensor_cores=None: tensor cores for the
+    shipped shapes, CUDA cores (no error) for one the tensor cores refuse,
+    and an explicit True refuses that shape naming it."""
+    default = mega.generation_graph(SMALL).graph_mlir()
+    assert default == mega.generation_graph(SMALL, attention_tensor_cores=True).graph_mlir()
+    # 16 warps side by side cover 128 columns: more than a 64-wide head.
+    text = mega.generation_graph(SMALL, threads=512).graph_mlir()
+    assert "attn_split" in text and "_tc(" not in text
+    with pytest.raises(ValueError, match="head_dim 64 is not a multiple of the 128"):
+        mega.generation_graph(SMALL, threads=512, attention_tensor_cores=True)
+    assert not gb.tensor_cores_serve(4, 2, 64, 256, 8, 512)
+    assert gb.tensor_cores_serve(32, 8, 64, 1024, 8, 256)
 
 
 def test_cuda_core_config_is_unchanged():

@@ -189,6 +189,17 @@ def attention_at_config(Hq, Hkv, D, S, splits, threads, key_block=None, tensor_c
     return Gp, block_n, 2, layout
 
 
+def tensor_cores_serve(Hq, Hkv, D, S, splits, threads, key_block=None):
+    """Whether attention_at_config accepts tensor_cores=True for this shape
+    (its own checks, so that the default that picks tensor cores and the
+    refusal of an explicit request are one rule)."""
+    try:
+        attention_at_config(Hq, Hkv, D, S, splits, threads, key_block, tensor_cores=True)
+    except ValueError:
+        return False
+    return True
+
+
 def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, splits,
                     threads, current=None, key_block=None, tensor_cores=False):
     """Unit u's flash-decoding partial (attention_at) from the group's

@@ -245,7 +245,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
                      jit_attention=False, rope_in_attention=True, world=1,
                      ctas_per_sm=None, fused_glu=None, key_block=None,
                      workers_by_sm=False, merge_in_split=False,
-                     attention_tensor_cores=False) -> Graph:
+                     attention_tensor_cores=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -305,12 +305,14 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     faster on an H100 (1.0122 against 1.0135 ms/token; docs/mega.md,
     "Merge in the last split").
 
-    attention_tensor_cores (off): the attention's scores and outputs on
-    mma.sync (the group's rows padded to a 16-row tile) rather than CUDA
-    cores (generation_bodies.attention_at_config). A first form whose
-    partials kept all 16 rows measured 0.6-0.9 % slower on an H100 (its
-    split faster, its merge slower: docs/mega.md, "Attention on tensor
-    cores"); this one, storing the merge's rows, is not yet measured."""
+    attention_tensor_cores (None: wherever the shape allows): the
+    attention's scores and outputs on mma.sync (the group's rows padded to
+    a 16-row tile) rather than CUDA cores
+    (generation_bodies.attention_at_config; None takes them when
+    generation_bodies.tensor_cores_serve says the shape fits, False keeps
+    CUDA cores, True refuses a shape that does not fit). Measured 1.4-1.9 %
+    faster per token than CUDA cores on an H100 in three runs, both orders
+    (docs/mega.md, "Attention on tensor cores")."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -353,6 +355,9 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         linear(W, inp, part, name=name)
         return g.all_reduce(part, out, residual=residual, rank=rank, name=name + "_sum")
 
+    if attention_tensor_cores is None:
+        attention_tensor_cores = gbodies.tensor_cores_serve(
+            Hq, Hkv, D, S, attention_splits, threads, key_block)
     embed = g.weight("embed", [V, H], dt)
     rot = (g.weight("rope_cos", [S, D // 2], "float32"),
            g.weight("rope_sin", [S, D // 2], "float32"))
