@@ -57,8 +57,10 @@ VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             "merge_in_split": dict(graph=dict(merge_in_split=True)),
             # Paired entries: wgu's weights load under the wo before it.
             "pair_entries": dict(mega_pair_entries=True),
-            # The attention's products on mma.sync, not CUDA cores.
+            # The attention's products on mma.sync (the default since
+            # 2026-12-07) or on CUDA cores (the default before).
             "attention_tensor_cores": dict(graph=dict(attention_tensor_cores=True)),
+            "cuda_core_attention": dict(graph=dict(attention_tensor_cores=False)),
             # ... with the attention's tasks on SMs of their own, so that
             # those loads do not share its SMs.
             "pair_entries+workers_by_sm": dict(mega_pair_entries=True,
