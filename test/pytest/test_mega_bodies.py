@@ -22,6 +22,7 @@ LLAMA = mega.LlamaConfig(layers=1)
 def _graph_bodies():
     seen = {}
     for g in (mega.decode_graph(LLAMA), mega.decode_graph(LLAMA, fuse=False),
+              mega.decode_graph(LLAMA, rope_in_attention=False),
               mega.mlp_graph(), mega.mlp_graph(fuse=False)):
         for body in g.distinct_bodies():
             seen.setdefault(body.name, body)
@@ -51,7 +52,8 @@ def compiled():
 def test_graphs_use_every_kind_of_body():
     kinds = {re.match(r"[a-z]+(_[a-z]+)?", n).group(0) for n in BODIES}
     assert kinds >= {"rmsnorm", "gemv", "rope", "kv_append", "attn_split",
-                     "attn_combine", "silu_mul", "gemv_rms", "gemv_silu", "rope_kv"}
+                     "attn_combine", "silu_mul", "gemv_rms", "gemv_silu", "rope_kv",
+                     "rope_attn", "attn_merge"}
     # The MLP chain's down projection has no residual.
     assert {"gemv_silu_2048x8192_r16", "gemv_silu_2048x8192_r16_res"} <= set(BODIES)
 
@@ -103,18 +105,23 @@ def _write_counts(body, operand):
 def test_writes_are_exact():
     # No element is written by two units (they run concurrently), and each
     # output is written whole (caches: exactly the row of the new token).
+    # The one exception: the attention with RoPE inside (rope_attn), whose
+    # splits of a kv group each store the group's new row, the same bytes.
     for body in BODIES.values():
         for operand in sorted({a.operand for a in body.footprint if a.mode == "write"}):
             counts = _write_counts(body, operand)
-            assert max(counts) == 1, (body.name, operand)
             name, shape, _ = body.args[operand]
+            same = 1
+            if name.endswith("cache") and body.name.startswith("rope_attn"):
+                same = int(re.search(r"_k(\d+)_", body.name).group(1))
+            assert max(counts) == same, (body.name, operand)
             if name.endswith("cache"):
-                pos = int(re.search(r"_p(\d+)$", body.name).group(1))
+                pos = int(re.search(r"_p(\d+)(_tc)?$", body.name).group(1))
                 hkv, s, d = shape
                 rows = [counts[(h * s + p) * d:(h * s + p + 1) * d]
                         for h in range(hkv) for p in range(s)]
                 assert [i % s for i, r in enumerate(rows) if min(r)] == [pos] * hkv
-                assert sum(counts) == hkv * d, body.name
+                assert sum(counts) == same * hkv * d, body.name
             else:
                 assert min(counts) == 1, (body.name, name)
 
@@ -248,17 +255,20 @@ def test_decode_graph_text():
 def test_fused_decode_graph_text():
     g = mega.decode_graph(mega.LlamaConfig(layers=2))
     tasks = _tasks(g)
-    ops = ["qkv", "rope_kv", "attn_split", "attn_combine", "wo", "wgu", "wd"]
-    assert [t[0] for t in tasks] == [f"t{7 * l + i}_l{l}_{op}" for l in range(2)
+    ops = ["qkv", "attn_split", "attn_merge", "wo", "wgu", "wd"]
+    assert [t[0] for t in tasks] == [f"t{6 * l + i}_l{l}_{op}" for l in range(2)
                                      for i, op in enumerate(ops)]
     # Layer 1 as written, dataflow included: its input is layer 0's output.
     calls = {t[0].split("_", 1)[1]: t[1:3] for t in tasks}
     assert calls["l1_qkv"] == ("gemv_rms_3072x2048_r24",
                                ["l1.wqkv", "l0.x2", "l1.attn_norm", "l1.qkv"])
-    assert calls["l1_rope_kv"] == ("rope_kv_32x8x64_s1024_p1023",
-                                   ["l1.qkv", "rope_cos", "rope_sin", "l1.q",
-                                    "l1.k_cache", "l1.v_cache"])
-    assert calls["l1_attn_split"][1][:3] == ["l1.q", "l1.k_cache", "l1.v_cache"]
+    # The generation's attention at the fixed position kv_len - 1, on
+    # tensor cores: RoPE and the cache row inside, no q tensor.
+    assert calls["l1_attn_split"] == ("rope_attn_32x8x64_s1024_k8_p1023_tc",
+                                      ["l1.qkv", "rope_cos", "rope_sin", "l1.k_cache",
+                                       "l1.v_cache", "l1.attn.o_part", "l1.attn.lse"])
+    assert calls["l1_attn_merge"] == ("attn_merge_32x8x64_k8",
+                                      ["l1.attn.o_part", "l1.attn.lse", "l1.attn"])
     assert calls["l1_wo"] == ("gemv_2048x2048_r16_res",
                               ["l1.wo", "l1.attn", "l0.x2", "l1.x1"])
     assert calls["l1_wgu"] == ("gemv_rms_16384x2048_r128",
@@ -266,15 +276,39 @@ def test_fused_decode_graph_text():
     assert calls["l1_wd"] == ("gemv_silu_2048x8192_r16_res",
                               ["l1.wd", "l1.gu", "l1.x1", "out"])
     # No unfused intermediates remain.
-    assert not {"l0.h", "l0.h2", "l0.k", "l0.act"} & {t.name for t in g.tensors}
+    assert not {"l0.h", "l0.h2", "l0.k", "l0.q", "l0.act"} & {t.name for t in g.tensors}
     foot = {t[0].split("_", 1)[1]: t[3] for t in tasks}
+    # Split s of group g (units 8g..8g+7): the group's q heads 4g..4g+3, k
+    # head 32 + g and v head 40 + g of qkv; the position's rope rows; its
+    # partials; row kv_len - 1 of head g of each cache.
+    split = foot["l0_attn_split"]
+    assert split.startswith("#mega.access<read operand 0 offset 0 * u + 0 size 256 units 0 to 8>, "
+                            "#mega.access<read operand 0 offset 0 * u + 2048 size 64 units 0 to 8>, "
+                            "#mega.access<read operand 0 offset 0 * u + 2560 size 64 units 0 to 8>, ")
+    assert ("#mega.access<read operand 1 offset 0 * u + 0 size 32>, "
+            "#mega.access<read operand 2 offset 0 * u + 0 size 32>, "
+            "#mega.access<read operand 3 offset 0 * u + 0 size 524288>, "
+            "#mega.access<read operand 4 offset 0 * u + 0 size 524288>, "
+            "#mega.access<write operand 5 offset 256 * u + 0 size 256>, "
+            "#mega.access<write operand 6 offset 4 * u + 0 size 4>, "
+            "#mega.access<write operand 3 offset 0 * u + 65472 size 64 units 0 to 8>, ") in split
+    assert split.endswith("#mega.access<write operand 4 offset 0 * u + 524224 size 64 "
+                          "units 56 to 64>")
+    # Without rope_in_attention: RoPE and the cache row a task of their own.
+    own = {t[0].split("_", 1)[1]: t[1:4]
+           for t in _tasks(mega.decode_graph(mega.LlamaConfig(layers=1),
+                                             rope_in_attention=False))}
+    assert own["l0_rope_kv"][:2] == ("rope_kv_32x8x64_s1024_p1023",
+                                     ["l0.qkv", "rope_cos", "rope_sin", "l0.q",
+                                      "l0.k_cache", "l0.v_cache"])
+    assert own["l0_attn_split"][1][:3] == ["l0.q", "l0.k_cache", "l0.v_cache"]
     assert foot["l0_qkv"] == ("#mega.access<read operand 0 offset 49152 * u + 0 size 49152>, "
                               "#mega.access<read operand 1 offset 0 * u + 0 size 2048>, "
                               "#mega.access<read operand 2 offset 0 * u + 0 size 2048>, "
                               "#mega.access<write operand 3 offset 24 * u + 0 size 24>")
     # Group g: q heads 4g..4g+3, k head 32 + g, v head 40 + g of qkv; its
     # q heads; row kv_len - 1 of head g of each cache.
-    assert foot["l0_rope_kv"] == ("#mega.access<read operand 0 offset 256 * u + 0 size 256>, "
+    assert own["l0_rope_kv"][2] == ("#mega.access<read operand 0 offset 256 * u + 0 size 256>, "
                                   "#mega.access<read operand 0 offset 64 * u + 2048 size 64>, "
                                   "#mega.access<read operand 0 offset 64 * u + 2560 size 64>, "
                                   "#mega.access<read operand 1 offset 0 * u + 0 size 32>, "
@@ -330,11 +364,11 @@ def test_fused_decode_graph_compiles():
                               chip="sm_90a")
     (kernel,) = result.kernels
     meta = kernel["mega"]
-    assert [t["body"] for t in meta["tasks"]][:7] == [
-        "gemv_rms_3072x2048_r24", "rope_kv_32x8x64_s1024_p1023",
-        "attn_split_32x8x64_l1024_s1024_k8", "attn_combine_32x8x64_k8",
-        "gemv_2048x2048_r16_res", "gemv_rms_16384x2048_r128", "gemv_silu_2048x8192_r16_res"]
-    assert len(meta["tasks"]) == 14 and kernel["grid"][0] == 132
+    assert [t["body"] for t in meta["tasks"]][:6] == [
+        "gemv_rms_3072x2048_r24", "rope_attn_32x8x64_s1024_k8_p1023_tc",
+        "attn_merge_32x8x64_k8", "gemv_2048x2048_r16_res", "gemv_rms_16384x2048_r128",
+        "gemv_silu_2048x8192_r16_res"]
+    assert len(meta["tasks"]) == 12 and kernel["grid"][0] == 132
     assert check_deadlock_free(meta, runs=10).proven
 
 
@@ -378,3 +412,28 @@ def test_fused_glu_graphs_build_and_compile():
     for build in (mega.mlp_graph, lambda **k: mega.decode_graph(LLAMA, **k)):
         with pytest.raises(ValueError, match="fused_glu needs fuse=True"):
             build(fuse=False, fused_glu=True)
+
+
+def test_fixed_position_attention_refusals():
+    from tilemega.mega import generation_bodies as gb
+
+    with pytest.raises(ValueError, match=r"rope_attention_at: pos 128 is outside the cache of 128"):
+        gb.rope_attention_at(8, 2, 64, 128, 2, pos=128, emit=False)
+    with pytest.raises(ValueError, match=r"merge_in_split needs the position from gen"):
+        gb.rope_attention_at(8, 2, 64, 128, 2, pos=5, merge_in_split=True, emit=False)
+    g = mega.Graph("t", workers=4)
+    qkv = g.input("qkv", [12 * 64])
+    cos, sin = g.input("cos", [32], "float32"), g.input("sin", [32], "float32")
+    kc, vc = g.cache("kc", [2, 128, 64]), g.cache("vc", [2, 128, 64])
+    gen = g.input("gen", [gb.gs.GEN_WORDS], "int32")
+    o = g.scratch("o", [8 * 64])
+    for position in (dict(gen=gen, pos=5), dict(gen=None, pos=None)):
+        with pytest.raises(ValueError, match=r"either as gen .* or as pos"):
+            g.rope_attention_at(qkv, cos, sin, position["gen"], kc, vc, o, splits=2,
+                                pos=position["pos"])
+    g.rope_attention_at(qkv, cos, sin, None, kc, vc, o, splits=2, pos=5)
+    assert [t.body.name for t in g.tasks] == ["rope_attn_8x2x64_s128_k2_p5",
+                                              "attn_merge_8x2x64_k2"]
+    with pytest.raises(ValueError, match=r"attention_tensor_cores needs fuse=True and "
+                                         r"rope_in_attention=True"):
+        mega.decode_graph(LLAMA, rope_in_attention=False, attention_tensor_cores=True)

@@ -365,7 +365,7 @@ def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in
 
 
 def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
-                      merge_in_split=False, tensor_cores=False, emit=True) -> Body:
+                      merge_in_split=False, tensor_cores=False, pos=None, emit=True) -> Body:
     """rope_kv_at and attention_at in one task (one stage boundary fewer a
     layer): args (qkv [(Hq+2Hkv)*D], cos [S, D/2] f32, sin, k_cache
     [Hkv, S, D], v_cache, gen, o_part, lse), the partials of attention_at.
@@ -379,7 +379,12 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     the partials every unit of group g writes the rotated k head and the v
     head to the caches' row p (the same values; read from the next step
     on). merge_in_split: as attention_at's (args counts and o after lse);
-    tensor_cores: as attention_at's."""
+    tensor_cores: as attention_at's.
+
+    pos (an int): the position fixed at compile time (the fixed decode
+    step, models.decode_graph): no gen argument, cos and sin are the
+    position's rows [D/2], and the units of group g write cache row pos of
+    kv head g alone."""
     _check(D % 2 == 0 and D % 8 == 0, f"rope_attention_at: head_dim {D} must be a multiple "
            "of 8")
     G = Hq // Hkv
@@ -387,10 +392,16 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     P = partial_rows(G, D, threads)
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
     rows = Hkv * splits * P
+    if pos is not None:
+        _check(isinstance(pos, int) and 0 <= pos < S,
+               f"rope_attention_at: pos {pos!r} is outside the cache of {S}")
+        _check(not merge_in_split, "rope_attention_at: merge_in_split needs the position "
+               "from gen (pos=None)")
 
     def unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse):
         g = u // splits
-        p = gen[gs.POS]
+        # At a fixed position the tables are that position's rows.
+        p, row_of_p = (gen[gs.POS],) * 2 if pos is None else (pos, 0)
         heads = qkv.view(Hq + 2 * Hkv, D)
         # Rows 0..G-1: the group's q heads, row G: its k head.
         x_s = T.alloc_shared((G + 1, D), "bfloat16")
@@ -403,7 +414,7 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
         # The cached keys' first chunks load from here on, under the
         # rotation (their addresses need p alone).
         T.prefetch_point()
-        rotate_half(x_s, o_s, cos, sin, p)
+        rotate_half(x_s, o_s, cos, sin, row_of_p)
         # The padding rows (i >= G) are zeros: computed, never stored.
         for i, j in T.Parallel(Gp, D):
             q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
@@ -423,6 +434,16 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
         with T.Kernel(Hkv * splits, threads=threads) as u:
             unit(u, qkv, cos, sin, k_cache, v_cache, gen, o_part, lse)
 
+    def attention_fixed(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((half,), "float32"),
+                        sin: T.Tensor((half,), "float32"),
+                        k_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                        v_cache: T.Tensor((Hkv, S, D), "bfloat16"),
+                        o_part: T.Tensor((rows * D,), "float32"),
+                        lse: T.Tensor((rows,), "float32")):
+        with T.Kernel(Hkv * splits, threads=threads) as u:
+            unit(u, qkv, cos.view(1, half), sin.view(1, half), k_cache, v_cache, None,
+                 o_part, lse)
+
     def attention_merged(qkv: T.Tensor((total,), "bfloat16"),
                          cos: T.Tensor((S, half), "float32"),
                          sin: T.Tensor((S, half), "float32"),
@@ -437,21 +458,11 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
             merge_by_last_split(u // splits, counts, o_part, lse, o, Hq, Hkv, D, splits,
                                 threads)
 
-    # Units g*splits .. (g+1)*splits - 1 read group g's q, k and v heads of
-    # qkv (so a group starts once the units of the GEMV before that write
-    # its heads are done, not all of them) and write its cache rows (the row
-    # depends on p: the group's whole cache); every unit reads the tables,
-    # the state and the caches.
-    foot = tuple(Access("read", 0, 0, base, size, g * splits, (g + 1) * splits)
-                 for g in range(Hkv)
-                 for base, size in ((g * G * D, G * D), ((Hq + g) * D, D),
-                                    ((Hq + Hkv + g) * D, D)))
-    foot += (Access("read", 1, 0, 0, S * half), Access("read", 2, 0, 0, S * half),
-             Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D),
-             Access("read", 5, 0, 0, W),
-             Access("write", 6, P * D, 0, P * D), Access("write", 7, P, 0, P))
-    foot += tuple(Access("write", op, 0, g * S * D, S * D, g * splits, (g + 1) * splits)
-                  for op in (3, 4) for g in range(Hkv))
+    foot = _rope_attention_footprint(Hq, Hkv, D, S, splits, P, pos)
+    if pos is not None:
+        return t_body(f"rope_attn_{Hq}x{Hkv}x{D}_s{S}_k{splits}_p{pos}"
+                      + _block_suffix(key_block, BN) + _tc_suffix(tensor_cores),
+                      attention_fixed, Hkv * splits, foot, threads, emit)
     if merge_in_split:
         foot += _merge_footprint(Hq, Hkv, D, splits, P, 6)
         return t_body(f"rope_attn_merged_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}"
@@ -460,6 +471,33 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     return t_body(f"rope_attn_at_{Hq}x{Hkv}x{D}_s{S}_k{splits}" + _block_suffix(key_block, BN)
                   + _tc_suffix(tensor_cores),
                   attention, Hkv * splits, foot, threads, emit)
+
+
+def _rope_attention_footprint(Hq, Hkv, D, S, splits, P, pos):
+    """rope_attention_at's accesses: units g*splits .. (g+1)*splits - 1 read
+    group g's q, k and v heads of qkv (so a group starts once the units of
+    the GEMV before that write its heads are done, not all of them) and
+    write its cache rows - the whole of kv head g's cache when the row
+    depends on gen[POS], row pos alone at a fixed position; every unit
+    reads the tables (their one row at a fixed position), the state (none
+    at a fixed position: no gen argument, the partials one argument
+    earlier) and the caches."""
+    G, half = Hq // Hkv, D // 2
+    units = [(g * splits, (g + 1) * splits) for g in range(Hkv)]
+    foot = tuple(Access("read", 0, 0, base, size, lo, hi)
+                 for g, (lo, hi) in enumerate(units)
+                 for base, size in ((g * G * D, G * D), ((Hq + g) * D, D),
+                                    ((Hq + Hkv + g) * D, D)))
+    table = S * half if pos is None else half
+    foot += (Access("read", 1, 0, 0, table), Access("read", 2, 0, 0, table),
+             Access("read", 3, 0, 0, Hkv * S * D), Access("read", 4, 0, 0, Hkv * S * D))
+    if pos is None:
+        foot += (Access("read", 5, 0, 0, gs.GEN_WORDS),)
+    o_part = 6 if pos is None else 5
+    foot += (Access("write", o_part, P * D, 0, P * D), Access("write", o_part + 1, P, 0, P))
+    row, size = (0, S * D) if pos is None else (pos * D, D)
+    return foot + tuple(Access("write", op, 0, g * S * D + row, size, lo, hi)
+                        for op in (3, 4) for g, (lo, hi) in enumerate(units))
 
 
 def _block_suffix(key_block, block_n):

@@ -476,24 +476,29 @@ class Graph:
 
     def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
                           name=None, key_block=None, merge_in_split=False,
-                          tensor_cores=False):
+                          tensor_cores=False, pos=None):
         """rope_kv_at then attention_at with the rotation inside the
         attention's partials (generation_bodies.rope_attention_at): every
         split rotates its group's q heads itself and the group's splits
         write the cache row gen[POS]; no q tensor, one task fewer.
-        merge_in_split, tensor_cores: as attention_at's."""
+        merge_in_split, tensor_cores: as attention_at's. pos (an int): the
+        position fixed at compile time instead of gen[POS] (gen None; cos
+        and sin that position's rows [D/2]; the fixed decode step)."""
         self._need("rope_attention_at", "k_cache", k_cache, rank=3)
         self._need("rope_attention_at", "o", o, rank=1)
         Hkv, S, D = k_cache.shape
         if o.size % D:
             raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
         Hq = o.size // D
+        if (pos is None) != (gen is not None):
+            raise ValueError("rope_attention_at: give the position either as gen (the "
+                             "generation state) or as pos (an int), not both or neither")
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                           key_block=key_block, merge_in_split=merge_in_split,
-                                          tensor_cores=tensor_cores, emit=False)
+                                          tensor_cores=tensor_cores, pos=pos, emit=False)
         merge = gbodies.attention_merge(Hq, Hkv, D, splits, threads=self.threads, emit=False)
         inputs = [("qkv", qkv), ("cos", cos), ("sin", sin), ("k_cache", k_cache),
-                  ("v_cache", v_cache), ("gen", gen)]
+                  ("v_cache", v_cache)] + ([("gen", gen)] if pos is None else [])
         self._check_args("rope_attention_at", split, inputs)
         return self._split_and_merge("rope_attention_at", split, merge, inputs, o, jit, name,
                                      merge_in_split)

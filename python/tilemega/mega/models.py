@@ -28,7 +28,8 @@ class LlamaConfig:
 
 
 def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
-                 fuse=True, fused_glu=False, ctas_per_sm=1) -> Graph:
+                 fuse=True, fused_glu=False, ctas_per_sm=1, rope_in_attention=True,
+                 attention_tensor_cores=None) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
     `out` is the hidden state after the last layer (no final norm, no LM
@@ -37,14 +38,26 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
     chip but one, left to the scheduler CTA that the attention's JIT queue
     needs (131 on the 132 SMs of an H100/H200).
 
-    fuse=True: 7 tasks a layer (_fused_layer); fuse=False: every operator its
+    fuse=True: 6 tasks a layer (_fused_layer); fuse=False: every operator its
     own task, 11 a layer (_layer), each boundary a cross-SM synchronisation.
     fused_glu (with fuse): the activation in the gate/up projection
     (Graph.linear_glu), the down projection a plain GEMV. ctas_per_sm:
     CTAs sharing an SM (2: the generation graph's default; workers=None
-    then fills them, one left to the scheduler CTA)."""
+    then fills them, one left to the scheduler CTA).
+
+    rope_in_attention (with fuse): the generation graph's attention at the
+    fixed position kv_len - 1 (Graph.rope_attention_at's pos): every split
+    rotates its group's q heads and the group's splits write the cache
+    row, one task fewer a layer; False: RoPE and the cache row a task of
+    their own before the attention (bodies.rope_kv_append, attention_split,
+    attention_combine; 7 tasks a layer). attention_tensor_cores: as
+    generation_graph's (None: wherever the shape allows; with
+    rope_in_attention only)."""
     if fused_glu and not fuse:
         raise ValueError("decode_graph: fused_glu needs fuse=True")
+    if attention_tensor_cores and not (fuse and rope_in_attention):
+        raise ValueError("decode_graph: attention_tensor_cores needs fuse=True and "
+                         "rope_in_attention=True (the generation graph's attention)")
     H, D, dt = cfg.hidden, cfg.head_dim, cfg.dtype
     if workers is None:
         workers = default_workers(scheduler_ctas=1, ctas_per_sm=ctas_per_sm)
@@ -63,7 +76,8 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
              "v_cache": g.cache(p + "v_cache", [cfg.kv_heads, cfg.kv_len, D], dt)}
         last = l == cfg.layers - 1
         if fuse:
-            x = _fused_layer(g, cfg, p, x, rot, w, last, attention_splits, fused_glu)
+            x = _fused_layer(g, cfg, p, x, rot, w, last, attention_splits, fused_glu,
+                             rope_in_attention, attention_tensor_cores)
         else:
             x = _layer(g, cfg, p, x, rot, w, last, attention_splits)
     return g
@@ -97,21 +111,37 @@ def _layer(g, cfg, p, x, rot, w, last, splits):
     return x2
 
 
-def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False):
-    """One layer in 7 tasks: qkv = wqkv @ rmsnorm(x); rope + kv_append;
-    attention split + combine; x1 = x + wo @ attn; gu = wgu @ rmsnorm(x1);
-    x2 = x1 + wd @ silu_mul(gu). The same numbers as _layer (the fused
-    bodies round where the unfused ones store)."""
+def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False, rope_in_attention=True,
+                 tensor_cores=None):
+    """One layer in 6 tasks: qkv = wqkv @ rmsnorm(x); attention partials
+    (RoPE and the cache row inside) and their merge; x1 = x + wo @ attn;
+    gu = wgu @ rmsnorm(x1); x2 = x1 + wd @ silu_mul(gu) (7 without
+    rope_in_attention: rope + kv_append a task before the attention). The
+    same numbers as _layer (the fused bodies round where the unfused ones
+    store)."""
     H, I, D, Hq, Hkv, dt = (cfg.hidden, cfg.intermediate, cfg.head_dim, cfg.heads,
                             cfg.kv_heads, cfg.dtype)
     qkv = g.scratch(p + "qkv", [(Hq + 2 * Hkv) * D], dt)
     g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, name=p + "qkv")
-    q = g.scratch(p + "q", [Hq * D], dt)
-    g.rope_kv_append(qkv, *rot, q, w["k_cache"], w["v_cache"], cfg.kv_len - 1,
-                     name=p + "rope_kv")
-    attn = g.scratch(p + "attn", [Hq * D], dt)
-    g.attention(q, w["k_cache"], w["v_cache"], attn, kv_len=cfg.kv_len, splits=splits,
-                name=p + "attn")
+    if rope_in_attention:
+        from . import generation_bodies as gbodies
+
+        attn = g.scratch(p + "attn", [Hq * D], dt)
+        if tensor_cores is None:
+            tensor_cores = gbodies.tensor_cores_serve(Hq, Hkv, D, cfg.kv_len, splits,
+                                                      g.threads)
+        # Marked variable as attention_split is (jit): the `auto` policy's
+        # builds (mega_decode_jit) keep the attention on the JIT queue.
+        g.rope_attention_at(qkv, *rot, None, w["k_cache"], w["v_cache"], attn,
+                            splits=splits, jit=True, name=p + "attn",
+                            tensor_cores=tensor_cores, pos=cfg.kv_len - 1)
+    else:
+        q = g.scratch(p + "q", [Hq * D], dt)
+        g.rope_kv_append(qkv, *rot, q, w["k_cache"], w["v_cache"], cfg.kv_len - 1,
+                         name=p + "rope_kv")
+        attn = g.scratch(p + "attn", [Hq * D], dt)
+        g.attention(q, w["k_cache"], w["v_cache"], attn, kv_len=cfg.kv_len, splits=splits,
+                    name=p + "attn")
     x1 = g.scratch(p + "x1", [H], dt)
     g.linear(w["wo"], attn, x1, residual=x, name=p + "wo")
     if fused_glu:
@@ -128,14 +158,15 @@ def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False):
 
 
 def mlp_graph(hidden=2048, intermediate=8192, workers=None, threads=256, eps=1e-5,
-              fuse=True, fused_glu=False) -> Graph:
+              fuse=True, fused_glu=False, ctas_per_sm=1) -> Graph:
     """out = wd @ (silu(gate) * up), [gate; up] = wgu @ rmsnorm(x, norm_w)
     (no residual), as reference.MlpChain: 2 tasks with fuse=True
     (gemv_rmsnorm, gemv_silu; with fused_glu gemv_rmsnorm_glu, gemv), 4 with
-    fuse=False."""
+    fuse=False. ctas_per_sm: as decode_graph's (fused_glu with 2 is the
+    generation graph's MLP)."""
     if fused_glu and not fuse:
         raise ValueError("mlp_graph: fused_glu needs fuse=True")
-    g = Graph("mlp", workers=workers, threads=threads)
+    g = Graph("mlp", workers=workers, threads=threads, ctas_per_sm=ctas_per_sm)
     x = g.input("x", [hidden])
     norm_w = g.weight("norm_w", [hidden])
     wgu = g.weight("wgu", [2 * intermediate, hidden])
