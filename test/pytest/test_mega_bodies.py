@@ -22,7 +22,7 @@ LLAMA = mega.LlamaConfig(layers=1)
 def _graph_bodies():
     seen = {}
     for g in (mega.decode_graph(LLAMA), mega.decode_graph(LLAMA, fuse=False),
-              mega.decode_graph(LLAMA, rope_in_attention=False),
+              mega.decode_graph(LLAMA, rope_in_attention=False, fused_glu=False),
               mega.mlp_graph(), mega.mlp_graph(fuse=False)):
         for body in g.distinct_bodies():
             seen.setdefault(body.name, body)
@@ -271,12 +271,13 @@ def test_fused_decode_graph_text():
                                       ["l1.attn.o_part", "l1.attn.lse", "l1.attn"])
     assert calls["l1_wo"] == ("gemv_2048x2048_r16_res",
                               ["l1.wo", "l1.attn", "l0.x2", "l1.x1"])
-    assert calls["l1_wgu"] == ("gemv_rms_16384x2048_r128",
-                               ["l1.wgu", "l1.x1", "l1.mlp_norm", "l1.gu"])
-    assert calls["l1_wd"] == ("gemv_silu_2048x8192_r16_res",
-                              ["l1.wd", "l1.gu", "l1.x1", "out"])
+    # The activation in the gate/up projection, as the generation graph has it.
+    assert calls["l1_wgu"] == ("gemv_rms_glu_8192x2048_r64",
+                               ["l1.wgu", "l1.x1", "l1.mlp_norm", "l1.act"])
+    assert calls["l1_wd"] == ("gemv_2048x8192_r16_res",
+                              ["l1.wd", "l1.act", "l1.x1", "out"])
     # No unfused intermediates remain.
-    assert not {"l0.h", "l0.h2", "l0.k", "l0.q", "l0.act"} & {t.name for t in g.tensors}
+    assert not {"l0.h", "l0.h2", "l0.k", "l0.q", "l0.gu"} & {t.name for t in g.tensors}
     foot = {t[0].split("_", 1)[1]: t[3] for t in tasks}
     # Split s of group g (units 8g..8g+7): the group's q heads 4g..4g+3, k
     # head 32 + g and v head 40 + g of qkv; the position's rope rows; its
@@ -317,7 +318,7 @@ def test_fused_decode_graph_text():
                                   "#mega.access<write operand 4 offset 65536 * u + 65472 size 64>, "
                                   "#mega.access<write operand 5 offset 65536 * u + 65472 size 64>")
     assert foot["l0_wd"] == ("#mega.access<read operand 0 offset 131072 * u + 0 size 131072>, "
-                             "#mega.access<read operand 1 offset 0 * u + 0 size 16384>, "
+                             "#mega.access<read operand 1 offset 0 * u + 0 size 8192>, "
                              "#mega.access<read operand 2 offset 16 * u + 0 size 16>, "
                              "#mega.access<write operand 3 offset 16 * u + 0 size 16>")
 
@@ -366,8 +367,8 @@ def test_fused_decode_graph_compiles():
     meta = kernel["mega"]
     assert [t["body"] for t in meta["tasks"]][:6] == [
         "gemv_rms_3072x2048_r24", "rope_attn_32x8x64_s1024_k8_p1023_tc",
-        "attn_merge_32x8x64_k8", "gemv_2048x2048_r16_res", "gemv_rms_16384x2048_r128",
-        "gemv_silu_2048x8192_r16_res"]
+        "attn_merge_32x8x64_k8", "gemv_2048x2048_r16_res", "gemv_rms_glu_8192x2048_r64",
+        "gemv_2048x8192_r16_res"]
     assert len(meta["tasks"]) == 12 and kernel["grid"][0] == 132
     assert check_deadlock_free(meta, runs=10).proven
 

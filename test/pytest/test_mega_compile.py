@@ -252,7 +252,7 @@ def test_misplaced_kv_graph_differs_only_in_the_row_it_writes():
     import mega_decode
 
     good = mega.decode_graph(SMALL, workers=WORKERS, attention_splits=2,
-                             rope_in_attention=False)
+                             rope_in_attention=False, fused_glu=False)
     bad = mega_decode.misplaced_kv_graph(SMALL, workers=WORKERS, attention_splits=2)
     pos = SMALL.kv_len - 1
     changed = [(g.body.name, b.body.name) for g, b in zip(good.tasks, bad.tasks)

@@ -28,7 +28,7 @@ class LlamaConfig:
 
 
 def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
-                 fuse=True, fused_glu=False, ctas_per_sm=1, rope_in_attention=True,
+                 fuse=True, fused_glu=None, ctas_per_sm=1, rope_in_attention=True,
                  attention_tensor_cores=None) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
@@ -40,8 +40,10 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
 
     fuse=True: 6 tasks a layer (_fused_layer); fuse=False: every operator its
     own task, 11 a layer (_layer), each boundary a cross-SM synchronisation.
-    fused_glu (with fuse): the activation in the gate/up projection
-    (Graph.linear_glu), the down projection a plain GEMV. ctas_per_sm:
+    fused_glu (with fuse; None: as fuse): the activation in the gate/up
+    projection (Graph.linear_glu), the down projection a plain GEMV, as
+    generation_graph has it on one GPU; False: the activation in the down
+    projection (Graph.linear_silu). ctas_per_sm:
     CTAs sharing an SM (2: the generation graph's default; workers=None
     then fills them, one left to the scheduler CTA).
 
@@ -53,6 +55,8 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
     attention_combine; 7 tasks a layer). attention_tensor_cores: as
     generation_graph's (None: wherever the shape allows; with
     rope_in_attention only)."""
+    if fused_glu is None:
+        fused_glu = fuse
     if fused_glu and not fuse:
         raise ValueError("decode_graph: fused_glu needs fuse=True")
     if attention_tensor_cores and not (fuse and rope_in_attention):
