@@ -81,6 +81,10 @@ VARIANTS = {
     "cuda_core_attention": dict(ctas_per_sm=None, graph=dict(attention_tensor_cores=False)),
     "attention_tensor_cores+key_block_128": dict(
         ctas_per_sm=None, graph=dict(attention_tensor_cores=True, key_block=128)),
+    # Other split counts a kv head with the tensor-core attention (the 8
+    # shipped were chosen on CUDA cores, where a 64-key chunk took 1.7 us).
+    "splits4": dict(ctas_per_sm=None, graph=dict(attention_splits=4)),
+    "splits16": dict(ctas_per_sm=None, graph=dict(attention_splits=16)),
     # Paired entries (mega-pair-entries): the gate/up unit after each
     # output-projection unit shares its case, its weights' first stages
     # loading while the output projection waits for the attention.
