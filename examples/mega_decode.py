@@ -72,15 +72,15 @@ def build_test_artifacts(out):
 
 def misplaced_kv_graph(cfg, **options):
     """mega.decode_graph(cfg, rope_in_attention=False, fused_glu=False,
-    **options) made wrong on purpose: every layer's rope_kv_append writes the new token's k and v
-    at position kv_len - 2 instead of kv_len - 1, and attention still reads
-    all kv_len positions. The output moves by little (one key of kv_len is
-    stale, one is replaced), so only a check of the written cache rows and
-    of the positions a step must not touch shows it (run_mega.check_graph
-    must fail it). The layers keep RoPE and the cache row a task of their
-    own (the default puts them in the attention), so that exactly the
-    row written changes, and the 7-task layer's MLP (the artifact as
-    checked since 2026-12-06)."""
+    **options) made wrong on purpose: every layer's rope_kv_append writes
+    the new token's k and v at position kv_len - 2 instead of kv_len - 1,
+    and attention still reads all kv_len positions. The output moves by
+    little (one key of kv_len is stale, one is replaced), so only a check of
+    the written cache rows and of the positions a step must not touch shows
+    it (run_mega.check_graph must fail it). The layers keep RoPE and the
+    cache row a task of their own (the default puts them in the attention),
+    so that exactly the row written changes, and the 7-task layer's MLP
+    (the artifact as checked since 2026-12-06)."""
     graph = mega.decode_graph(cfg, rope_in_attention=False, fused_glu=False, **options)
     wrong = bodies.rope_kv_append(cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.kv_len,
                                   cfg.kv_len - 2, threads=graph.threads, emit=False)

@@ -283,9 +283,10 @@ def test_fused_decode_graph_text():
     # head 32 + g and v head 40 + g of qkv; the position's rope rows; its
     # partials; row kv_len - 1 of head g of each cache.
     split = foot["l0_attn_split"]
-    assert split.startswith("#mega.access<read operand 0 offset 0 * u + 0 size 256 units 0 to 8>, "
-                            "#mega.access<read operand 0 offset 0 * u + 2048 size 64 units 0 to 8>, "
-                            "#mega.access<read operand 0 offset 0 * u + 2560 size 64 units 0 to 8>, ")
+    assert split.startswith(
+        "#mega.access<read operand 0 offset 0 * u + 0 size 256 units 0 to 8>, "
+        "#mega.access<read operand 0 offset 0 * u + 2048 size 64 units 0 to 8>, "
+        "#mega.access<read operand 0 offset 0 * u + 2560 size 64 units 0 to 8>, ")
     assert ("#mega.access<read operand 1 offset 0 * u + 0 size 32>, "
             "#mega.access<read operand 2 offset 0 * u + 0 size 32>, "
             "#mega.access<read operand 3 offset 0 * u + 0 size 524288>, "
