@@ -458,13 +458,18 @@ class Graph:
         (generation_bodies.merge_by_last_split), counting on a scratch
         int32 tensor named after o (o.name + ".arrivals", one word a kv
         head, zero between launches). tensor_cores: each chunk's two
-        products on mma.sync (generation_bodies.attention_at_config)."""
+        products on mma.sync (generation_bodies.attention_at_config); None:
+        wherever the shape allows (generation_bodies.tensor_cores_serve, the
+        same check that refuses True)."""
         self._need("attention_at", "k_cache", k_cache, rank=3)
         self._need("attention_at", "q", q, rank=1)
         Hkv, S, D = k_cache.shape
         if q.size % D:
             raise ValueError(f"attention_at: q ({q.size}) is not whole heads of {D}")
         Hq = q.size // D
+        if tensor_cores is None:
+            tensor_cores = gbodies.tensor_cores_serve(Hq, Hkv, D, S, splits, self.threads,
+                                                      key_block)
         split = gbodies.attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                      key_block=key_block, merge_in_split=merge_in_split,
                                      tensor_cores=tensor_cores, emit=False)
@@ -493,6 +498,9 @@ class Graph:
         if (pos is None) != (gen is not None):
             raise ValueError("rope_attention_at: give the position either as gen (the "
                              "generation state) or as pos (an int), not both or neither")
+        if tensor_cores is None:
+            tensor_cores = gbodies.tensor_cores_serve(Hq, Hkv, D, S, splits, self.threads,
+                                                      key_block)
         split = gbodies.rope_attention_at(Hq, Hkv, D, S, splits, threads=self.threads,
                                           key_block=key_block, merge_in_split=merge_in_split,
                                           tensor_cores=tensor_cores, pos=pos, emit=False)

@@ -128,12 +128,7 @@ def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False, rope_in_at
     qkv = g.scratch(p + "qkv", [(Hq + 2 * Hkv) * D], dt)
     g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, name=p + "qkv")
     if rope_in_attention:
-        from . import generation_bodies as gbodies
-
         attn = g.scratch(p + "attn", [Hq * D], dt)
-        if tensor_cores is None:
-            tensor_cores = gbodies.tensor_cores_serve(Hq, Hkv, D, cfg.kv_len, splits,
-                                                      g.threads)
         # Marked variable as attention_split is (jit): the `auto` policy's
         # builds (mega_decode_jit) keep the attention on the JIT queue.
         g.rope_attention_at(qkv, *rot, None, w["k_cache"], w["v_cache"], attn,
@@ -390,9 +385,6 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         linear(W, inp, part, name=name)
         return g.all_reduce(part, out, residual=residual, rank=rank, name=name + "_sum")
 
-    if attention_tensor_cores is None:
-        attention_tensor_cores = gbodies.tensor_cores_serve(
-            Hq, Hkv, D, S, attention_splits, threads, key_block)
     embed = g.weight("embed", [V, H], dt)
     rot = (g.weight("rope_cos", [S, D // 2], "float32"),
            g.weight("rope_sin", [S, D // 2], "float32"))
