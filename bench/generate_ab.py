@@ -93,6 +93,12 @@ VARIANTS = {
     # gate/up loads issued during it do not share the attention's SMs.
     "pair_entries+workers_by_sm": dict(ctas_per_sm=None, graph=dict(workers_by_sm=True),
                                        mega_pair_entries=True),
+    # No attention merge task: every output-projection unit merges the
+    # partials itself after its wait (merged_projection.gemv_merge), its
+    # weights loaded early.
+    "merge_in_projection": dict(ctas_per_sm=None, graph=dict(merge_in_projection=True)),
+    "merge_in_projection+splits16": dict(
+        ctas_per_sm=None, graph=dict(merge_in_projection=True, attention_splits=16)),
 }
 
 

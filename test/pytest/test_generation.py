@@ -247,6 +247,78 @@ def test_merge_in_split_on_the_jit_queue_is_proven_deadlock_free_and_refused_ove
         mega.generation_graph(cfg, world=2, merge_in_split=True)
 
 
+def test_merge_in_projection_leaves_the_merge_to_every_output_projection_unit():
+    """merge_in_projection: no merge task; the output projection reads the
+    splits' partials (gemv_merge), so it waits for the splits themselves,
+    loads its weights early like any GEMV, and the schedule is proven
+    deadlock-free; the shapes it cannot serve are refused with the reason."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    import tilemega
+    from tilemega import mega
+    from tilemega.runtime import mega_sim as ms
+
+    cfg = ModelConfig(**dict(SMALL, heads=8))   # 4 query heads a kv head: unpadded
+    graph = mega.generation_graph(cfg, workers=8, merge_in_projection=True)
+    names = [t.name for t in graph.tasks]
+    assert not [n for n in names if "merge" in n]
+    assert len(names) == len(mega.generation_graph(cfg, workers=8).tasks) - cfg.layers
+    wo = next(t for t in graph.tasks if t.name.endswith("l0_wo"))
+    assert wo.body.name.startswith("gemv_merge_256x8x2x64_k8_")
+    assert [a.name for a in wo.args[1:3]] == ["l0.attn.o_part", "l0.attn.lse"]
+    assert "l0.attn" not in {a.name for t in graph.tasks for a in t.args}
+
+    art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_merge_proj")
+    meta = art.kernels[0]["mega"]
+    tasks, entries = meta["tasks"], meta["entries"]["task"]
+    split_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_attn_split"))
+    wo_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_wo"))
+    waits = {tuple(meta["waits"][e]) for e, t in enumerate(entries) if t == wo_i}
+    assert len(waits) == 1
+    (event,) = next(iter(waits))
+    assert meta["events"][event]["trigger"] == tasks[split_i]["count"]
+    report = ms.check_deadlock_free(meta, runs=20)
+    assert report.proven and report.nominal.deadlock is None
+
+    with pytest.raises(ValueError, match=r"merge_in_projection: the 2 query heads of a kv "
+                                         r"head are padded to 4 partial rows"):
+        mega.generation_graph(ModelConfig(**SMALL), workers=8, merge_in_projection=True)
+    with pytest.raises(ValueError, match="merge_in_projection: graphs of several ranks"):
+        mega.generation_graph(cfg, world=2, merge_in_projection=True)
+    with pytest.raises(ValueError, match="merge_in_split and merge_in_projection are two"):
+        mega.generation_graph(cfg, workers=8, merge_in_projection=True, merge_in_split=True)
+
+
+def test_linear_of_attention_partials_checks_its_operands():
+    from tilemega import mega
+
+    g = mega.Graph("t", workers=4)
+    qkv = g.input("qkv", [12 * 64])
+    cos, sin = g.input("cos", [32], "float32"), g.input("sin", [32], "float32")
+    kc, vc = g.cache("kc", [2, 128, 64]), g.cache("vc", [2, 128, 64])
+    o = g.scratch("o", [8 * 64])
+    with pytest.raises(ValueError, match="merge_in_projection writes no o"):
+        g.rope_attention_at(qkv, cos, sin, None, kc, vc, o, splits=4, pos=5, name="a",
+                            merge_in_projection=True)
+    with pytest.raises(ValueError, match="names the partials after the task: give name="):
+        g.rope_attention_at(qkv, cos, sin, None, kc, vc, None, splits=4, pos=5,
+                            merge_in_projection=True)
+    with pytest.raises(ValueError, match=r"64 splits of 4 heads of 64 do not fit the lanes"):
+        g.rope_attention_at(qkv, cos, sin, None, kc, vc, None, splits=64, pos=5, name="a",
+                            merge_in_projection=True, tensor_cores=False)
+    parts = g.rope_attention_at(qkv, cos, sin, None, kc, vc, None, splits=4, pos=5, name="a",
+                                merge_in_projection=True)
+    assert (parts.heads, parts.kv_heads, parts.head_dim, parts.splits) == (8, 2, 64, 4)
+    assert [t.body.name for t in g.tasks] == ["rope_attn_8x2x64_s128_k4_p5"]
+    x, y = g.input("x", [256]), g.scratch("y", [256])
+    with pytest.raises(ValueError, match=r"W \(w2\) has 256 columns, the attention's partials "
+                                         r"merge to 512"):
+        g.linear(g.weight("w2", [256, 256]), parts, y)
+    with pytest.raises(ValueError, match="take no norm or bias"):
+        g.linear(g.weight("w", [256, 512]), parts, y, norm=g.weight("n", [512]))
+    g.linear(g.weight("wo", [256, 512]), parts, y, residual=x, name="wo")
+    assert g.tasks[-1].body.name == "gemv_merge_256x8x2x64_k4_r64_res"
+
+
 @pytest.mark.parametrize("depth", [-1, 1.5, "2"])
 def test_a_bad_early_depth_is_refused(depth):
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")

@@ -20,6 +20,7 @@ from typing import Dict, List, Optional, Tuple
 
 from . import bodies
 from . import generation_bodies as gbodies
+from . import merged_projection
 from .bodies import Body, memref_type
 
 ROLES = ("input", "weight", "scratch", "output", "cache")
@@ -51,6 +52,24 @@ class Tensor:
 
     def __repr__(self):
         return f"Tensor({self.name!r}, {list(self.shape)}, {self.dtype}, {self.role})"
+
+
+@dataclass(frozen=True)
+class AttentionPartials:
+    """The unmerged output of an attention (attention_at / rope_attention_at
+    with merge_in_projection): the splits' partial outputs and base-2
+    log-sum-exps, which `Graph.linear` takes as its x and merges itself
+    (merged_projection.gemv_merge)."""
+    o_part: Tensor
+    lse: Tensor
+    heads: int
+    kv_heads: int
+    head_dim: int
+    splits: int
+
+    @property
+    def size(self) -> int:
+        return self.heads * self.head_dim
 
 
 @dataclass(frozen=True)
@@ -302,6 +321,8 @@ class Graph:
         self._need("linear", "W", W, rank=2)
         N, K = W.shape
         rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
+        if isinstance(x, AttentionPartials):
+            return self._linear_merged(W, x, y, residual, norm, bias, rows, name)
         params = [("W", W), ("x", x)]
         if bias is not None and norm is None:
             raise ValueError("linear: bias is supported with norm (the fused q/k/v "
@@ -315,6 +336,23 @@ class Graph:
             return self._task("linear", name, body,
                               params + [("norm", norm)] + extra + [("y", y)])
         body = bodies.gemv(N, K, rows, residual is not None, threads=self.threads, emit=False)
+        params += [("residual", residual)] if residual is not None else []
+        return self._task("linear", name, body, params + [("y", y)])
+
+    def _linear_merged(self, W, parts, y, residual, norm, bias, rows, name):
+        """linear of an attention's partials: each unit merges them
+        (merged_projection.gemv_merge), no merge task before it."""
+        if norm is not None or bias is not None:
+            raise ValueError("linear: x is an attention's partials, which take no norm or "
+                             "bias")
+        N, K = W.shape
+        if K != parts.size:
+            raise ValueError(f"linear: W ({W.name}) has {K} columns, the attention's partials "
+                             f"merge to {parts.size}")
+        body = merged_projection.gemv_merge(N, parts.heads, parts.kv_heads, parts.head_dim,
+                                            parts.splits, rows, residual is not None,
+                                            threads=self.threads, emit=False)
+        params = [("W", W), ("o_part", parts.o_part), ("lse", parts.lse)]
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
 
@@ -442,7 +480,8 @@ class Graph:
                            ("k_cache", k_cache), ("v_cache", v_cache)])
 
     def attention_at(self, q, k_cache, v_cache, gen, o, splits=8, jit=False, name=None,
-                     key_block=None, merge_in_split=False, tensor_cores=False):
+                     key_block=None, merge_in_split=False, tensor_cores=False,
+                     merge_in_projection=False):
         """o = softmax(q k^T / sqrt(D)) v over the keys 0..gen[POS] (GQA):
         flash-decoding partials and their merge, through two scratch
         tensors named after o.
@@ -460,7 +499,12 @@ class Graph:
         head, zero between launches). tensor_cores: each chunk's two
         products on mma.sync (generation_bodies.attention_at_config); None:
         wherever the shape allows (generation_bodies.tensor_cores_serve, the
-        same check that refuses True)."""
+        same check that refuses True).
+
+        merge_in_projection: no merge task and no o (None): returns the
+        partials (AttentionPartials, scratch tensors named after `name`),
+        which the projection after it takes as its x and merges in every
+        unit (Graph.linear, merged_projection.gemv_merge)."""
         self._need("attention_at", "k_cache", k_cache, rank=3)
         self._need("attention_at", "q", q, rank=1)
         Hkv, S, D = k_cache.shape
@@ -477,24 +521,33 @@ class Graph:
         inputs = [("q", q), ("k_cache", k_cache), ("v_cache", v_cache), ("gen", gen)]
         self._check_args("attention_at", split, inputs)
         return self._split_and_merge("attention_at", split, merge, inputs, o, jit, name,
-                                     merge_in_split)
+                                     merge_in_split, merge_in_projection, (Hq, Hkv, D, splits))
 
     def rope_attention_at(self, qkv, cos, sin, gen, k_cache, v_cache, o, splits=8, jit=False,
                           name=None, key_block=None, merge_in_split=False,
-                          tensor_cores=False, pos=None):
+                          tensor_cores=False, pos=None, merge_in_projection=False):
         """rope_kv_at then attention_at with the rotation inside the
         attention's partials (generation_bodies.rope_attention_at): every
         split rotates its group's q heads itself and the group's splits
         write the cache row gen[POS]; no q tensor, one task fewer.
         merge_in_split, tensor_cores: as attention_at's. pos (an int): the
         position fixed at compile time instead of gen[POS] (gen None; cos
-        and sin that position's rows [D/2]; the fixed decode step)."""
+        and sin that position's rows [D/2]; the fixed decode step).
+        merge_in_projection: as attention_at's (o None; the heads are
+        qkv's less two kv heads' worth)."""
         self._need("rope_attention_at", "k_cache", k_cache, rank=3)
-        self._need("rope_attention_at", "o", o, rank=1)
+        self._need("rope_attention_at", "qkv", qkv, rank=1)
         Hkv, S, D = k_cache.shape
-        if o.size % D:
-            raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
-        Hq = o.size // D
+        if merge_in_projection:
+            if qkv.size % D or qkv.size // D <= 2 * Hkv:
+                raise ValueError(f"rope_attention_at: qkv ({qkv.size}) is not q, k and v "
+                                 f"heads of {D} with {Hkv} kv heads")
+            Hq = qkv.size // D - 2 * Hkv
+        else:
+            self._need("rope_attention_at", "o", o, rank=1)
+            if o.size % D:
+                raise ValueError(f"rope_attention_at: o ({o.size}) is not whole heads of {D}")
+            Hq = o.size // D
         if (pos is None) != (gen is not None):
             raise ValueError("rope_attention_at: give the position either as gen (the "
                              "generation state) or as pos (an int), not both or neither")
@@ -509,14 +562,35 @@ class Graph:
                   ("v_cache", v_cache)] + ([("gen", gen)] if pos is None else [])
         self._check_args("rope_attention_at", split, inputs)
         return self._split_and_merge("rope_attention_at", split, merge, inputs, o, jit, name,
-                                     merge_in_split)
+                                     merge_in_split, merge_in_projection, (Hq, Hkv, D, splits))
 
-    def _split_and_merge(self, what, split, merge, inputs, o, jit, name, merge_in_split=False):
+    def _split_and_merge(self, what, split, merge, inputs, o, jit, name, merge_in_split=False,
+                         merge_in_projection=False, shape=None):
         """The split task on `inputs` (then the partials, scratch tensors
         named after o) and the merge task into o (merge_in_split: no merge
         task; the split's last two arguments are the count and o); both
         latency-bound (a short cache's chunks are round trips, not a
-        stream): under workers_by_sm they get SMs of their own."""
+        stream): under workers_by_sm they get SMs of their own.
+        merge_in_projection: the split task alone, its partials (named
+        after `name`) returned as AttentionPartials of shape (heads,
+        kv_heads, head_dim, splits)."""
+        if merge_in_projection:
+            if o is not None:
+                raise ValueError(f"{what}: merge_in_projection writes no o (pass None; the "
+                                 "projection after it merges the partials)")
+            if merge_in_split:
+                raise ValueError(f"{what}: merge_in_split and merge_in_projection are two "
+                                 "places for one merge; pick one")
+            if not name:
+                raise ValueError(f"{what}: merge_in_projection names the partials after the "
+                                 "task: give name=")
+            merged_projection.projection_merge_config(*shape, self.threads)
+            o_part = self.scratch(f"{name}.o_part", split.args[-2][1], "float32")
+            lse = self.scratch(f"{name}.lse", split.args[-1][1], "float32")
+            self._task(what, f"{name}_split", split,
+                       list(inputs) + [("o_part", o_part), ("lse", lse)], variable=jit,
+                       latency_bound=True)
+            return AttentionPartials(o_part, lse, *shape)
         self._check_args(what, merge, [("o", o)], start=2)
         parts = 4 if merge_in_split else 2
         o_part = self.scratch(f"{o.name}.o_part", split.args[-parts][1], "float32")

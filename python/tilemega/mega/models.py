@@ -29,7 +29,7 @@ class LlamaConfig:
 
 def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8,
                  fuse=True, fused_glu=None, ctas_per_sm=1, rope_in_attention=True,
-                 attention_tensor_cores=None) -> Graph:
+                 attention_tensor_cores=None, merge_in_projection=False) -> Graph:
     """One batch-1 decode step of `cfg.layers` layers: the new token's k/v go
     to position kv_len - 1 of the caches and attention runs over kv_len keys.
     `out` is the hidden state after the last layer (no final norm, no LM
@@ -54,13 +54,17 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
     their own before the attention (bodies.rope_kv_append, attention_split,
     attention_combine; 7 tasks a layer). attention_tensor_cores: as
     generation_graph's (None: wherever the shape allows; with
-    rope_in_attention only)."""
+    rope_in_attention only). merge_in_projection: as generation_graph's
+    (with rope_in_attention only)."""
     if fused_glu is None:
         fused_glu = fuse
     if fused_glu and not fuse:
         raise ValueError("decode_graph: fused_glu needs fuse=True")
     if attention_tensor_cores and not (fuse and rope_in_attention):
         raise ValueError("decode_graph: attention_tensor_cores needs fuse=True and "
+                         "rope_in_attention=True (the generation graph's attention)")
+    if merge_in_projection and not (fuse and rope_in_attention):
+        raise ValueError("decode_graph: merge_in_projection needs fuse=True and "
                          "rope_in_attention=True (the generation graph's attention)")
     H, D, dt = cfg.hidden, cfg.head_dim, cfg.dtype
     if workers is None:
@@ -81,7 +85,7 @@ def decode_graph(cfg: LlamaConfig, workers=None, threads=256, attention_splits=8
         last = l == cfg.layers - 1
         if fuse:
             x = _fused_layer(g, cfg, p, x, rot, w, last, attention_splits, fused_glu,
-                             rope_in_attention, attention_tensor_cores)
+                             rope_in_attention, attention_tensor_cores, merge_in_projection)
         else:
             x = _layer(g, cfg, p, x, rot, w, last, attention_splits)
     return g
@@ -116,24 +120,28 @@ def _layer(g, cfg, p, x, rot, w, last, splits):
 
 
 def _fused_layer(g, cfg, p, x, rot, w, last, splits, fused_glu=False, rope_in_attention=True,
-                 tensor_cores=None):
+                 tensor_cores=None, merge_in_projection=False):
     """One layer in 6 tasks: qkv = wqkv @ rmsnorm(x); attention partials
     (RoPE and the cache row inside) and their merge; x1 = x + wo @ attn;
     gu = wgu @ rmsnorm(x1); x2 = x1 + wd @ silu_mul(gu) (7 without
     rope_in_attention: rope + kv_append a task before the attention). The
     same numbers as _layer (the fused bodies round where the unfused ones
-    store)."""
+    store). merge_in_projection: the output projection merges the
+    attention's partials (5 tasks a layer)."""
     H, I, D, Hq, Hkv, dt = (cfg.hidden, cfg.intermediate, cfg.head_dim, cfg.heads,
                             cfg.kv_heads, cfg.dtype)
     qkv = g.scratch(p + "qkv", [(Hq + 2 * Hkv) * D], dt)
     g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, name=p + "qkv")
     if rope_in_attention:
-        attn = g.scratch(p + "attn", [Hq * D], dt)
+        attn = None if merge_in_projection else g.scratch(p + "attn", [Hq * D], dt)
         # Marked variable as attention_split is (jit): the `auto` policy's
         # builds (mega_decode_jit) keep the attention on the JIT queue.
-        g.rope_attention_at(qkv, *rot, None, w["k_cache"], w["v_cache"], attn,
-                            splits=splits, jit=True, name=p + "attn",
-                            tensor_cores=tensor_cores, pos=cfg.kv_len - 1)
+        task = g.rope_attention_at(qkv, *rot, None, w["k_cache"], w["v_cache"], attn,
+                                   splits=splits, jit=True, name=p + "attn",
+                                   tensor_cores=tensor_cores, pos=cfg.kv_len - 1,
+                                   merge_in_projection=merge_in_projection)
+        if merge_in_projection:
+            attn = task   # the partials, which the output projection merges
     else:
         q = g.scratch(p + "q", [Hq * D], dt)
         g.rope_kv_append(qkv, *rot, q, w["k_cache"], w["v_cache"], cfg.kv_len - 1,
@@ -275,7 +283,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
                      jit_attention=False, rope_in_attention=True, world=1,
                      ctas_per_sm=None, fused_glu=None, key_block=None,
                      workers_by_sm=False, merge_in_split=False,
-                     attention_tensor_cores=None) -> Graph:
+                     attention_tensor_cores=None, merge_in_projection=False) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -335,6 +343,12 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     faster on an H100 (1.0122 against 1.0135 ms/token; docs/mega.md,
     "Merge in the last split").
 
+    merge_in_projection (off; one GPU only): no attention merge task; every
+    unit of the output projection merges the partials itself after its
+    wait, its weights loaded early (merged_projection.gemv_merge): a stage
+    and its boundary fewer a layer, each unit reading all 64 KB of
+    partials from L2.
+
     attention_tensor_cores (None: wherever the shape allows): the
     attention's scores and outputs on mma.sync (the group's rows padded to
     a 16-row tile) rather than CUDA cores
@@ -357,6 +371,9 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     if world > 1 and merge_in_split:
         raise ValueError("merge_in_split: graphs of several ranks keep the attention's merge "
                          "task (the merge in the last split is not checked on ranks)")
+    if world > 1 and merge_in_projection:
+        raise ValueError("merge_in_projection: graphs of several ranks keep the attention's "
+                         "merge task (their projection sums partial products)")
     if world > 1 and jit_attention:
         raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
                          "AOT queues")
@@ -408,18 +425,24 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         qkv = g.scratch(p + "qkv", [qkv_n], dt)
         g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, bias=w["bqkv"],
                  name=p + "qkv")
-        attn = g.scratch(p + "attn", [Hq * D], dt)
+        attn = None if merge_in_projection else g.scratch(p + "attn", [Hq * D], dt)
         if rope_in_attention:
-            g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
-                                splits=attention_splits, jit=jit_attention, name=p + "attn",
-                                key_block=key_block, merge_in_split=merge_in_split,
-                                tensor_cores=attention_tensor_cores)
+            task = g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
+                                       splits=attention_splits, jit=jit_attention,
+                                       name=p + "attn", key_block=key_block,
+                                       merge_in_split=merge_in_split,
+                                       tensor_cores=attention_tensor_cores,
+                                       merge_in_projection=merge_in_projection)
         else:
             q = g.scratch(p + "q", [Hq * D], dt)
             g.rope_kv_at(qkv, *rot, gen, q, w["k_cache"], w["v_cache"], name=p + "rope_kv")
-            g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn, splits=attention_splits,
-                           jit=jit_attention, name=p + "attn", key_block=key_block,
-                           merge_in_split=merge_in_split, tensor_cores=attention_tensor_cores)
+            task = g.attention_at(q, w["k_cache"], w["v_cache"], gen, attn,
+                                  splits=attention_splits, jit=jit_attention, name=p + "attn",
+                                  key_block=key_block, merge_in_split=merge_in_split,
+                                  tensor_cores=attention_tensor_cores,
+                                  merge_in_projection=merge_in_projection)
+        if merge_in_projection:
+            attn = task   # the partials, which the output projection merges
         x1 = g.scratch(p + "x1", [H], dt)
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
         if fused_glu:
