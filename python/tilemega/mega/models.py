@@ -346,8 +346,10 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     merge_in_projection (off; one GPU only): no attention merge task; every
     unit of the output projection merges the partials itself after its
     wait, its weights loaded early (merged_projection.gemv_merge): a stage
-    and its boundary fewer a layer, each unit reading all 64 KB of
-    partials from L2.
+    and its boundary fewer a layer, but each of the 256 units reads all
+    64 KB of partials from L2 (16 MB a layer): measured slower on an H100,
+    1.0553 against 1.0000 ms/token (docs/mega.md, "Merge in the output
+    projection").
 
     attention_tensor_cores (None: wherever the shape allows): the
     attention's scores and outputs on mma.sync (the group's rows padded to
