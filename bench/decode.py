@@ -11,6 +11,9 @@ One run on the Llama-3.2-1B shape (16 layers, hidden 2048, MLP 8192, 32 q /
                tile kernels launched one per operator (and from a CUDA graph)
   MLP chain    rmsnorm -> gate/up -> silu * up -> down: the same rows
   dispatch     graphs of N empty tasks: ns per task = slope of time over N
+  dispatch_waited  the same with each task waiting for one event that fired
+               at the start (the least an entry of a real graph pays: its
+               wait's acquire round trip)
 
 Every row is checked before it is timed, from a pristine state: the caches
 (whose last position the step writes) and x are fresh copies of the ones
@@ -25,7 +28,7 @@ copy rate measured in the same run. Writes decode.json and decode.png; a
 missing artifact skips its rows with the reason printed.
 
 Artifacts read from --artifacts (built on the compiler machine):
-  mega_decode.json, mega_mlp.json, mega_empty_<N>.json
+  mega_decode.json, mega_mlp.json, mega_empty_<N>.json, mega_empty_waited_<N>.json
       mega artifacts (docs/mega.md). Graph arguments are bound by name to the
       tensors of tilemega/mega/reference.py (l0.wqkv, ..., x, rope_cos);
       "scratch" ones are the runtime's, outputs are allocated here (zeros).
@@ -63,6 +66,9 @@ common = _load_common()
 STEP, MLP = "mega_decode.json", "mega_mlp.json"
 STEP_OPS, MLP_OPS = "ops_decode.launches.json", "ops_mlp.launches.json"
 EMPTY = re.compile(r"mega_empty_(\d+)\.json$")
+# Empty tasks that each wait for an event fired at the start
+# (artifacts.waited_empty_graph): the dispatch with one satisfied wait.
+EMPTY_WAITED = re.compile(r"mega_empty_waited_(\d+)\.json$")
 LLAMA_1B = dict(layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8,
                 head_dim=64, kv_len=1024, eps=1e-5, rope_theta=500000.0, dtype="bfloat16")
 EAGER, GRAPH = "torch eager", "torch CUDA graph"
@@ -170,10 +176,11 @@ def resolve_launches(spec, kernels, tensors, source):
     return calls
 
 
-def empty_artifacts(folder):
-    """[(N, file name)] of the mega_empty_<N>.json artifacts, by N."""
+def empty_artifacts(folder, pattern=EMPTY):
+    """[(N, file name)] of the mega_empty_<N>.json artifacts (or those
+    `pattern` matches, its group 1 the task count), by N."""
     names = os.listdir(folder) if os.path.isdir(folder) else []
-    return sorted((int(m.group(1)), n) for n in names for m in [EMPTY.match(n)] if m)
+    return sorted((int(m.group(1)), n) for n in names for m in [pattern.match(n)] if m)
 
 
 def mlp_shape(folder, default):
@@ -191,9 +198,9 @@ def mlp_shape(folder, default):
     return default
 
 
-def empty_workers(artifacts_dir):
+def empty_workers(artifacts_dir, pattern=EMPTY):
     """Workers of the empty-task graphs (all are built alike)."""
-    for _, name in empty_artifacts(artifacts_dir):
+    for _, name in empty_artifacts(artifacts_dir, pattern):
         with open(os.path.join(artifacts_dir, name)) as f:
             for kernel in json.load(f)["kernels"]:
                 if "mega" in kernel:
@@ -523,15 +530,17 @@ def main(argv=None):
                  lambda tensors, out: {"out": ref.compare(out, expected)["rel_l2"]},
                  MLP_TOLERANCE, eager, MLP, MLP_OPS)
 
-    def dispatch():   # cost per task, from graphs of N empty tasks
-        empties = empty_artifacts(args.artifacts)
+    def dispatch_rows(part, pattern, what, label):
+        """Per-task cost from graphs of N empty tasks (`pattern`'s
+        artifacts): one row an N, the slope in extra[part]."""
+        empties = empty_artifacts(args.artifacts, pattern)
         if not empties:
-            report.workload("dispatch")
-            report.skip("dispatch", "mega", f"no mega_empty_<N>.json in {args.artifacts}")
+            report.workload(part)
+            report.skip(part, "mega", f"no {what} in {args.artifacts}")
             return
         points = []
         for n, name in empties:
-            key = f"dispatch: {n} empty tasks"
+            key = f"{part}: {n} {label}"
             report.workload(key, tasks=n)
             box = {}
 
@@ -553,18 +562,25 @@ def main(argv=None):
             ms = report.row(key, "mega", check, time, tolerance=0.0, metric="completion")
             if ms is not None:
                 points.append((n, ms))
-                print(f"dispatch: {n:6d} empty tasks {ms * 1e3:9.1f} us")
+                print(f"{part}: {n:6d} {label} {ms * 1e3:9.1f} us")
         ns = per_task_ns(points)
-        workers = empty_workers(args.artifacts)
-        extra["dispatch"] = {"points_tasks_ms": points, "ns_per_task": ns, "workers": workers,
-                             "us_per_task_per_worker": ns * workers / 1e3
-                             if ns is not None and workers else None}
+        workers = empty_workers(args.artifacts, pattern)
+        extra[part] = {"points_tasks_ms": points, "ns_per_task": ns, "workers": workers,
+                       "us_per_task_per_worker": ns * workers / 1e3
+                       if ns is not None and workers else None}
         if ns is not None and workers:
-            print(f"dispatch: {ns:.1f} ns per task (slope); "
+            print(f"{part}: {ns:.1f} ns per task (slope); "
                   f"{ns * workers / 1e3:.2f} us per task on one of {workers} workers")
 
+    def dispatch():   # cost per task, from graphs of N empty tasks
+        dispatch_rows("dispatch", EMPTY, "mega_empty_<N>.json", "empty tasks")
+
+    def dispatch_waited():   # ... each waiting for an event that fired
+        dispatch_rows("dispatch_waited", EMPTY_WAITED, "mega_empty_waited_<N>.json",
+                      "empty tasks, one fired event each")
+
     try:   # whatever was measured is written, even if a later part fails
-        for part in (decode, mlp, dispatch):
+        for part in (decode, mlp, dispatch, dispatch_waited):
             try:
                 part()
             except Exception as exc:   # recorded as a failed part: exit 1

@@ -133,6 +133,7 @@ def build_all(out, layers=16, timeline=False, tests=True):
     ]
     for tasks in (WORKERS, 8 * WORKERS, 32 * WORKERS):
         paths.append(compile_empty(tasks, out, workers=WORKERS))
+        paths.append(compile_empty(tasks, out, workers=WORKERS, waited=True))
     if tests:
         paths += build_test_artifacts(out)
     return paths

@@ -429,6 +429,36 @@ def test_empty_artifacts_sorted_by_task_count(tmp_path):
         (0, "mega_empty_0.json"), (2, "mega_empty_2.json"), (10, "mega_empty_10.json")]
 
 
+def test_waited_empty_artifacts_are_a_series_of_their_own(tmp_path):
+    for name in ("mega_empty_131.json", "mega_empty_waited_131.json",
+                 "mega_empty_waited_1048.json", "mega_empty_waited_x.json"):
+        (tmp_path / name).write_text("{}")
+    assert bench.empty_artifacts(str(tmp_path)) == [(131, "mega_empty_131.json")]
+    assert bench.empty_artifacts(str(tmp_path), bench.EMPTY_WAITED) == [
+        (131, "mega_empty_waited_131.json"), (1048, "mega_empty_waited_1048.json")]
+
+
+def test_waited_empty_graph_waits_every_entry_on_one_event(tmp_path):
+    """Each of the N empty tasks waits for the one event the start task
+    fires; the schedule is proven deadlock-free."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega.mega.artifacts import compile_empty, waited_empty_graph
+    from tilemega.runtime import mega_sim as ms
+
+    with pytest.raises(ValueError, match="tasks must be >= 1"):
+        waited_empty_graph(0)
+    path = compile_empty(24, str(tmp_path), workers=8, waited=True)
+    assert os.path.basename(path) == "mega_empty_waited_24.json"
+    with open(path) as f:
+        meta = json.load(f)["kernels"][0]["mega"]
+    assert [(t["name"], t["count"]) for t in meta["tasks"]] == [("t0_start", 1),
+                                                                 ("t1_waited", 24)]
+    assert meta["events"] == [{"name": "ev0", "trigger": 1}]
+    waited = [e for e, t in enumerate(meta["entries"]["task"]) if t == 1]
+    assert len(waited) == 24 and all(meta["waits"][e] == [0] for e in waited)
+    assert ms.check_deadlock_free(meta, runs=5).proven
+
+
 def test_mlp_shape_from_artifact(tmp_path):
     assert bench.mlp_shape(str(tmp_path), (1, 2)) == (1, 2)
     (tmp_path / bench.MLP).write_text(json.dumps(_mega_meta([WGU, OUT])))

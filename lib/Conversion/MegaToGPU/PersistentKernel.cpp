@@ -649,6 +649,15 @@ void PersistentKernelBuilder::markEarlyCopies(Operation *op,
 Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
   ifThread0([&] {
     Type i32Type = b.getI32Type(), i64Type = b.getI64Type();
+    // An entry without events is ready, aborted or not (as checkReady's
+    // verdict says for it): it reads neither an event nor the abort flag,
+    // two global loads that put a round trip before its body.
+    auto gate = scf::IfOp::create(b, loc, TypeRange{i32Type},
+                                  cmp(arith::CmpIPredicate::eq, r.numWaits, i32(0)), true);
+    OpBuilder::InsertionGuard outer(b);
+    b.setInsertionPointToStart(gate.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{i32(1)});
+    b.setInsertionPointToStart(gate.elseBlock());
     // Carried: 1 ready, 0 not (an abort or the watchdog), -1 still waiting;
     // and when the wait started, 0 until its first miss: a wait whose
     // events already fired reads no timer.
@@ -686,7 +695,9 @@ Value PersistentKernelBuilder::waitInsideCase(const Record &r, Value entry) {
     b.setInsertionPointToStart(after);
     scf::YieldOp::create(b, loc, after->getArguments());
     b.setInsertionPointAfter(loop);
-    memref::StoreOp::create(b, loc, loop.getResult(0), control, idx(4));
+    scf::YieldOp::create(b, loc, ValueRange{loop.getResult(0)});
+    b.setInsertionPointAfter(gate);
+    memref::StoreOp::create(b, loc, gate.getResult(0), control, idx(4));
   });
   gpu::BarrierOp::create(b, loc);
   return cmp(arith::CmpIPredicate::ne, memref::LoadOp::create(b, loc, control, idx(4)),

@@ -61,9 +61,52 @@ def empty_graph_mlir(tasks: int, workers: int = 131, threads: int = 256) -> str:
     return "module {\n" + body + "\n" + graph + "\n}\n"
 
 
-def compile_empty(tasks: int, out: str, workers: int = 131, **options) -> str:
+def waited_empty_graph(tasks: int, workers: int = 131, threads: int = 256) -> Graph:
+    """`tasks` empty task instances that each wait for one event, which a
+    one-unit task fires at the start: past the first entries every wait
+    finds its event fired, so the run time is launch + ceil(tasks /
+    workers) dispatches of an entry with one satisfied wait (its acquire
+    round trip included) - what an entry of a real graph pays at least,
+    where empty_graph_mlir's entries wait for nothing."""
+    import tilemega.language as T
+
+    from .bodies import Access, t_body
+
+    if tasks < 1:
+        raise ValueError(f"tasks must be >= 1, got {tasks}")
+
+    def start(flag: T.Tensor((1,), "int32")):
+        with T.Kernel(1, threads=threads):
+            pass
+
+    def waited(flag: T.Tensor((1,), "int32")):
+        with T.Kernel(tasks, threads=threads):
+            pass
+
+    g = Graph("empty_waited", workers=workers, threads=threads)
+    flag = g.scratch("flag", [1], "int32")
+    # The footprints make the event: the start task "writes" the flag that
+    # every waited task "reads" (neither touches it).
+    # One unit an instance, as empty_graph_mlir's (mega-decompose would
+    # group these weightless units).
+    g._task("empty", "start", t_body("empty_start_task", start, 1, [Access("write", 0, 0, 0, 1)],
+                                     threads, emit_now=False), [("flag", flag)],
+            units_per_task=1)
+    g._task("empty", "waited", t_body("empty_waited_task", waited, tasks,
+                                      [Access("read", 0, 0, 0, 1)], threads, emit_now=False),
+            [("flag", flag)], units_per_task=1)
+    return g
+
+
+def compile_empty(tasks: int, out: str, workers: int = 131, waited: bool = False,
+                  **options) -> str:
+    """mega_empty_<tasks> (empty_graph_mlir), or with waited
+    mega_empty_waited_<tasks> (waited_empty_graph)."""
     import tilemega
 
+    if waited:
+        return compile_graph(waited_empty_graph(tasks, workers), out,
+                             name=f"mega_empty_waited_{tasks}", **options)
     art = tilemega.compile(empty_graph_mlir(tasks, workers), chip="sm_90a",
                            name=f"mega_empty_{tasks}", **options)
     return art.save(out)

@@ -81,6 +81,8 @@ class Task:
     waits: Tuple[str, ...] = ()     # explicit events (peer events) it waits on
     signals: Tuple[str, ...] = ()   # and signals
     latency_bound: bool = False     # an SM of its own under workers_by_sm
+    # Units an instance runs, fixed (None: mega-decompose's cost model picks).
+    units_per_task: Optional[int] = None
 
     def mlir(self) -> str:
         ops = ", ".join(f"%arg{t.index}" for t in self.args)
@@ -94,6 +96,8 @@ class Task:
                 f"count {self.body.units}{events} footprint [{foot}]")
         flags = [f for f, on in (("variable", self.variable),
                                  ("latency_bound", self.latency_bound)) if on]
+        if self.units_per_task is not None:
+            flags.append(f"units_per_task = {self.units_per_task} : i64")
         return text + (" {" + ", ".join(flags) + "}" if flags else "")
 
 
@@ -267,7 +271,7 @@ class Graph:
         return self._task("all_reduce", f"{base}_sum", total, params, waits=(event,))
 
     def _task(self, op, label, body: Body, params, variable=False, waits=(), signals=(),
-              latency_bound=False):
+              latency_bound=False, units_per_task=None):
         """Appends a task running `body` on params [(argument name, Tensor)]."""
         self._check_args(op, body, params)
         args = tuple(t for _, t in params)
@@ -291,7 +295,7 @@ class Graph:
         self._written.update(args[i].name for i in writes)
         label = label.replace(".", "_")  # l0.qkv -> t5_l0_qkv
         task = Task(f"t{len(self.tasks)}_{label}", body, args, variable, tuple(waits),
-                    tuple(signals), latency_bound)
+                    tuple(signals), latency_bound, units_per_task)
         self.tasks.append(task)
         return task
 

@@ -53,6 +53,13 @@ func.func @fill(%H: memref<1024xbf16>) {
 // CHECK:           %[[W:.*]] = mega.graph_arg %{{.*}}[%c0{{.*}}] : memref<2xi64, #gpu.address_space<workgroup>> -> memref<64x1024xbf16>
 // CHECK:           %[[H:.*]] = mega.graph_arg %{{.*}}[%c1{{.*}}] : memref<2xi64, #gpu.address_space<workgroup>> -> memref<1024xbf16>
 // CHECK:           tile.prefetch_point
+// An entry without events (its record's wait count 0) is ready at once: no
+// event poll, no abort read; the wait loop is the other branch.
+// CHECK:             %[[NONE:.*]] = arith.cmpi eq, %{{.*}}, %c0_i32{{.*}} : i32
+// CHECK-NEXT:        %{{.*}} = scf.if %[[NONE]] -> (i32) {
+// CHECK-NEXT:          %[[ONE:.*]] = arith.constant 1 : i32
+// CHECK-NEXT:          scf.yield %[[ONE]] : i32
+// CHECK-NEXT:        } else {
 // The wait reads the timer only after a miss (its start is carried, 0
 // until then).
 // CHECK-NOT:       nvvm.read.ptx.sreg.globaltimer
