@@ -86,12 +86,14 @@ def render_bench(rel, data):
     lines += _table(["workload", "implementation", "us", "floor us", "of floor", "rate",
                      "vs peers", "error", "verdict"], rows)
     extra = data.get("extra", {})
-    dispatch = extra.get("dispatch")
-    if dispatch and dispatch.get("ns_per_task") is not None:
-        lines += ["", f"Dispatch: slope {dispatch['ns_per_task']:.1f} ns per task over "
-                      f"{len(dispatch['points_tasks_ms'])} graphs of empty tasks"
-                  + (f", {dispatch['us_per_task_per_worker']:.2f} us per task on one of "
-                     f"{dispatch['workers']} workers." if dispatch.get("workers") else ".")]
+    for key, what in (("dispatch", "Dispatch"),
+                      ("dispatch_waited", "Dispatch with one fired event a task")):
+        dispatch = extra.get(key)
+        if dispatch and dispatch.get("ns_per_task") is not None:
+            lines += ["", f"{what}: slope {dispatch['ns_per_task']:.1f} ns per task over "
+                          f"{len(dispatch['points_tasks_ms'])} graphs of empty tasks"
+                      + (f", {dispatch['us_per_task_per_worker']:.2f} us per task on one of "
+                         f"{dispatch['workers']} workers." if dispatch.get("workers") else ".")]
     generation = [r for r in data["rows"] if r.get("ttft_ms") is not None]
     if generation:
         lines += ["", "Per generation row: ms per token after the first (the `us` column "
