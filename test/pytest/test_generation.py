@@ -195,6 +195,23 @@ def test_each_attention_group_waits_only_for_the_units_that_write_its_heads(smal
         assert meta["events"][e]["trigger"] == -(-group_rows // rows) < tasks[qkv]["units"]
 
 
+def _check_wo_waits_for_the_splits(meta):
+    """Layer 0's output projection waits for one event, which every
+    instance of the attention's split task fires (no merge task between),
+    and the schedule is proven deadlock-free."""
+    from tilemega.runtime import mega_sim as ms
+
+    tasks, entries = meta["tasks"], meta["entries"]["task"]
+    split_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_attn_split"))
+    wo_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_wo"))
+    waits = {tuple(meta["waits"][e]) for e, t in enumerate(entries) if t == wo_i}
+    assert len(waits) == 1 and len(next(iter(waits))) == 1
+    (event,) = next(iter(waits))
+    assert meta["events"][event]["trigger"] == tasks[split_i]["count"]
+    report = ms.check_deadlock_free(meta, runs=20)
+    assert report.proven and report.nominal.deadlock is None
+
+
 def test_merge_in_split_leaves_the_merge_to_each_groups_last_split():
     """merge_in_split: no merge task; the split task counts on its own
     int32 scratch and writes o, so each layer's output projection waits
@@ -204,7 +221,6 @@ def test_merge_in_split_leaves_the_merge_to_each_groups_last_split():
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     import tilemega
     from tilemega import mega
-    from tilemega.runtime import mega_sim as ms
 
     cfg = ModelConfig(**SMALL)
     graph = mega.generation_graph(cfg, workers=8, merge_in_split=True)
@@ -217,16 +233,7 @@ def test_merge_in_split_leaves_the_merge_to_each_groups_last_split():
     assert split.body.name.startswith("rope_attn_merged_at_")
 
     art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_merged")
-    meta = art.kernels[0]["mega"]
-    tasks, entries = meta["tasks"], meta["entries"]["task"]
-    split_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_attn_split"))
-    wo_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_wo"))
-    waits = {tuple(meta["waits"][e]) for e, t in enumerate(entries) if t == wo_i}
-    assert len(waits) == 1 and len(next(iter(waits))) == 1
-    (event,) = next(iter(waits))
-    assert meta["events"][event]["trigger"] == tasks[split_i]["count"]
-    report = ms.check_deadlock_free(meta, runs=20)
-    assert report.proven and report.nominal.deadlock is None
+    _check_wo_waits_for_the_splits(art.kernels[0]["mega"])
     # (A generic-address atom: the persistent kernel reads its tensors'
     # addresses from the argument table.)
     assert re.search(r"fence.acq_rel.gpu;\s+atom(.global)?.add.u32\s+%r\d+, \[%rd\d+\], 1;"
@@ -255,7 +262,6 @@ def test_merge_in_projection_leaves_the_merge_to_every_output_projection_unit():
     pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
     import tilemega
     from tilemega import mega
-    from tilemega.runtime import mega_sim as ms
 
     cfg = ModelConfig(**dict(SMALL, heads=8))   # 4 query heads a kv head: unpadded
     graph = mega.generation_graph(cfg, workers=8, merge_in_projection=True)
@@ -268,16 +274,7 @@ def test_merge_in_projection_leaves_the_merge_to_every_output_projection_unit():
     assert "l0.attn" not in {a.name for t in graph.tasks for a in t.args}
 
     art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name="gen_merge_proj")
-    meta = art.kernels[0]["mega"]
-    tasks, entries = meta["tasks"], meta["entries"]["task"]
-    split_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_attn_split"))
-    wo_i = next(i for i, t in enumerate(tasks) if t["name"].endswith("l0_wo"))
-    waits = {tuple(meta["waits"][e]) for e, t in enumerate(entries) if t == wo_i}
-    assert len(waits) == 1
-    (event,) = next(iter(waits))
-    assert meta["events"][event]["trigger"] == tasks[split_i]["count"]
-    report = ms.check_deadlock_free(meta, runs=20)
-    assert report.proven and report.nominal.deadlock is None
+    _check_wo_waits_for_the_splits(art.kernels[0]["mega"])
 
     with pytest.raises(ValueError, match=r"merge_in_projection: the 2 query heads of a kv "
                                          r"head are padded to 4 partial rows"):

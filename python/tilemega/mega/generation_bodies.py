@@ -539,17 +539,36 @@ def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
 
     G = Hq // Hkv
     Gp = partial_rows(G, D, threads)
-    layout = _combine_layout(splits, Gp, D, threads)
-    x = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # partials
-    w = T.alloc_fragment((splits, Gp, D), "float32", layout=layout)  # lse, weights
-    mx = T.alloc_fragment((Gp, D), "float32")
-    den = T.alloc_fragment((Gp, D), "float32")
-    num = T.alloc_fragment((Gp, D), "float32")
+    x, w, mx, den, num = merge_fragments(splits, Gp, D, _combine_layout(splits, Gp, D, threads))
     out = T.alloc_shared((Gp, D), "bfloat16")
+    load_partials(g, o_part, lse, Hkv, D, splits, Gp, x, w)
+    merge_loaded(x, w, mx, den, num, splits, Gp, D)
+    T.copy(num, out)
+    T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
+
+
+def merge_fragments(splits, Gp, D, layout):
+    """The fragments of one group's merge: the partials x and the lse,
+    then weights, w [splits, Gp, D] (`layout`: bodies._combine_layout), and
+    the max, denominator and numerator [Gp, D]."""
+    return (T.alloc_fragment((splits, Gp, D), "float32", layout=layout),
+            T.alloc_fragment((splits, Gp, D), "float32", layout=layout),
+            T.alloc_fragment((Gp, D), "float32"), T.alloc_fragment((Gp, D), "float32"),
+            T.alloc_fragment((Gp, D), "float32"))
+
+
+def load_partials(g, o_part, lse, Hkv, D, splits, Gp, x, w):
+    """Group g's partials into x and its lse, broadcast over D, into w (so
+    that every reduction of merge_loaded runs over one layout)."""
     T.copy(o_part.view(Hkv * splits, Gp, D)[g * splits, 0, 0], x)
-    # lse broadcast over D: every reduction below runs over one layout.
     for sp, i, d in T.Parallel(splits, Gp, D):
         w[sp, i, d] = lse[(g * splits + sp) * Gp + i]
+
+
+def merge_loaded(x, w, mx, den, num, splits, Gp, D):
+    """num = sum_s w_s x_s / sum_s w_s, w_s = exp2(lse_s - max_s lse_s),
+    from what load_partials left in x and w (both overwritten): the
+    merge's arithmetic, in one place for every body that merges."""
     T.reduce_max(w, mx, dim=0)
     for sp, i, d in T.Parallel(splits, Gp, D):
         w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
@@ -558,8 +577,6 @@ def merge_group(g, o_part, lse, o, Hq, Hkv, D, splits, threads):
     T.reduce_sum(x, num, dim=0)
     for i, d in T.Parallel(Gp, D):
         num[i, d] = num[i, d] / den[i, d]
-    T.copy(num, out)
-    T.copy(out[0:G, 0:D], o.view(Hq, D)[g * G, 0])
 
 
 def merge_by_last_split(g, counts, o_part, lse, o, Hq, Hkv, D, splits, threads):

@@ -321,7 +321,9 @@ class Graph:
 
         With norm (a [K] weight), y = W @ rmsnorm(x, norm, eps) (+ bias, an
         [N] weight) in one task (bodies.gemv_rmsnorm: the rmsnorm task and
-        its stage boundary go away; no residual then)."""
+        its stage boundary go away; no residual then). x may be an
+        attention's AttentionPartials (merge_in_projection), which every
+        unit merges first (merged_projection.gemv_merge; no norm or bias)."""
         self._need("linear", "W", W, rank=2)
         N, K = W.shape
         rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)

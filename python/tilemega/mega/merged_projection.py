@@ -18,6 +18,7 @@ import tilemega.language as T
 
 from .bodies import (Access, Body, _check, _combine_layout, _gemv_args, _gemv_blocks,
                      _gemv_kernel, _gemv_setup, t_body)
+from .generation_bodies import load_partials, merge_fragments, merge_loaded, partial_rows
 
 # f32 registers a thread holds for the partials of one round of groups (the
 # partials and their weights): rounds of more groups issue more loads
@@ -32,8 +33,6 @@ def projection_merge_config(Hq, Hkv, D, splits, threads):
     a group's merged rows are contiguous heads of the output vector) and
     their splits fit the lanes of a warp (bodies._combine_layout: the
     reductions over the splits are shuffles)."""
-    from .generation_bodies import partial_rows
-
     _check(Hq % Hkv == 0, f"merge_in_projection: heads {Hq} not a multiple of kv_heads {Hkv}")
     G = Hq // Hkv
     P = partial_rows(G, D, threads)
@@ -57,29 +56,17 @@ def merge_to_shared(o_part, lse, Hq, Hkv, D, splits, threads):
     partials of several groups before it computes any (one round trip)."""
     G, layout, per_round = projection_merge_config(Hq, Hkv, D, splits, threads)
     x_s = T.alloc_shared((Hq * D,), "bfloat16")
-    parts = o_part.view(Hkv * splits, G, D)
     for first in range(0, Hkv, per_round):
-        groups = range(first, first + per_round)
         loaded = []
-        for g in groups:
-            x = T.alloc_fragment((splits, G, D), "float32", layout=layout)  # partials
-            w = T.alloc_fragment((splits, G, D), "float32", layout=layout)  # lse, weights
-            T.copy(parts[g * splits, 0, 0], x)
-            for sp, i, d in T.Parallel(splits, G, D):
-                w[sp, i, d] = lse[(g * splits + sp) * G + i]
-            loaded.append((g, x, w))
-        for g, x, w in loaded:
-            mx = T.alloc_fragment((G, D), "float32")
-            den = T.alloc_fragment((G, D), "float32")
-            num = T.alloc_fragment((G, D), "float32")
-            T.reduce_max(w, mx, dim=0)
-            for sp, i, d in T.Parallel(splits, G, D):
-                w[sp, i, d] = T.exp2(w[sp, i, d] - mx[i, d])
-                x[sp, i, d] = x[sp, i, d] * w[sp, i, d]
-            T.reduce_sum(w, den, dim=0)
-            T.reduce_sum(x, num, dim=0)
+        for g in range(first, first + per_round):
+            frags = merge_fragments(splits, G, D, layout)
+            load_partials(g, o_part, lse, Hkv, D, splits, G, *frags[:2])
+            loaded.append((g, frags))
+        for g, frags in loaded:
+            merge_loaded(*frags, splits, G, D)
+            num = frags[4]
             for i, d in T.Parallel(G, D):
-                x_s[(g * G + i) * D + d] = T.cast(num[i, d] / den[i, d], "bfloat16")
+                x_s[(g * G + i) * D + d] = T.cast(num[i, d], "bfloat16")
     return x_s
 
 
