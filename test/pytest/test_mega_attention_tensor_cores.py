@@ -16,6 +16,8 @@ pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
 
 import tilemega  # noqa: E402
 from tilemega import mega  # noqa: E402
+from tilemega.ir import Context, InsertionPoint, Location, Module  # noqa: E402
+from tilemega.mega import bodies  # noqa: E402
 from tilemega.mega import generation_bodies as gb  # noqa: E402
 
 from conftest import shipped_config  # noqa: E402
@@ -107,3 +109,24 @@ def test_cuda_core_config_is_unchanged():
     Gp, BN, stages, layout = gb.attention_at_config(32, 8, 64, 1024, 8, 256,
                                                     tensor_cores=True)
     assert (Gp, BN, stages) == (16, 64, 2) and layout == "#tile.mma<warpsPerBlock = [1, 8]>"
+
+
+@pytest.mark.parametrize("tensor_cores", [False, True])
+def test_the_rope_attention_loads_its_heads_and_tables_in_one_round_trip(tensor_cores):
+    """rope_attention_at's unit (load_heads) reads its group's q, k and v
+    heads and the tables' row into registers in one T.Parallel: every
+    global load of the kernel before its first barrier (they were three
+    copies into shared memory and the tables' reads in the rotation, one
+    round trip each, ahead of the cached keys' first chunks)."""
+    body = gb.rope_attention_at(32, 8, 64, 1024, 8, tensor_cores=tensor_cores, emit=False)
+    with Context(), Location.unknown():
+        module = Module.create()
+        with InsertionPoint(module.body):
+            bodies.emit(body)
+        ptx = tilemega.compile(module, chip="sm_90a").ptx
+    before_barrier = ptx[:ptx.index("bar.sync")]
+    loads = re.findall(r"ld\.global\.(?:nc\.)?(\w+)", before_barrier)
+    # The position, both halves of a head's row, cos and sin.
+    assert len(loads) == 5, loads
+    assert "ld.global" not in ptx[ptx.index("bar.sync"):ptx.index("mbarrier.init" if tensor_cores
+                                                                   else "cp.async")]

@@ -207,9 +207,9 @@ def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, spl
     attention_at_config's).
 
     current None: keys 0..p, all from the caches (rope_kv_at stored row p
-    before). current (k_s, k_row, v_s): keys 0..p-1 from the caches, in a
+    before). current (kv_s, k_row, v_row): keys 0..p-1 from the caches, in a
     loop whose copies may start at the caller's T.prefetch_point(), and key
-    p from shared memory (k_s[k_row], v_s[0]), which the last split adds
+    p from shared memory (kv_s[k_row], kv_s[v_row]), which the last split adds
     after the loop; the caller stores row p afterwards."""
     Gp, BN, STAGES, layout = attention_at_config(Hq, Hkv, D, S, splits, threads, key_block,
                                                  tensor_cores)
@@ -271,8 +271,8 @@ def _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S, spl
             lse[u * P + i] = lse_s[i]
 
 
-def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
-    """One more key, k_s[k_row] / v_s[0], into the online softmax (m, l,
+def _add_current_key(owner, q_s, kv_s, k_row, v_row, acc, m, l, alpha, c, layout):
+    """One more key, kv_s[k_row] / kv_s[v_row], into the online softmax (m, l,
     acc) of the rows of q_s, where `owner` holds (elsewhere a no-op): its
     score is the rows' dot product with it, in f32, and its probability
     weighs v in f32."""
@@ -281,7 +281,7 @@ def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
     score = T.alloc_fragment((Gp,), "float32")
     w = T.alloc_fragment((Gp,), "float32")
     for i, j in T.Parallel(Gp, D):
-        prod[i, j] = T.cast(q_s[i, j], "float32") * T.cast(k_s[k_row, j], "float32")
+        prod[i, j] = T.cast(q_s[i, j], "float32") * T.cast(kv_s[k_row, j], "float32")
     T.reduce_sum(prod, score, dim=1)
     for i in T.Parallel(Gp):
         x = T.if_then_else(owner, score[i] * c, -T.infinity("float32"))
@@ -291,7 +291,7 @@ def _add_current_key(owner, q_s, k_s, k_row, v_s, acc, m, l, alpha, c, layout):
         l[i] = l[i] * alpha[i] + w[i]
         m[i] = m_new
     for i, j in T.Parallel(Gp, D):
-        acc[i, j] = acc[i, j] * alpha[i] + w[i] * T.cast(v_s[0, j], "float32")
+        acc[i, j] = acc[i, j] * alpha[i] + w[i] * T.cast(kv_s[v_row, j], "float32")
 
 
 def attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None, merge_in_split=False,
@@ -392,6 +392,10 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
     P = partial_rows(G, D, threads)
     half, total, W = D // 2, (Hq + 2 * Hkv) * D, gs.GEN_WORDS
     rows = Hkv * splits * P
+    # The heads' rows (G q, one k, at least one v) as a fragment of half
+    # columns: a whole number of the threads' rows.
+    per = max(1, threads // half)
+    R = -(-(G + 2) // per) * per
     if pos is not None:
         _check(isinstance(pos, int) and 0 <= pos < S,
                f"rope_attention_at: pos {pos!r} is outside the cache of {S}")
@@ -402,29 +406,50 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
         g = u // splits
         # At a fixed position the tables are that position's rows.
         p, row_of_p = (gen[gs.POS],) * 2 if pos is None else (pos, 0)
-        heads = qkv.view(Hq + 2 * Hkv, D)
-        # Rows 0..G-1: the group's q heads, row G: its k head.
-        x_s = T.alloc_shared((G + 1, D), "bfloat16")
-        o_s = T.alloc_shared((G + 1, D), "bfloat16")
-        v_s = T.alloc_shared((1, D), "bfloat16")
+        # Rows 0..G-1: the group's q heads, row G: its k head (both
+        # rotated), rows G+1..R-1: its v head.
+        o_s = T.alloc_shared((R, D), "bfloat16")
         q_s = T.alloc_shared((Gp, D), "bfloat16")
-        T.copy(heads[g * G:g * G + G, 0:D], x_s[0:G, 0:D])
-        T.copy(heads[Hq + g:Hq + g + 1, 0:D], x_s[G:G + 1, 0:D])
-        T.copy(heads[Hq + Hkv + g, 0], v_s)
-        # The cached keys' first chunks load from here on, under the
-        # rotation (their addresses need p alone).
+        lo, hi, cs, sn = (T.alloc_fragment((R, half), "float32") for _ in range(4))
+        load_heads(g, qkv, cos, sin, row_of_p, lo, hi, cs, sn)
+        # The cached keys' first chunks load from here on, beside the heads
+        # and the tables' row (their addresses need p alone).
         T.prefetch_point()
-        rotate_half(x_s, o_s, cos, sin, row_of_p)
+        rotate_heads(lo, hi, cs, sn, o_s)
         # The padding rows (i >= G) are zeros: computed, never stored.
         for i, j in T.Parallel(Gp, D):
             q_s[i, j] = T.if_then_else(i < G, o_s[T.min(i, G - 1), j],
                                        T.cast(0.0, "bfloat16"))
         _split_partials(u, q_s, k_cache, v_cache, p, o_part, lse, Hq, Hkv, D, S,
-                        splits, threads, current=(o_s, G, v_s), key_block=key_block,
+                        splits, threads, current=(o_s, G, G + 1), key_block=key_block,
                         tensor_cores=tensor_cores)
         row = g * S + p                                  # cache row [g, p]
         T.copy(o_s[G:G + 1, 0:D], k_cache.view(Hkv * S, D)[row, 0])
-        T.copy(v_s, v_cache.view(Hkv * S, D)[row, 0])
+        T.copy(o_s[G + 1:G + 2, 0:D], v_cache.view(Hkv * S, D)[row, 0])
+
+    def load_heads(g, qkv, cos, sin, row_of_p, lo, hi, cs, sn):
+        """Group g's q, k and v heads (halves lo / hi) and the tables' row
+        into registers: every load in flight at once (one round trip; copies
+        into shared memory, one after the other, took one each)."""
+        heads = qkv.view(Hq + 2 * Hkv, D)
+        for h, i in T.Parallel(R, half):
+            r = T.if_then_else(h < G, g * G + h, Hq + g + T.min(h - G, 1) * Hkv)
+            lo[h, i] = T.cast(heads[r, i], "float32")
+            hi[h, i] = T.cast(heads[r, i + half], "float32")
+            cs[h, i] = cos[row_of_p, i]
+            sn[h, i] = sin[row_of_p, i]
+
+    def rotate_heads(lo, hi, cs, sn, o_s):
+        """o_s = the q and k rows rotated (rotate_half's numbers: each half
+        a product with cos plus or minus one with sin, rounded once), the v
+        rows as they came."""
+        for h, i in T.Parallel(R, half):
+            rot = h <= G
+            o_s[h, i] = T.cast(T.if_then_else(rot, lo[h, i] * cs[h, i] - hi[h, i] * sn[h, i],
+                                              lo[h, i]), "bfloat16")
+            o_s[h, i + half] = T.cast(
+                T.if_then_else(rot, hi[h, i] * cs[h, i] + lo[h, i] * sn[h, i], hi[h, i]),
+                "bfloat16")
 
     def attention(qkv: T.Tensor((total,), "bfloat16"), cos: T.Tensor((S, half), "float32"),
                   sin: T.Tensor((S, half), "float32"),
