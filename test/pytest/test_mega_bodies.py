@@ -269,7 +269,9 @@ def test_fused_decode_graph_text():
                                        "l1.v_cache", "l1.attn.o_part", "l1.attn.lse"])
     assert calls["l1_attn_merge"] == ("attn_merge_32x8x64_k8",
                                       ["l1.attn.o_part", "l1.attn.lse", "l1.attn"])
-    assert calls["l1_wo"] == ("gemv_2048x2048_r16_res",
+    # After the latency-bound merge: all of a unit's W in its prologue
+    # (Graph.whole_early_for).
+    assert calls["l1_wo"] == ("gemv_2048x2048_r16_res_whole",
                               ["l1.wo", "l1.attn", "l0.x2", "l1.x1"])
     # The activation in the gate/up projection, as the generation graph has it.
     assert calls["l1_wgu"] == ("gemv_rms_glu_8192x2048_r64",
@@ -368,7 +370,7 @@ def test_fused_decode_graph_compiles():
     meta = kernel["mega"]
     assert [t["body"] for t in meta["tasks"]][:6] == [
         "gemv_rms_3072x2048_r24", "rope_attn_32x8x64_s1024_k8_p1023_tc",
-        "attn_merge_32x8x64_k8", "gemv_2048x2048_r16_res", "gemv_rms_glu_8192x2048_r64",
+        "attn_merge_32x8x64_k8", "gemv_2048x2048_r16_res_whole", "gemv_rms_glu_8192x2048_r64",
         "gemv_2048x8192_r16_res"]
     assert len(meta["tasks"]) == 12 and kernel["grid"][0] == 132
     assert check_deadlock_free(meta, runs=10).proven
@@ -439,3 +441,26 @@ def test_fixed_position_attention_refusals():
     with pytest.raises(ValueError, match=r"attention_tensor_cores needs fuse=True and "
                                          r"rope_in_attention=True"):
         mega.decode_graph(LLAMA, rope_in_attention=False, attention_tensor_cores=True)
+
+
+def test_only_a_linear_after_a_latency_bound_task_puts_its_whole_unit_early():
+    """Graph.whole_early_for: the output projection (x from the attention's
+    merge, latency-bound) gets bodies.gemv's whole_early - one stage more
+    than its K tiles, so that its prologue, issued before the task's wait,
+    is all of a unit's W; the other GEMVs keep STAGES - 1 tiles early."""
+    g = mega.decode_graph(LLAMA)
+    names = {t.name.split("_", 1)[1]: t.body.name for t in g.tasks}
+    assert names["l0_wo"].endswith("_whole")
+    assert not any(n.endswith("_whole") for k, n in names.items() if k != "l0_wo")
+    whole = bodies.gemv(2048, 2048, 16, True, whole_early=True, emit=False)
+    plain = bodies.gemv(2048, 2048, 16, True, emit=False)
+    assert (whole.name, plain.name) == ("gemv_2048x2048_r16_res_whole", "gemv_2048x2048_r16_res")
+    # The unit's 64 KB of W in K tiles of 512: 4 tiles, 5 stages.
+    assert bodies.gemv_config(16, 2048) == (512, 4)
+    with pytest.raises(ValueError, match="whole_early needs a unit of at most 65536 bytes"):
+        bodies.gemv(2048, 2048, 32, whole_early=True, emit=False)
+    # A unit too large for it stays as it was, even after the attention.
+    assert not g.whole_early_for(g.tasks[2].args[-1], 64, 2048)
+    # x from a streaming task (the gate/up projection's output): no.
+    gu = next(t for t in g.tasks if t.name.endswith("l0_wgu"))
+    assert not g.whole_early_for(gu.args[-1], 8, 2048)

@@ -302,10 +302,27 @@ def _gemv_kernel(args, build):
     return kernel
 
 
-def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body:
-    """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y)."""
+#: Most bytes of W a unit may put whole into its loop's prologue
+#: (gemv(..., whole_early=True)): gemv_config's most stages of in flight.
+WHOLE_EARLY_BYTES = 65536
+
+
+def gemv(N, K, rows_per_unit, residual=False, *, whole_early=False, threads=256,
+         emit=True) -> Body:
+    """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y).
+
+    whole_early: one stage more than the unit's K tiles, so that the loop's
+    prologue - what a persistent kernel issues before the task's wait
+    under early loads - is all of the unit's W, not STAGES - 1 tiles, and
+    the x tiles all load at once after the wait (units of at most
+    WHOLE_EARLY_BYTES of W; Graph.linear's choice, whole_early_for)."""
     R = rows_per_unit
     BK, STAGES = _gemv_setup("gemv", N, K, R, threads)
+    if whole_early:
+        _check(R * K * 2 <= WHOLE_EARLY_BYTES,
+               f"gemv: whole_early needs a unit of at most {WHOLE_EARLY_BYTES} bytes of W, "
+               f"not {R} rows of {K}")
+        STAGES = K // BK + 1
     args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16")],
                             [Access("read", 1, 0, 0, K)], residual)
 
@@ -321,7 +338,8 @@ def gemv(N, K, rows_per_unit, residual=False, *, threads=256, emit=True) -> Body
                                   rest[0] if residual else None)
             T.copy(out, rest[-1][row])
 
-    return t_body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else ""),
+    return t_body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else "")
+                  + ("_whole" if whole_early else ""),
                   _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 

@@ -178,6 +178,7 @@ class Graph:
         self.tensors: List[Tensor] = []
         self.tasks: List[Task] = []
         self._written = set()   # names of tensors some task wrote
+        self._writer = {}       # tensor name -> the last task that wrote it
         self.stop = None        # (tensor, element, max_steps) of repeat_until
         self.ranks = ranks
         self.ctas_per_sm = ctas_per_sm
@@ -297,6 +298,7 @@ class Graph:
         task = Task(f"t{len(self.tasks)}_{label}", body, args, variable, tuple(waits),
                     tuple(signals), latency_bound, units_per_task)
         self.tasks.append(task)
+        self._writer.update((args[i].name, task) for i in writes)
         return task
 
     @staticmethod
@@ -341,9 +343,23 @@ class Graph:
             extra = [("bias", bias)] if bias is not None else []
             return self._task("linear", name, body,
                               params + [("norm", norm)] + extra + [("y", y)])
-        body = bodies.gemv(N, K, rows, residual is not None, threads=self.threads, emit=False)
+        body = bodies.gemv(N, K, rows, residual is not None,
+                           whole_early=self.whole_early_for(x, rows, K),
+                           threads=self.threads, emit=False)
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
+
+    def whole_early_for(self, x, rows, K):
+        """Whether a linear of x puts all of a unit's W into its prologue
+        (bodies.gemv's whole_early): when x comes from a latency-bound task
+        (the attention's merge or last split) and the unit fits. Its early
+        loads then run beside a stage that leaves DRAM idle, and after its
+        wait only x loads (the output projection: H100, 2026-12-07, -0.3 %
+        a token, docs/mega.md); before a streaming stage they would compete
+        with it (every unit of at most 64 KB whole measured no faster)."""
+        writer = self._writer.get(x.name)
+        return bool(writer is not None and writer.latency_bound
+                    and rows * K * 2 <= bodies.WHOLE_EARLY_BYTES)
 
     def _linear_merged(self, W, parts, y, residual, norm, bias, rows, name):
         """linear of an attention's partials: each unit merges them
