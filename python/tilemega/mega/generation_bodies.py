@@ -9,8 +9,9 @@ cache length S:
                     k and v go to cache row pos
   attention_at      flash-decoding partials over keys 0..pos (the last chunk
                     masked), any GQA group (padded to the warps)
-  rope_attention_at both in one task: each unit rotates its group's q heads
-                    itself while the cached keys 0..pos-1 load, the last
+  rope_attention_at both in one task: each unit loads its group's heads in
+                    one round trip and rotates its q heads itself while
+                    the cached keys 0..pos-1 load, the last
                     split adds key pos from shared memory, and the group's
                     units write its cache row pos
   attention_merge   the partials of the splits, as attention_combine (or,
@@ -372,9 +373,11 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
 
     Every unit of group g rotates the group's G query heads into shared
     memory (G heads of D: a few hundred products) instead of reading them
-    from a q tensor. Its keys 0..p-1 come from the caches, in a loop whose
-    first copies start at the T.prefetch_point() after p is read, so they
-    load under the rotation (they need p alone); key p, rotated here, is
+    from a q tensor; the heads and the tables' row load into registers in
+    one round trip (load_heads). Its keys 0..p-1 come from the caches, in
+    a loop whose first copies start at the T.prefetch_point() right after,
+    so they load beside the heads and under the rotation (they need p
+    alone); key p, rotated here, is
     added from shared memory by the last split (_add_current_key). After
     the partials every unit of group g writes the rotated k head and the v
     head to the caches' row p (the same values; read from the next step
