@@ -367,7 +367,7 @@ def test_repeat_until_needs_a_written_int32_word_and_a_bound():
     x = g.cache("x", [4], "float32")
     with pytest.raises(ValueError, match="no task writes 'flag'"):
         g.repeat_until(flag, 1, 8)
-    g._written.add("flag")
+    g._writer["flag"] = None      # as if a task wrote it
     with pytest.raises(ValueError, match="element 4 is outside 'flag'"):
         g.repeat_until(flag, 4, 8)
     with pytest.raises(ValueError, match="max_steps must be an int in"):

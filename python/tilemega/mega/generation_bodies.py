@@ -32,7 +32,7 @@ import math as _math
 import tilemega.language as T
 
 from . import generation_state as gs
-from .bodies import Access, Body, _check, online_softmax_step, t_body
+from .bodies import Access, Body, _check, _rotate_half, online_softmax_step, t_body
 
 
 def embed_token(V, H, S, *, threads=256, emit=True) -> Body:
@@ -110,12 +110,20 @@ def rotate_half(x_s, o_s, cos, sin, p):
     x[j +- D/2] sin[p, i], i = j mod D/2, in f32 rounded once to bf16 (the
     numbers of bodies.rope_kv_append)."""
     rows, D = x_s.shape
-    half = D // 2
     for h, j in T.Parallel(rows, D):
-        i = j % half
-        a = T.cast(x_s[h, j], "float32")
-        b = T.cast(x_s[h, (j + half) % D], "float32") * sin[p, i]
-        o_s[h, j] = T.cast(a * cos[p, i] + T.if_then_else(j < half, -b, b), "bfloat16")
+        o_s[h, j] = T.cast(_rotate_half(lambda jj: x_s[h, jj], j, _TableRow(cos, p),
+                                        _TableRow(sin, p), D), "bfloat16")
+
+
+class _TableRow:
+    """Row p of a [S, D/2] table, indexed as the one-row tables
+    bodies._rotate_half takes."""
+
+    def __init__(self, table, p):
+        self.table, self.p = table, p
+
+    def __getitem__(self, i):
+        return self.table[self.p, i]
 
 
 #: mma.sync's M: under tensor_cores a kv group's query rows are padded to
@@ -443,9 +451,10 @@ def rope_attention_at(Hq, Hkv, D, S, splits, *, threads=256, key_block=None,
             sn[h, i] = sin[row_of_p, i]
 
     def rotate_heads(lo, hi, cs, sn, o_s):
-        """o_s = the q and k rows rotated (rotate_half's numbers: each half
-        a product with cos plus or minus one with sin, rounded once), the v
-        rows as they came."""
+        """o_s = the q and k rows rotated, the v rows as they came: the
+        numbers of bodies._rotate_half (each half a product with cos plus
+        or minus one with sin, rounded once), for both elements of a pair
+        from the registers that hold them."""
         for h, i in T.Parallel(R, half):
             rot = h <= G
             o_s[h, i] = T.cast(T.if_then_else(rot, lo[h, i] * cs[h, i] - hi[h, i] * sn[h, i],

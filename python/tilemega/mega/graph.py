@@ -177,7 +177,6 @@ class Graph:
         self.name, self.workers, self.threads, self.schedulers = name, workers, threads, schedulers
         self.tensors: List[Tensor] = []
         self.tasks: List[Task] = []
-        self._written = set()   # names of tensors some task wrote
         self._writer = {}       # tensor name -> the last task that wrote it
         self.stop = None        # (tensor, element, max_steps) of repeat_until
         self.ranks = ranks
@@ -282,7 +281,7 @@ class Graph:
             # A task may read what its own units write (split partials its
             # last split merges: merge_in_split).
             if a.mode == "read" and t.role in ("scratch", "output") and \
-                    t.name not in self._written and t.name not in own:
+                    t.name not in self._writer and t.name not in own:
                 raise ValueError(f"{op}: {params[a.operand][0]} ({t.name}) is read "
                                  f"before any task writes it")
         writes = [a.operand for a in body.footprint if a.mode == "write"]
@@ -293,7 +292,6 @@ class Graph:
         label = label or op
         if not _NAME.match(label):
             raise ValueError(f"{op}: task name {label!r}: letters, digits, '_' and '.'")
-        self._written.update(args[i].name for i in writes)
         label = label.replace(".", "_")  # l0.qkv -> t5_l0_qkv
         task = Task(f"t{len(self.tasks)}_{label}", body, args, variable, tuple(waits),
                     tuple(signals), latency_bound, units_per_task)
@@ -731,7 +729,7 @@ class Graph:
                 not 1 <= max_steps <= 1 << 24:
             raise ValueError(f"repeat_until: max_steps must be an int in [1, 2^24], "
                              f"got {max_steps!r}")
-        if flag.name not in self._written:
+        if flag.name not in self._writer:
             raise ValueError(f"repeat_until: no task writes '{flag.name}', so the loop "
                              "could never stop early")
         self.stop = (flag, element, max_steps)
