@@ -99,6 +99,19 @@ VARIANTS = {
     "merge_in_projection": dict(ctas_per_sm=None, graph=dict(merge_in_projection=True)),
     "merge_in_projection+splits16": dict(
         ctas_per_sm=None, graph=dict(merge_in_projection=True, attention_splits=16)),
+    # A shallower early prologue in the shipped build: only each loop's
+    # first d iterations before the wait (measured slower on an H100 in the
+    # 2-CTA build of before; the H200's faster DRAM streams the down
+    # projection at ~72 % of its copy rate, the H100's at ~100 %).
+    "shipped+early_depth_2": dict(ctas_per_sm=None, mega_early_depth=2),
+    "shipped+early_depth_3": dict(ctas_per_sm=None, mega_early_depth=3),
+    # Units of another size (generation_graph's rows_per_unit; shipped:
+    # qkv 16, wo 8, gate/up 32, down 8 rows): smaller units, two an entry
+    # of each worker, end a stage more evenly; larger ones pay fewer fills.
+    "wd_rows4": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(wd=4))),
+    "wgu_rows16": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(wgu=16))),
+    "mlp_rows_half": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(wgu=16, wd=4))),
+    "qkv_rows8": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(qkv=8))),
 }
 
 

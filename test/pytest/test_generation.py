@@ -254,6 +254,40 @@ def test_merge_in_split_on_the_jit_queue_is_proven_deadlock_free_and_refused_ove
         mega.generation_graph(cfg, world=2, merge_in_split=True)
 
 
+def test_rows_per_unit_sets_each_projections_unit_and_names_a_bad_entry():
+    """generation_graph(rows_per_unit=): the named projections' units take
+    that many rows (over ranks too), the others keep the cost model's, and
+    an unknown projection or a count that is not a positive int is refused
+    naming it."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega import mega
+
+    cfg = ModelConfig(**SMALL)
+
+    def bodies(graph):
+        """{projection: body name} of layer 0 and the LM head."""
+        names = {re.sub(r"^t\d+_(l0_)?", "", t.name): t.body.name for t in graph.tasks}
+        return {p: names[p] for p in ("qkv", "wo", "wgu", "wd", "lm_head")}
+
+    base = bodies(mega.generation_graph(cfg, workers=8))
+    graph = mega.generation_graph(cfg, workers=8, rows_per_unit=dict(wd=4, wgu=16, lm_head=8))
+    got = bodies(graph)
+    assert got["wd"].startswith("gemv_256x512_r4") and got["wgu"].endswith("_r16")
+    assert got["lm_head"].endswith("_r8")
+    assert got["qkv"] == base["qkv"] and got["wo"] == base["wo"]
+    assert next(t for t in graph.tasks if t.name.endswith("l0_wd")).body.name != base["wd"]
+    tp = mega.generation_graph(cfg, world=2, rows_per_unit=dict(wo=4))
+    assert next(t for t in tp.tasks if t.name.endswith("l0_wo")).body.name.startswith(
+        "gemv_256x128_r4")
+    with pytest.raises(ValueError, match=r"rows_per_unit: 'w_o' is not a projection .*wd"):
+        mega.generation_graph(cfg, rows_per_unit=dict(w_o=4))
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match=r"rows_per_unit\['wd'\]: .* positive number"):
+            mega.generation_graph(cfg, rows_per_unit=dict(wd=bad))
+    with pytest.raises(ValueError, match="gemv: N=256 is not a multiple of rows_per_unit=3"):
+        mega.generation_graph(cfg, workers=8, rows_per_unit=dict(wd=3))
+
+
 def test_merge_in_projection_leaves_the_merge_to_every_output_projection_unit():
     """merge_in_projection: no merge task; the output projection reads the
     splits' partials (gemv_merge), so it waits for the splits themselves,

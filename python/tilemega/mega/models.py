@@ -277,13 +277,30 @@ def generation_threads(cfg: ModelConfig) -> int:
 # and ran 3.5 % and 2.8 % faster than one on an H100, in two A/Bs
 # (docs/results/generate_ab_options_h100.json, generate_ab_ctas_h100.json).
 GENERATION_CTAS_PER_SM = 2
+# The projections of generation_graph whose unit size rows_per_unit may set.
+GENERATION_PROJECTIONS = ("qkv", "wo", "wgu", "wd", "lm_head")
+
+
+def _projection_rows(rows_per_unit):
+    """generation_graph's rows_per_unit as {projection: rows or None}."""
+    rows = dict.fromkeys(GENERATION_PROJECTIONS)
+    for name, value in (rows_per_unit or {}).items():
+        if name not in rows:
+            raise ValueError(f"rows_per_unit: {name!r} is not a projection of the "
+                             f"generation graph ({', '.join(GENERATION_PROJECTIONS)})")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"rows_per_unit[{name!r}]: {value!r} is not a positive "
+                             f"number of rows")
+        rows[name] = value
+    return rows
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
                      jit_attention=False, rope_in_attention=True, world=1,
                      ctas_per_sm=None, fused_glu=None, key_block=None,
                      workers_by_sm=False, merge_in_split=False,
-                     attention_tensor_cores=None, merge_in_projection=False) -> Graph:
+                     attention_tensor_cores=None, merge_in_projection=False,
+                     rows_per_unit=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -358,7 +375,12 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     generation_bodies.tensor_cores_serve says the shape fits, False keeps
     CUDA cores, True refuses a shape that does not fit). Measured 1.4-1.9 %
     faster per token than CUDA cores on an H100 in three runs, both orders
-    (docs/mega.md, "Attention on tensor cores")."""
+    (docs/mega.md, "Attention on tensor cores").
+
+    rows_per_unit (None: graph.gemv_rows_per_unit's choice for every
+    projection): {projection: rows} for any of GENERATION_PROJECTIONS, the
+    rows of W one unit of that projection streams (gate/up: rows of each
+    half)."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -379,6 +401,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     if world > 1 and jit_attention:
         raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
                          "AOT queues")
+    rows = _projection_rows(rows_per_unit)
     threads = threads or generation_threads(local)
     H, D, S, V, dt = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab, cfg.dtype
     Hq, Hkv, I = local.heads, local.kv_heads, local.intermediate
@@ -398,10 +421,12 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         """out = W @ inp + residual (linear: Graph.linear or linear_silu);
         over ranks the rank's partial product, all-reduced after the
         residual (row-parallel W)."""
+        role = name.rsplit(".", 1)[-1]
         if world == 1:
-            return linear(W, inp, out, residual=residual, name=name)
+            return linear(W, inp, out, residual=residual, rows_per_unit=rows[role],
+                          name=name)
         part = g.scratch(name + "_part", [out.size], dt)
-        linear(W, inp, part, name=name)
+        linear(W, inp, part, rows_per_unit=rows[role], name=name)
         return g.all_reduce(part, out, residual=residual, rank=rank, name=name + "_sum")
 
     embed = g.weight("embed", [V, H], dt)
@@ -426,7 +451,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
              "v_cache": g.cache(p + "v_cache", [Hkv, S, D], dt)}
         qkv = g.scratch(p + "qkv", [qkv_n], dt)
         g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, bias=w["bqkv"],
-                 name=p + "qkv")
+                 rows_per_unit=rows["qkv"], name=p + "qkv")
         attn = None if merge_in_projection else g.scratch(p + "attn", [Hq * D], dt)
         if rope_in_attention:
             task = g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
@@ -449,12 +474,14 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         project(g.linear, w["wo"], attn, x1, x, p + "wo")
         if fused_glu:
             act = g.scratch(p + "act", [I], dt)
-            g.linear_glu(w["wgu"], x1, act, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+            g.linear_glu(w["wgu"], x1, act, norm=w["mlp_norm"], eps=cfg.eps,
+                         rows_per_unit=rows["wgu"], name=p + "wgu")
             x2 = g.scratch(p + "x2", [H], dt)
             project(g.linear, w["wd"], act, x2, x1, p + "wd")
         else:
             gu = g.scratch(p + "gu", [2 * I], dt)
-            g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps, name=p + "wgu")
+            g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps,
+                     rows_per_unit=rows["wgu"], name=p + "wgu")
             x2 = g.scratch(p + "x2", [H], dt)
             project(g.linear_silu, w["wd"], gu, x2, x1, p + "wd")
         x = x2
@@ -464,7 +491,8 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     else:
         head = g.weight("head", [local.vocab, H], dt)
     logits = g.output("logits", [local.vocab], dt)
-    g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, name="lm_head")
+    g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, rows_per_unit=rows["lm_head"],
+             name="lm_head")
     if world == 1:
         g.pick_next(logits, tokens, gen, sampling, name="pick")
     else:
