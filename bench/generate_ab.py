@@ -112,6 +112,13 @@ VARIANTS = {
     "wgu_rows16": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(wgu=16))),
     "mlp_rows_half": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(wgu=16, wd=4))),
     "qkv_rows8": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(qkv=8))),
+    # Stages of W in flight a unit (generation_graph's gemv_stages; shipped
+    # 4 of ~16 KB): 3 everywhere (measured -1.2 / -0.4 % on the H200 in
+    # 2026-12-05's build), 6 in the down projection (on the H200 its stage
+    # streams at ~72 % of the copy rate).
+    "stages3": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(
+        qkv=3, wo=3, wgu=3, wd=3, lm_head=3))),
+    "wd_stages6": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(wd=6))),
 }
 
 

@@ -288,6 +288,34 @@ def test_rows_per_unit_sets_each_projections_unit_and_names_a_bad_entry():
         mega.generation_graph(cfg, workers=8, rows_per_unit=dict(wd=3))
 
 
+def test_gemv_stages_limits_each_projections_stages_in_flight():
+    """generation_graph(gemv_stages=): the named projections' bodies keep at
+    most that many stages of W in flight (bodies.gemv_config), named
+    `_s<n>`; a whole-early output projection keeps its whole unit; a bad
+    entry, or the down projection of fused_glu=False, is refused naming it."""
+    pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+    from tilemega import mega
+    from tilemega.mega import bodies as mb
+
+    cfg = ModelConfig(**SMALL)
+    graph = mega.generation_graph(cfg, workers=8, gemv_stages=dict(wgu=2, wd=1, wo=3))
+    names = {re.sub(r"^t\d+_(l0_)?", "", t.name): t.body.name for t in graph.tasks}
+    assert names["wgu"].endswith("_s2") and names["wd"].endswith("_s1")
+    assert names["wo"].endswith("_whole") and not names["qkv"].endswith(("_s1", "_s2", "_s3"))
+    assert mb.gemv_config(8, 8192)[1] == mb.GEMV_STAGES == 4
+    assert mb.gemv_config(8, 8192, max_stages=6) == (1024, 6)
+    assert mb.gemv_config(8, 2048, max_stages=6) == (1024, 2)   # no more than K's tiles
+    with pytest.raises(ValueError, match=r"gemv_stages\['wgu'\]: 0 is not a positive "
+                                         r"number of stages"):
+        mega.generation_graph(cfg, gemv_stages=dict(wgu=0))
+    with pytest.raises(ValueError, match="gemv_stages: 'x' is not a projection"):
+        mega.generation_graph(cfg, gemv_stages=dict(x=2))
+    with pytest.raises(ValueError, match="gemv_stages: the down projection of fused_glu=False"):
+        mega.generation_graph(cfg, fused_glu=False, gemv_stages=dict(wd=2))
+    with pytest.raises(ValueError, match=r"stages: 2.5 is not a positive number of stages"):
+        mb.gemv(256, 512, 8, stages=2.5, emit=False)
+
+
 def test_merge_in_projection_leaves_the_merge_to_every_output_projection_unit():
     """merge_in_projection: no merge task; the output projection reads the
     splits' partials (gemv_merge), so it waits for the splits themselves,

@@ -204,26 +204,41 @@ def rmsnorm(H, eps=1e-5, *, threads=256, emit=True) -> Body:
     return t_body(name, kernel, 1, foot, threads, emit)
 
 
-def gemv_config(rows, K, threads=256):
+#: gemv_config's most stages of W in flight a unit, unless a body is given
+#: another limit (its `stages`: generation_graph's gemv_stages).
+GEMV_STAGES = 4
+
+
+def gemv_config(rows, K, threads=256, max_stages=None):
     """(BLOCK_K, STAGES) for a unit of `rows` rows of K.
 
     Per-SM bandwidth x latency on an H200 is ~32 KB, and a persistent worker
     runs one CTA per SM, so each unit keeps ~16 KB stages of W in flight,
-    up to 4 of them (<= 64 KB of shared memory): a unit of <= 64 KB of W
-    issues all of it at once. BLOCK_K is a power of two dividing K, large
-    enough for one 16-byte vector (8 bf16) per thread and stage."""
+    up to GEMV_STAGES (max_stages when given) of them (<= 64 KB of shared
+    memory): a unit of <= 64 KB of W issues all of it at once. BLOCK_K is a
+    power of two dividing K, large enough for one 16-byte vector (8 bf16)
+    per thread and stage."""
     target = max(16384 // (2 * rows), 8 * threads // rows, 8)
     block_k = min(K, 1 << (target.bit_length() - 1))  # a power of two
     while K % block_k:
         block_k //= 2
-    stages = max(1, min(4, K // block_k))
+    stages = max(1, min(max_stages or GEMV_STAGES, K // block_k))
     return block_k, stages
 
 
-def _gemv_setup(what, N, K, R, threads):
+def _stages_tag(stages):
+    """A body name's mark of a stage limit other than the default's."""
+    if stages is None:
+        return ""
+    _check(isinstance(stages, int) and not isinstance(stages, bool) and stages >= 1,
+           f"stages: {stages!r} is not a positive number of stages")
+    return f"_s{stages}"
+
+
+def _gemv_setup(what, N, K, R, threads, stages=None):
     """(BLOCK_K, STAGES) of a GEMV body, with its shape checks."""
     _check(N % R == 0, f"{what}: N={N} is not a multiple of rows_per_unit={R}")
-    BK, STAGES = gemv_config(R, K, threads)
+    BK, STAGES = gemv_config(R, K, threads, stages)
     _check(K % BK == 0 and BK % 8 == 0,
            f"{what}: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
     return BK, STAGES
@@ -307,17 +322,21 @@ def _gemv_kernel(args, build):
 WHOLE_EARLY_BYTES = 65536
 
 
-def gemv(N, K, rows_per_unit, residual=False, *, whole_early=False, threads=256,
-         emit=True) -> Body:
+def gemv(N, K, rows_per_unit, residual=False, *, whole_early=False, stages=None,
+         threads=256, emit=True) -> Body:
     """y = W @ x (+ r): args (W[N,K], x[K], y[N]) or (W, x, r[N], y).
 
     whole_early: one stage more than the unit's K tiles, so that the loop's
     prologue - what a persistent kernel issues before the task's wait
     under early loads - is all of the unit's W, not STAGES - 1 tiles, and
     the x tiles all load at once after the wait (units of at most
-    WHOLE_EARLY_BYTES of W; Graph.linear's choice, whole_early_for)."""
+    WHOLE_EARLY_BYTES of W; Graph.linear's choice, whole_early_for).
+    stages: at most that many stages of W in flight (gemv_config; None:
+    GEMV_STAGES), marked `_s<n>` in the name; a whole_early unit's prologue
+    is all of it whatever the limit."""
     R = rows_per_unit
-    BK, STAGES = _gemv_setup("gemv", N, K, R, threads)
+    tag = _stages_tag(stages)
+    BK, STAGES = _gemv_setup("gemv", N, K, R, threads, stages)
     if whole_early:
         _check(R * K * 2 <= WHOLE_EARLY_BYTES,
                f"gemv: whole_early needs a unit of at most {WHOLE_EARLY_BYTES} bytes of W, "
@@ -339,11 +358,11 @@ def gemv(N, K, rows_per_unit, residual=False, *, whole_early=False, threads=256,
             T.copy(out, rest[-1][row])
 
     return t_body(f"gemv_{N}x{K}_r{R}" + ("_res" if residual else "")
-                  + ("_whole" if whole_early else ""),
+                  + ("_whole" if whole_early else tag),
                   _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
-def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
+def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, stages=None, threads=256,
                  emit=True) -> Body:
     """y = W @ rmsnorm(x, norm_w) (+ b): args (W[N,K], x[K], norm_w[K], y[N]),
     or (W, x, norm_w, b[N], y) with bias (Qwen2's q/k/v biases: added to
@@ -353,15 +372,16 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
     x as rmsnorm does (it needs sum(x^2) over all K anyway), rounds it to
     bf16 (what rmsnorm stores) into shared memory, then streams W past it.
     x and norm_w are read once per unit (4-16 KB each, from L2 after the
-    first units)."""
+    first units). stages: as gemv's."""
     R = rows_per_unit
-    BK, STAGES = _gemv_setup("gemv_rmsnorm", N, K, R, threads)
+    tag = _stages_tag(stages)
+    BK, STAGES = _gemv_setup("gemv_rmsnorm", N, K, R, threads, stages)
     args, foot = _gemv_args(N, K, R, [("x", (K,), "bfloat16"), ("norm_w", (K,), "bfloat16")],
                             [Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K)], bias)
     if bias:   # _gemv_args names the added vector `r`: here it is the bias
         args = args[:3] + (("b", args[3][1], args[3][2]),) + args[4:]
     name = (f"gemv_rms_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
-            + ("_bias" if bias else ""))
+            + ("_bias" if bias else "") + tag)
 
     def build(W, X, NW, *rest):
         with T.Kernel(N // R, threads=threads) as u:
@@ -375,7 +395,8 @@ def gemv_rmsnorm(N, K, rows_per_unit, eps=1e-5, bias=False, *, threads=256,
     return t_body(name, _gemv_kernel(args, build), N // R, foot, threads, emit)
 
 
-def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -> Body:
+def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, stages=None, threads=256,
+                     emit=True) -> Body:
     """y = silu(Wg @ xn) * (Wu @ xn), xn = rmsnorm(x, norm_w), W = [Wg; Wu]:
     args (W[2N, K], x[K], norm_w[K], y[N]).
 
@@ -385,10 +406,12 @@ def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -
     gemv_rmsnorm unit of 2R rows), rounds both sums to bf16 and applies
     silu_mul's math to them - the numbers of gemv_rmsnorm then gemv_silu,
     whose down projection then reads y as a plain vector (`gemv`) instead of
-    recomputing the activation of every chunk in every unit."""
+    recomputing the activation of every chunk in every unit. stages: as
+    gemv's."""
     R = rows_per_unit
     _check(N % R == 0, f"gemv_rmsnorm_glu: N={N} is not a multiple of rows_per_unit={R}")
-    BK, STAGES = gemv_config(2 * R, K, threads)
+    tag = _stages_tag(stages)
+    BK, STAGES = gemv_config(2 * R, K, threads, stages)
     _check(K % BK == 0 and BK % 8 == 0,
            f"gemv_rmsnorm_glu: K={K} must be a multiple of BLOCK_K={BK} (itself of 8)")
     args = (("W", (2 * N, K), "bfloat16"), ("x", (K,), "bfloat16"),
@@ -396,7 +419,7 @@ def gemv_rmsnorm_glu(N, K, rows_per_unit, eps=1e-5, *, threads=256, emit=True) -
     foot = (Access("read", 0, R * K, 0, R * K), Access("read", 0, R * K, N * K, R * K),
             Access("read", 1, 0, 0, K), Access("read", 2, 0, 0, K),
             Access("write", 3, R, 0, R))
-    name = f"gemv_rms_glu_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}")
+    name = f"gemv_rms_glu_{N}x{K}_r{R}" + ("" if eps == 1e-5 else f"_eps{_tag(eps)}") + tag
 
     def build(W, X, NW, Y):
         with T.Kernel(N // R, threads=threads) as u:

@@ -316,18 +316,22 @@ class Graph:
         return self._task("rmsnorm", name, body, [("x", x), ("w", w), ("y", y)])
 
     def linear(self, W, x, y, residual=None, norm=None, eps=1e-5, rows_per_unit=None,
-               bias=None, name=None):
+               bias=None, stages=None, name=None):
         """y = W @ x (+ residual): W [N, K], x [K], y and residual [N].
 
         With norm (a [K] weight), y = W @ rmsnorm(x, norm, eps) (+ bias, an
         [N] weight) in one task (bodies.gemv_rmsnorm: the rmsnorm task and
         its stage boundary go away; no residual then). x may be an
         attention's AttentionPartials (merge_in_projection), which every
-        unit merges first (merged_projection.gemv_merge; no norm or bias)."""
+        unit merges first (merged_projection.gemv_merge; no norm or bias).
+        stages: the most stages of W a unit keeps in flight (bodies.gemv's;
+        None: bodies.GEMV_STAGES)."""
         self._need("linear", "W", W, rank=2)
         N, K = W.shape
         rows = rows_per_unit or gemv_rows_per_unit(N, K, self.workers)
         if isinstance(x, AttentionPartials):
+            if stages is not None:
+                raise ValueError("linear: stages is not supported for a merged projection")
             return self._linear_merged(W, x, y, residual, norm, bias, rows, name)
         params = [("W", W), ("x", x)]
         if bias is not None and norm is None:
@@ -336,13 +340,13 @@ class Graph:
         if norm is not None:
             if residual is not None:
                 raise ValueError("linear: norm and residual together are not supported")
-            body = bodies.gemv_rmsnorm(N, K, rows, eps, bias is not None,
+            body = bodies.gemv_rmsnorm(N, K, rows, eps, bias is not None, stages=stages,
                                        threads=self.threads, emit=False)
             extra = [("bias", bias)] if bias is not None else []
             return self._task("linear", name, body,
                               params + [("norm", norm)] + extra + [("y", y)])
         body = bodies.gemv(N, K, rows, residual is not None,
-                           whole_early=self.whole_early_for(x, rows, K),
+                           whole_early=self.whole_early_for(x, rows, K), stages=stages,
                            threads=self.threads, emit=False)
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
@@ -376,11 +380,12 @@ class Graph:
         params += [("residual", residual)] if residual is not None else []
         return self._task("linear", name, body, params + [("y", y)])
 
-    def linear_glu(self, W, x, y, norm, eps=1e-5, rows_per_unit=None, name=None):
+    def linear_glu(self, W, x, y, norm, eps=1e-5, rows_per_unit=None, stages=None,
+                   name=None):
         """y = silu(W[:N] @ xn) * (W[N:] @ xn), xn = rmsnorm(x, norm, eps):
         W [2N, K], x and norm [K], y [N]; the gate/up projection with
         silu_mul in its epilogue (bodies.gemv_rmsnorm_glu), so the down
-        projection after it is a plain `linear` of y."""
+        projection after it is a plain `linear` of y. stages: as linear's."""
         self._need("linear_glu", "W", W, rank=2)
         N2, K = W.shape
         if N2 % 2:
@@ -389,7 +394,8 @@ class Graph:
         # A unit reads R rows of each block: R rows of 2K, as the cost model
         # (and a tile's spread over the threads) sees it.
         rows = rows_per_unit or gemv_rows_per_unit(N, 2 * K, self.workers)
-        body = bodies.gemv_rmsnorm_glu(N, K, rows, eps, threads=self.threads, emit=False)
+        body = bodies.gemv_rmsnorm_glu(N, K, rows, eps, stages=stages, threads=self.threads,
+                                       emit=False)
         return self._task("linear_glu", name, body,
                           [("W", W), ("x", x), ("norm", norm), ("y", y)])
 

@@ -281,18 +281,19 @@ GENERATION_CTAS_PER_SM = 2
 GENERATION_PROJECTIONS = ("qkv", "wo", "wgu", "wd", "lm_head")
 
 
-def _projection_rows(rows_per_unit):
-    """generation_graph's rows_per_unit as {projection: rows or None}."""
-    rows = dict.fromkeys(GENERATION_PROJECTIONS)
-    for name, value in (rows_per_unit or {}).items():
-        if name not in rows:
-            raise ValueError(f"rows_per_unit: {name!r} is not a projection of the "
+def _per_projection(option, mapping, what):
+    """generation_graph's `option` (rows_per_unit, gemv_stages) as
+    {projection: positive int or None}; `what` names the count."""
+    out = dict.fromkeys(GENERATION_PROJECTIONS)
+    for name, value in (mapping or {}).items():
+        if name not in out:
+            raise ValueError(f"{option}: {name!r} is not a projection of the "
                              f"generation graph ({', '.join(GENERATION_PROJECTIONS)})")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"rows_per_unit[{name!r}]: {value!r} is not a positive "
-                             f"number of rows")
-        rows[name] = value
-    return rows
+            raise ValueError(f"{option}[{name!r}]: {value!r} is not a positive "
+                             f"number of {what}")
+        out[name] = value
+    return out
 
 
 def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_splits=8,
@@ -300,7 +301,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
                      ctas_per_sm=None, fused_glu=None, key_block=None,
                      workers_by_sm=False, merge_in_split=False,
                      attention_tensor_cores=None, merge_in_projection=False,
-                     rows_per_unit=None) -> Graph:
+                     rows_per_unit=None, gemv_stages=None) -> Graph:
     """One decode step of `cfg` at the position the device state says
     (generation_state.py): embedding of tokens[pos], every layer (the fused
     7 tasks of decode_graph, the cache row at pos, attention over pos + 1
@@ -380,7 +381,10 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     rows_per_unit (None: graph.gemv_rows_per_unit's choice for every
     projection): {projection: rows} for any of GENERATION_PROJECTIONS, the
     rows of W one unit of that projection streams (gate/up: rows of each
-    half)."""
+    half). gemv_stages (None: bodies.GEMV_STAGES): {projection: stages}, the
+    most stages of W a unit of it keeps in flight (bodies.gemv_config; the
+    early prologue is one fewer). Not for the down projection of
+    fused_glu=False, nor a merged output projection."""
     from . import generation_bodies as gbodies
     from .generation_state import DONE, GEN_WORDS
     from .tensor_parallel import check_world
@@ -401,7 +405,11 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
     if world > 1 and jit_attention:
         raise ValueError("jit_attention: a graph of several ranks keeps its attention on the "
                          "AOT queues")
-    rows = _projection_rows(rows_per_unit)
+    rows = _per_projection("rows_per_unit", rows_per_unit, "rows")
+    stages = _per_projection("gemv_stages", gemv_stages, "stages")
+    if stages["wd"] is not None and not fused_glu:
+        raise ValueError("gemv_stages: the down projection of fused_glu=False "
+                         "(bodies.gemv_silu) keeps the default stages")
     threads = threads or generation_threads(local)
     H, D, S, V, dt = cfg.hidden, cfg.head_dim, cfg.max_seq_len, cfg.vocab, cfg.dtype
     Hq, Hkv, I = local.heads, local.kv_heads, local.intermediate
@@ -422,11 +430,13 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         over ranks the rank's partial product, all-reduced after the
         residual (row-parallel W)."""
         role = name.rsplit(".", 1)[-1]
+        sizes = dict(rows_per_unit=rows[role])
+        if stages[role] is not None:
+            sizes["stages"] = stages[role]
         if world == 1:
-            return linear(W, inp, out, residual=residual, rows_per_unit=rows[role],
-                          name=name)
+            return linear(W, inp, out, residual=residual, name=name, **sizes)
         part = g.scratch(name + "_part", [out.size], dt)
-        linear(W, inp, part, rows_per_unit=rows[role], name=name)
+        linear(W, inp, part, name=name, **sizes)
         return g.all_reduce(part, out, residual=residual, rank=rank, name=name + "_sum")
 
     embed = g.weight("embed", [V, H], dt)
@@ -451,7 +461,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
              "v_cache": g.cache(p + "v_cache", [Hkv, S, D], dt)}
         qkv = g.scratch(p + "qkv", [qkv_n], dt)
         g.linear(w["wqkv"], x, qkv, norm=w["attn_norm"], eps=cfg.eps, bias=w["bqkv"],
-                 rows_per_unit=rows["qkv"], name=p + "qkv")
+                 rows_per_unit=rows["qkv"], stages=stages["qkv"], name=p + "qkv")
         attn = None if merge_in_projection else g.scratch(p + "attn", [Hq * D], dt)
         if rope_in_attention:
             task = g.rope_attention_at(qkv, *rot, gen, w["k_cache"], w["v_cache"], attn,
@@ -475,13 +485,13 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         if fused_glu:
             act = g.scratch(p + "act", [I], dt)
             g.linear_glu(w["wgu"], x1, act, norm=w["mlp_norm"], eps=cfg.eps,
-                         rows_per_unit=rows["wgu"], name=p + "wgu")
+                         rows_per_unit=rows["wgu"], stages=stages["wgu"], name=p + "wgu")
             x2 = g.scratch(p + "x2", [H], dt)
             project(g.linear, w["wd"], act, x2, x1, p + "wd")
         else:
             gu = g.scratch(p + "gu", [2 * I], dt)
             g.linear(w["wgu"], x1, gu, norm=w["mlp_norm"], eps=cfg.eps,
-                     rows_per_unit=rows["wgu"], name=p + "wgu")
+                     rows_per_unit=rows["wgu"], stages=stages["wgu"], name=p + "wgu")
             x2 = g.scratch(p + "x2", [H], dt)
             project(g.linear_silu, w["wd"], gu, x2, x1, p + "wd")
         x = x2
@@ -492,7 +502,7 @@ def generation_graph(cfg: ModelConfig, workers=None, threads=None, attention_spl
         head = g.weight("head", [local.vocab, H], dt)
     logits = g.output("logits", [local.vocab], dt)
     g.linear(head, x, logits, norm=final_norm, eps=cfg.eps, rows_per_unit=rows["lm_head"],
-             name="lm_head")
+             stages=stages["lm_head"], name="lm_head")
     if world == 1:
         g.pick_next(logits, tokens, gen, sampling, name="pick")
     else:
