@@ -6,7 +6,8 @@ One run on the Llama-3.2-1B shape (16 layers, hidden 2048, MLP 8192, 32 q /
 8 kv heads of 64, KV length 1024, bf16, batch 1, no LM head) measures:
 
   decode step  torch eager `LlamaDecodeStep`, the same replayed from a CUDA
-               graph, our mega-kernel (launched, and replayed from a CUDA
+               graph, the same through torch.compile (max-autotune, inductor's
+               autotuned kernels) replayed from a CUDA graph, our mega-kernel (launched, and replayed from a CUDA
                graph), its variants (mega_decode_<variant>.json) and the same
                tile kernels launched one per operator (and from a CUDA graph)
   MLP chain    rmsnorm -> gate/up -> silu * up -> down: the same rows
@@ -72,6 +73,9 @@ EMPTY_WAITED = re.compile(r"mega_empty_waited_(\d+)\.json$")
 LLAMA_1B = dict(layers=16, hidden=2048, intermediate=8192, heads=32, kv_heads=8,
                 head_dim=64, kv_len=1024, eps=1e-5, rope_theta=500000.0, dtype="bfloat16")
 EAGER, GRAPH = "torch eager", "torch CUDA graph"
+# The module through torch.compile(mode="max-autotune-no-cudagraphs",
+# fullgraph=True), its launches captured in a CUDA graph as every graph row.
+COMPILED = "torch.compile (max-autotune) CUDA graph"
 
 
 Skip = common.Skip   # a row that cannot run here; the message says why
@@ -94,6 +98,8 @@ def parse_args(argv=None):
                    help="layers of the decode step (the artifact must match)")
     p.add_argument("--rep-ms", type=float, default=1000.0, help="do_bench time per figure")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
+                   help=f"skip the {COMPILED!r} rows (their compile autotunes for minutes)")
     return p.parse_args(argv)
 
 
@@ -383,6 +389,14 @@ def decode_judge(ref, cfg, state, expected_out, expected_rows):
     return judge
 
 
+def _compiled(module):
+    """`module` through torch.compile as the COMPILED rows run it (a fresh
+    compile each: the tensors are the module's attributes)."""
+    import torch
+
+    return torch.compile(module, mode="max-autotune-no-cudagraphs", fullgraph=True)
+
+
 def _nan_high(value):
     return float("inf") if value != value else value
 
@@ -432,8 +446,9 @@ def main(argv=None):
         return check, time, state
 
     def workload(key, nbytes, state, judge, tolerance, eager, mega_name, ops_name):
-        """All rows of one workload. eager(tensors) -> run; the others come
-        from the artifacts."""
+        """All rows of one workload. eager(tensors, compiled=False) -> run
+        (compiled: the module through torch.compile); the others come from
+        the artifacts."""
         report.workload(key, bytes=nbytes)
 
         def row(impl, make, graph=False, role="ours", overhead=False):
@@ -455,6 +470,19 @@ def main(argv=None):
         def torch_make():
             tensors = state.fresh()
             return eager(tensors), tensors, lambda: None
+
+        def compiled_make():
+            import time as _time
+
+            tensors = state.fresh()
+            run = eager(tensors, compiled=True)
+            start = _time.perf_counter()
+            run()   # compiles (and autotunes) here, not in the capture's warm-up
+            torch.cuda.synchronize()
+            extra.setdefault("torch_compile_s", {})[key] = round(
+                _time.perf_counter() - start, 1)
+            state.reset(tensors)
+            return run, tensors, lambda: None
 
         def mega_make(name):
             def make():
@@ -478,6 +506,10 @@ def main(argv=None):
 
         row(EAGER, torch_make, role="peer")
         row(GRAPH, torch_make, graph=True, role="peer")
+        if args.torch_compile:
+            row(COMPILED, compiled_make, graph=True, role="peer")
+        else:
+            report.skip(key, COMPILED, "--no-torch-compile", role="peer")
         row("mega", mega_make(mega_name), overhead=True)
         row("mega CUDA graph", mega_make(mega_name), graph=True)
         # Variants of the same graph (mega_decode_<variant>.json: the JIT
@@ -508,8 +540,9 @@ def main(argv=None):
             raise RuntimeError(f"bench/decode.py expected_step disagrees with "
                                f"reference_float64 by {drift:.3g}: update it")
 
-        def eager(t):   # the module writes t's caches in place
-            step = ref.LlamaDecodeStep(cfg, t)
+        def eager(t, compiled=False):   # the module writes t's caches in place
+            step = _compiled(ref.LlamaDecodeStep(cfg, t)) if compiled else \
+                ref.LlamaDecodeStep(cfg, t)
             return lambda: step(t["x"], t["rope_cos"], t["rope_sin"])
 
         workload(f"decode step {cfg.layers} layers", ref.bytes_per_step(cfg), state,
@@ -522,8 +555,9 @@ def main(argv=None):
         state = State(mw, ["x", "out"])
         expected = ref.mlp_reference_float64(mw, cfg.eps)
 
-        def eager(t):
+        def eager(t, compiled=False):
             chain = ref.MlpChain(t, cfg.eps)
+            chain = _compiled(chain) if compiled else chain
             return lambda: chain(t["x"])
 
         workload(f"MLP chain {hidden}x{inter}", ref.mlp_bytes(hidden, inter), state,

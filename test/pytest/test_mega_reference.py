@@ -347,6 +347,9 @@ def test_parse_args():
     assert bench.config(args).hidden == 2048
     with pytest.raises(SystemExit):
         bench.parse_args(["--layers", "0"])
+    # The torch.compile peer runs unless skipped (its autotuning takes minutes).
+    assert args.torch_compile and not bench.parse_args(["--no-torch-compile"]).torch_compile
+    assert "max-autotune" in bench.COMPILED
 
 
 def _mega_meta(tensors):
