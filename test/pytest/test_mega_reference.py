@@ -543,3 +543,22 @@ def test_llama_1b_step_stays_order_one_and_accurate_in_bf16():
     rms = out.float().pow(2).mean().sqrt().item()
     assert 0.3 < rms < 30, rms
     assert ref.compare(out, ref.reference_float64(LLAMA_1B, w))["rel_l2"] < 3e-2
+
+
+def test_mlp_timeline_summarizes_each_task_from_the_first_start():
+    """bench/mlp_timeline.py's table: per task in graph order, times in us
+    from the launch's first stamp, spreads of starts and ends."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_mlp_timeline", os.path.join(ROOT, "bench", "mlp_timeline.py"))
+    mlp_timeline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mlp_timeline)
+    meta = {"tasks": [{"name": "t0_wgu"}, {"name": "t1_wd"}],
+            "entries": {"task": [0, 0, 1, 1]}}
+    rows = [(1000, 5000, 0, 0), (2000, 7000, 1, 1), (8000, 9000, 0, 0), (8500, 11000, 1, 1)]
+    table = mlp_timeline.summarize(meta, rows)
+    assert table["span_us"] == 10.0
+    wgu, wd = table["tasks"]
+    assert (wgu["task"], wgu["instances"], wgu["first_start_us"], wgu["last_end_us"]) == \
+        ("t0_wgu", 2, 0.0, 6.0)
+    assert wgu["mean_us"] == 4.5 and wd["start_us"]["max"] == 7.5
+    assert wd["end_us"]["p10"] == 8.0 and wd["last_end_us"] == 10.0
