@@ -277,7 +277,7 @@ def generation_threads(cfg: ModelConfig) -> int:
 # and ran 3.5 % and 2.8 % faster than one on an H100, in two A/Bs
 # (docs/results/generate_ab_options_h100.json, generate_ab_ctas_h100.json).
 GENERATION_CTAS_PER_SM = 2
-# The projections of generation_graph whose unit size rows_per_unit may set.
+# The projections of generation_graph whose units rows_per_unit and gemv_stages size.
 GENERATION_PROJECTIONS = ("qkv", "wo", "wgu", "wd", "lm_head")
 
 
