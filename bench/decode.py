@@ -7,8 +7,8 @@ One run on the Llama-3.2-1B shape (16 layers, hidden 2048, MLP 8192, 32 q /
 
   decode step  torch eager `LlamaDecodeStep`, the same replayed from a CUDA
                graph, the same through torch.compile (max-autotune, inductor's
-               autotuned kernels) replayed from a CUDA graph, our mega-kernel (launched, and replayed from a CUDA
-               graph), its variants (mega_decode_<variant>.json) and the same
+               autotuned kernels) replayed from a CUDA graph, our mega-kernel
+               (launched, and replayed from a CUDA graph), its variants (mega_decode_<variant>.json) and the same
                tile kernels launched one per operator (and from a CUDA graph)
   MLP chain    rmsnorm -> gate/up -> silu * up -> down: the same rows
   dispatch     graphs of N empty tasks: ns per task = slope of time over N
