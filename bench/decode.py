@@ -15,6 +15,12 @@ One run on the Llama-3.2-1B shape (16 layers, hidden 2048, MLP 8192, 32 q /
   dispatch_waited  the same with each task waiting for one event that fired
                at the start (the least an entry of a real graph pays: its
                wait's acquire round trip)
+  floor        one 1-element kernel from a CUDA graph: what the timing
+               charges a kernel that does nothing (extra.launch_floor_us)
+
+--parts picks some of them; --flush zero,read,none times every row under
+each L2 flush of common.FLUSH_MODES, the first giving the rows (default
+zero, do_bench's own) and the others extra.flush_us.
 
 Every row is checked before it is timed, from a pristine state: the caches
 (whose last position the step writes) and x are fresh copies of the ones
@@ -23,7 +29,7 @@ check compares the output with the float64 reference and, for the decode
 step, every layer's written k/v cache row with the float64 one, and that the
 other cache positions are untouched. A row over tolerance is FAILED, not
 timed, and the script exits 1. Times are medians of do_bench (CUDA events,
-L2 flushed); eager rows include the host launch cost, which is what eager
+L2 flushed by writing 256 MB; see --flush); eager rows include the host launch cost, which is what eager
 pays. The floor is bytes read per call (weights + KV cache) / the device
 copy rate measured in the same run. Writes decode.json and decode.png; a
 missing artifact skips its rows with the reason printed.
@@ -100,7 +106,32 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
                    help=f"skip the {COMPILED!r} rows (their compile autotunes for minutes)")
+    p.add_argument("--flush", type=_flush_modes, default=["zero"],
+                   help="comma-separated L2 flushes (common.FLUSH_MODES): the "
+                        "first times the rows, the others go to extra's flush_us")
+    p.add_argument("--parts", type=_parts, default=list(PARTS),
+                   help=f"comma-separated subset of {','.join(PARTS)}")
     return p.parse_args(argv)
+
+
+PARTS = ("decode", "mlp", "dispatch", "dispatch_waited", "floor")
+
+
+def _choices(text, allowed, what):
+    chosen = [c for c in text.split(",") if c]
+    bad = [c for c in chosen if c not in allowed]
+    if bad or not chosen or len(set(chosen)) != len(chosen):
+        raise argparse.ArgumentTypeError(
+            f"{what}: {text!r} is not a comma-separated subset of {','.join(allowed)}")
+    return chosen
+
+
+def _flush_modes(text):
+    return _choices(text, common.FLUSH_MODES, "--flush")
+
+
+def _parts(text):
+    return _choices(text, PARTS, "--parts")
 
 
 def config(args):
@@ -408,15 +439,22 @@ def main(argv=None):
     ref = reference_module()
     cfg = config(args)
     report = common.Report("decode", args.out, copy_gbs=common.copy_bandwidth_gbs(),
-                           timing="median of do_bench (CUDA events, L2 flushed); eager rows "
+                           timing=f"median of CUDA event pairs, L2 flush {args.flush[0]!r} "
+                                  "(common.FLUSH_MODES; 'zero' is do_bench); eager rows "
                                   "include the host launch cost")
     extra = report.data["extra"]
     extra.update(config=vars(cfg), launch_overhead_us={})
 
-    def bench(fn):
-        return common.bench_ms(fn, warmup=100, rep=args.rep_ms)
+    def bench(fn, flush=args.flush[0]):
+        return common.bench_ms(fn, warmup=100, rep=args.rep_ms, flush=flush)
 
-    def checked(make, graph):
+    def other_flushes(label, fn):
+        """fn timed under the other --flush modes, into extra's flush_us."""
+        for mode in args.flush[1:]:
+            extra.setdefault("flush_us", {}).setdefault(label, {})[mode] = \
+                bench(fn, mode) * 1e3
+
+    def checked(make, graph, label):
         """(check, time) of one row. make() -> (run, tensors, after): run()
         launches once from `tensors` (fresh) and returns the output; after()
         raises if the launch recorded an error (the mega watchdog)."""
@@ -439,6 +477,7 @@ def main(argv=None):
 
         def time():
             ms = bench(state["fn"])
+            other_flushes(label, state["fn"])
             torch.cuda.synchronize()
             state["after"]()
             return ms
@@ -452,7 +491,7 @@ def main(argv=None):
         report.workload(key, bytes=nbytes)
 
         def row(impl, make, graph=False, role="ours", overhead=False):
-            check, timer, box = checked(make, graph)
+            check, timer, box = checked(make, graph, f"{key}: {impl}")
             box.update(judge=judge, reset=state.reset)
             if overhead:
                 def timed():
@@ -589,6 +628,7 @@ def main(argv=None):
 
             def time():
                 ms = bench(box["mk"].launch)
+                other_flushes(f"{key}: mega", box["mk"].launch)
                 torch.cuda.synchronize()
                 box["mk"].check()
                 return ms
@@ -613,8 +653,16 @@ def main(argv=None):
         dispatch_rows("dispatch_waited", EMPTY_WAITED, "mega_empty_waited_<N>.json",
                       "empty tasks, one fired event each")
 
+    def floor():   # what the timing itself costs: one 1-element kernel
+        x = torch.zeros(1, device="cuda")
+        replay = common.graphed(lambda: x.add_(1))
+        extra["launch_floor_us"] = {mode: bench(replay, mode) * 1e3 for mode in args.flush}
+        print(f"launch floor (one tiny kernel from a CUDA graph): {extra['launch_floor_us']}")
+
     try:   # whatever was measured is written, even if a later part fails
-        for part in (decode, mlp, dispatch, dispatch_waited):
+        for part in (decode, mlp, dispatch, dispatch_waited, floor):
+            if part.__name__ not in args.parts:
+                continue
             try:
                 part()
             except Exception as exc:   # recorded as a failed part: exit 1

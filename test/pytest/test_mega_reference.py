@@ -350,6 +350,17 @@ def test_parse_args():
     # The torch.compile peer runs unless skipped (its autotuning takes minutes).
     assert args.torch_compile and not bench.parse_args(["--no-torch-compile"]).torch_compile
     assert "max-autotune" in bench.COMPILED
+    # do_bench's flush times the rows and every part runs unless chosen.
+    assert args.flush == ["zero"] and args.parts == list(bench.PARTS)
+
+
+def test_parse_args_flush_modes_and_parts():
+    args = bench.parse_args(["--flush", "read,zero,none", "--parts", "mlp,dispatch"])
+    assert args.flush == ["read", "zero", "none"] and args.parts == ["mlp", "dispatch"]
+    for bad in (["--flush", "dirty"], ["--flush", "zero,zero"], ["--flush", ""],
+                ["--parts", "mlp,prefill"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
 
 
 def _mega_meta(tensors):
