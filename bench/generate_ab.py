@@ -8,9 +8,11 @@ that sum in another order, e.g. more workers, may part at a near tie). For exper
 stays the run on record.
 
     python bench/generate_ab.py build DIR [VARIANT ...]   # compiler machine: DIR/<variant>/gen_llama1b.*
-    PYTHONPATH=python python3 bench/generate_ab.py run DIR [VARIANT ...]   # GPU machine
+    PYTHONPATH=python python3 bench/generate_ab.py run DIR [VARIANT[@OPTION] ...]   # GPU machine
     PYTHONPATH=python python3 bench/generate_ab.py A.json B.json ... --prefill PREFILL.json
 
+A run's VARIANT@OPTION is the variant's artifact with an engine option
+(ENGINE_OPTIONS: `l2_caches`, the k/v caches persisting in L2).
 `build` compiles gen_llama1b once per VARIANTS entry (compile options of
 the persistent kernel) under the artifact's own name, so a variant's PTX is
 the one a build with those options as defaults ships, and the prompt's
@@ -174,17 +176,44 @@ def timed_generations(engines, timed):
     (generate(NEW) - generate(1)) / (NEW - 1), medians of 5, the engines
     alternated."""
     runs = {label: ([], []) for label in engines}
+    # With an engine's caches persisting in L2, each generation starts with
+    # no persisting lines, so that no engine runs beside another's.
+    reset = any(engine_options(label) for label in engines)
     for _ in range(5):
         for label, e in engines.items():
-            runs[label][0].append(timed(lambda: e.generate(PROMPT, max_new_tokens=1,
-                                                           eos_token_id=[]))[0])
-            runs[label][1].append(timed(lambda: e.generate(PROMPT, max_new_tokens=NEW,
-                                                           eos_token_id=[]))[0])
+            for kind, new in ((0, 1), (1, NEW)):
+                if reset:
+                    from tilemega.runtime.l2_window import reset_persisting
+
+                    reset_persisting()
+                runs[label][kind].append(timed(lambda: e.generate(
+                    PROMPT, max_new_tokens=new, eos_token_id=[]))[0])
     out = {}
     for label, (ones, alls) in runs.items():
         one, whole = sorted(ones)[2], sorted(alls)[2]
         out[label] = ((whole - one) / (NEW - 1), one, sorted(alls))
     return out
+
+
+# Engine options a run may add to a variant's label ("shipped@l2_caches"):
+# the same artifact, the engine built with them.
+ENGINE_OPTIONS = {"l2_caches": dict(l2_caches=True)}
+
+
+def split_label(label):
+    """(variant, engine options) of a run's label: variant[@option...]."""
+    variant, *names = label.split("@")
+    options = {}
+    for name in names:
+        if name not in ENGINE_OPTIONS:
+            raise SystemExit(f"generate_ab.py: {label!r}: unknown engine option {name!r} "
+                             f"(known: {', '.join(ENGINE_OPTIONS)})")
+        options.update(ENGINE_OPTIONS[name])
+    return variant, options
+
+
+def engine_options(label):
+    return split_label(label)[1]
 
 
 def compare(artifacts, prefill):
@@ -200,7 +229,7 @@ def compare(artifacts, prefill):
     model = tg.hf_model("llama")
     judge = float32_judge(model, tg, torch)
     engines = {label: Engine.from_model(model, max_seq_len=4096, artifact=path,
-                                        prefill=prefill)
+                                        prefill=prefill, **engine_options(label))
                for label, path in artifacts.items()}
     tokens = {label: e.generate(PROMPT, max_new_tokens=NEW, eos_token_id=[])
               for label, e in engines.items()}
@@ -222,7 +251,8 @@ def main(argv):
         return build(argv[1], argv[2:])
     if argv[:1] == ["run"]:
         folder, wanted = argv[1], argv[2:] or list(VARIANTS)
-        artifacts = {v: os.path.join(folder, v, "gen_llama1b.json") for v in wanted}
+        artifacts = {v: os.path.join(folder, split_label(v)[0], "gen_llama1b.json")
+                     for v in wanted}
         prefill = os.path.join(folder, "prefill_gen_llama1b.json")
     else:
         if "--prefill" not in argv or argv.index("--prefill") + 1 >= len(argv):

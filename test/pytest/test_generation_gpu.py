@@ -304,6 +304,22 @@ def test_one_launch_generates_and_streams_the_same_tokens(case):
     assert streamed == ours and len(ours) == new
 
 
+def test_caches_persisting_in_l2_generate_the_same_tokens(case):
+    # Engine(l2_caches=True): the same kernel and tensors, its launches
+    # with an L2 window over the k/v caches (one pool): a hint, so the
+    # tokens are the same as without it.
+    from tilemega.mega.engine import Engine
+
+    kind, model, engine, seq = case
+    prompt, new = seq[:16].tolist(), 24
+    ours = engine.generate(prompt, max_new_tokens=new, eos_token_id=[])
+    other = Engine(engine.cfg, engine.tensors, engine.kernel.kernel.artifact.path,
+                   prefill=engine.prefill.art.path if engine.prefill else None,
+                   l2_caches=True)
+    assert other.kernel._l2_window is not None
+    assert other.generate(prompt, max_new_tokens=new, eos_token_id=[]) == ours
+
+
 def test_the_prefill_and_the_decode_kernel_share_one_graph_launch(case):
     """generate() replays the prefill's chunks and the persistent kernel
     from one captured graph; the same prompt prefilled by start() (its own

@@ -15,6 +15,7 @@ file and the field (or tensor) before any GPU work; nothing is downloaded.
 """
 
 import json
+import math
 import os
 
 from .models import ModelConfig
@@ -284,9 +285,19 @@ def assemble(cfg, get, source, device="cuda"):
     cos, sin = tables(cfg.max_seq_len, cfg.head_dim, cfg.rope_theta, cfg.rope_scaling)
     out["rope_cos"] = torch.from_numpy(cos).to(device)
     out["rope_sin"] = torch.from_numpy(sin).to(device)
-    for name, (shape, dtype) in ref.tensor_specs(cfg).items():
+    dtypes = {"bfloat16": torch.bfloat16, "int32": torch.int32, "float32": torch.float32}
+    specs = {name: (shape, dtypes[dtype]) for name, (shape, dtype) in ref.tensor_specs(cfg).items()
+             if name not in out}
+    # The k/v caches as views of one pool, so that one L2 window covers
+    # them all (Engine(l2_caches=True)).
+    caches = [name for name in specs if name.endswith("_cache")]
+    if caches and len({specs[n][1] for n in caches}) == 1:
+        sizes = [math.prod(specs[n][0]) for n in caches]
+        pool = torch.zeros(sum(sizes), dtype=specs[caches[0]][1], device=device)
+        for name, part in zip(caches, torch.split(pool, sizes)):
+            out[name] = part.view(specs[name][0])
+    for name, (shape, dt) in specs.items():
         if name not in out:
-            dt = {"bfloat16": torch.bfloat16, "int32": torch.int32, "float32": torch.float32}[dtype]
             out[name] = torch.zeros(shape, dtype=dt, device=device)
     return out
 

@@ -163,7 +163,7 @@ class Engine:
     module)."""
 
     def __init__(self, cfg, tensors, artifact, eos_token_id=None, poll_s=2e-4,
-                 prefill=None):
+                 prefill=None, l2_caches=False):
         import torch
 
         from ..runtime import load_mega
@@ -178,6 +178,18 @@ class Engine:
             raise ValueError(f"{artifact}: the kernel repeats at most {self.kernel.max_steps} "
                              f"steps per launch; a generation needs up to {cfg.max_seq_len}")
         self.kernel.bind({p.name: tensors[p.name] for p in self.kernel.user_params})
+        if l2_caches:
+            # The k/v caches persisting in L2 from one step to the next
+            # (runtime/l2_window.py): one window over them, so they must be
+            # one pool (checkpoint.assemble allocates them so).
+            from ..runtime.l2_window import L2Window
+
+            caches = [tensors[n] for n in sorted(tensors) if n.endswith("_cache")]
+            window = L2Window.covering(caches, what="Engine(l2_caches=True)")
+            if window.num_bytes != sum(t.numel() * t.element_size() for t in caches):
+                raise ValueError("Engine(l2_caches=True): the k/v caches are not one pool "
+                                 "(allocate them as checkpoint.assemble does)")
+            self.kernel.set_l2_window(window)
         self.poll_s = poll_s
         self._torch = torch
         # The launch is captured on a stream of the engine's own (capture

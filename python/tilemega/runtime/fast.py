@@ -35,7 +35,7 @@ import struct
 import threading
 from typing import Optional
 
-from . import driver
+from . import driver, l2_window
 from .args import _strides_match, maps_for
 from .dtypes import DTYPES, _bfloat16_bits
 from .launch import check_result, describe, stream_handle
@@ -309,6 +309,7 @@ class BoundLaunch:
         if launcher.maps is not None:
             launcher._write_maps(values, slots, [None] * launcher.nmaps)
         self.params_address = ctypes.addressof(self.pointers)
+        self.window = None    # an l2_window.L2Window the launches carry, if set
 
     def launch(self, handle: int) -> bool:
         """Launch on the raw stream `handle`; False (nothing launched) when
@@ -323,7 +324,10 @@ class BoundLaunch:
         if cu_stream is None:
             cu_stream = _cu_stream(drv, handle)
         block = fl.block
-        if fl.cooperative:
+        if self.window is not None:
+            result = l2_window.launch(drv, function, grid, block, fl.smem, cu_stream,
+                                      self.params_address, fl.cooperative, self.window)
+        elif fl.cooperative:
             result = drv.cuLaunchCooperativeKernel(function, grid[0], grid[1], grid[2],
                                                    block[0], block[1], block[2], fl.smem,
                                                    cu_stream, self.params_address)

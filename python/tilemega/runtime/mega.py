@@ -177,6 +177,7 @@ class MegaKernel:
         self._given_events = None               # use_events' buffer, if any
         self._args: Optional[List[Any]] = None  # the full argument list, rebuilt after bind
         self._packed = None                      # its BoundLaunch (packed once), if any
+        self._l2_window = None                   # set_l2_window's, if any
         self._resident_on: Optional[int] = None # the device whose residency was checked
         self.ranks = mm.ranks(meta)
         # A graph of several ranks: this rank and every rank's events buffer
@@ -457,6 +458,24 @@ class MegaKernel:
 
     # -- launching --------------------------------------------------------------------
 
+    def set_l2_window(self, window) -> "MegaKernel":
+        """Launch with `window` (an l2_window.L2Window, None to stop): the
+        window's bytes are marked persisting in L2 (a decode step's k/v
+        caches, so that the weights streaming through do not evict them
+        before the next step reads them again). Raises the context's
+        persisting set-aside now; LaunchError where the device cannot.
+        Needs the packed launch (torch tensors bound); a launch made while
+        the device's context is not current (the general path) goes
+        without it: a hint lost, never a wrong result."""
+        if window is not None:
+            device = self._device if self._device is not None else 0
+            window = window.apply(device, f"mega-kernel '{self.name}'")
+        with self._launch_lock:
+            self._l2_window = window
+            if self._packed is not None:
+                self._packed.window = window
+        return self
+
     def prepare(self):
         """What the first launch does besides launching: allocate the
         buffers, check residency, write the argument table (every graph
@@ -479,6 +498,12 @@ class MegaKernel:
             self._write_arg_table(stream)
             self._args = args
             self._packed = self.kernel.bind_launch(self._args)
+            if self._l2_window is not None:
+                if self._packed is None:
+                    raise LaunchError(f"mega-kernel '{self.name}': an L2 window needs the "
+                                      "packed launch (torch tensors bound), which these "
+                                      "arguments do not take")
+                self._packed.window = self._l2_window
         if self._resident_on != self._device:
             self.check_resident()
 
