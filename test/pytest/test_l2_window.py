@@ -95,3 +95,24 @@ def test_a_run_label_names_the_variant_and_the_engine_options():
     assert ab.split_label("pair_entries@l2_caches") == ("pair_entries", {"l2_caches": True})
     with pytest.raises(SystemExit, match="'shipped@l2': unknown engine option 'l2'"):
         ab.split_label("shipped@l2")
+
+
+def test_the_caches_are_one_pool_that_one_window_covers(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from tilemega.mega import checkpoint
+    from tilemega.mega import generation_reference as ref
+    from tilemega.mega.models import ModelConfig
+
+    cfg = ModelConfig(layers=3, hidden=128, intermediate=256, heads=4, kv_heads=2,
+                      head_dim=64, vocab=512, max_seq_len=128)
+    # No weights: what assemble adds (the state, the caches, the logits).
+    monkeypatch.setattr(checkpoint, "fuse", lambda cfg, get, source, convert: {})
+    out = checkpoint.assemble(cfg, None, "none", device="cpu")
+    specs = ref.tensor_specs(cfg)
+    assert {n: tuple(out[n].shape) for n in specs} == {n: tuple(s) for n, (s, _) in specs.items()}
+    caches = [out[n] for n in specs if n.endswith("_cache")]
+    assert len(caches) == 6 and all(c.is_contiguous() and not c.any() for c in caches)
+    window = L2Window.covering(caches)
+    assert window.num_bytes == sum(c.numel() * c.element_size() for c in caches)
+    caches[1].fill_(1)   # views of one pool, each its own bytes
+    assert not caches[0].any() and not caches[2].any()
