@@ -3,7 +3,7 @@
 loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
 
     python bench/generate_timeline.py build DIR [VARIANT ...]        # compiler machine
-    PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT   # GPU machine
+    PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT [OPTION ...]   # GPU machine
     python bench/generate_timeline.py entries ENTRIES.json [--layer L]   # anywhere
     python bench/generate_timeline.py placement ENTRIES.json             # anywhere
 
@@ -32,6 +32,9 @@ task's last end, by what their CTA ran before);
 for (workers_by_sm) and the streaming entries whose loads overlapped an
 attention entry of another CTA on their SM.
 
+OPTIONs (bench/generate_ab.py's ENGINE_OPTIONS, e.g. l2_caches) add an
+engine of the stamped build with that option, its tables under
+"variants" as "@OPTION".
 VARIANTs (VARIANTS below: compile options) add timeline builds of the same
 graph, DIR/gen_llama1b_timeline_<variant>.*, judged and timed in the same
 process; their tables go under "variants" in the JSON (e.g. no_early_loads:
@@ -146,7 +149,10 @@ def timeline_doc(kernel):
     return rows, doc
 
 
-def run(folder, out):
+def run(folder, out, options=()):
+    """options: engine options (generate_ab.ENGINE_OPTIONS, e.g. "l2_caches"),
+    each one more engine of the stamped build, "<timeline>@<option>", its
+    tables under "variants" as "@<option>"."""
     sys.path.insert(0, os.path.join(ROOT, "test", "pytest"))
     sys.path.insert(0, HERE)
     import common
@@ -163,8 +169,10 @@ def run(folder, out):
     variants = sorted(f[len(TIMELINE) + 1:-len(".json")] for f in os.listdir(folder)
                       if f.startswith(TIMELINE + "_") and f.endswith(".json"))
     names = [TIMELINE, "gen_llama1b"] + [f"{TIMELINE}_{v}" for v in variants]
+    names += [f"{TIMELINE}@{option}" for option in options]
     engines = {name: Engine.from_model(model, max_seq_len=4096, prefill=prefill,
-                                       artifact=os.path.join(folder, name + ".json"))
+                                       artifact=os.path.join(folder, name.split("@")[0] + ".json"),
+                                       **generate_ab.engine_options(name))
                for name in names}
     doc = {"run": common.run_info(), "prompt": len(PROMPT), "new_tokens": NEW, "engines": {}}
     failed = False
@@ -184,6 +192,8 @@ def run(folder, out):
     rows, main_doc = timeline_doc(kernel)
     doc.update(main_doc)
     doc["variants"] = {v: timeline_doc(engines[f"{TIMELINE}_{v}"].kernel)[1] for v in variants}
+    doc["variants"].update({f"@{o}": timeline_doc(engines[f"{TIMELINE}@{o}"].kernel)[1]
+                            for o in options})
     summary = mega_timeline.summarize(rows, kernel.meta)
     doc["summary"] = mega_timeline.format_summary(summary, kernel.meta)
     os.makedirs(out, exist_ok=True)
@@ -308,8 +318,10 @@ def main(argv):
         with open(argv[1]) as f:
             print(json.dumps(placement(json.load(f)), indent=1))
         return None
-    if argv[:1] == ["run"] and len(argv) == 4 and argv[2] == "--out":
-        return run(argv[1], argv[3])
+    if argv[:1] == ["run"] and len(argv) >= 4 and argv[2] == "--out":
+        for option in argv[4:]:
+            generate_ab.split_label("@" + option)   # an unknown one exits, naming it
+        return run(argv[1], argv[3], argv[4:])
     raise SystemExit(__doc__)
 
 

@@ -116,3 +116,16 @@ def test_the_caches_are_one_pool_that_one_window_covers(monkeypatch):
     assert window.num_bytes == sum(c.numel() * c.element_size() for c in caches)
     caches[1].fill_(1)   # views of one pool, each its own bytes
     assert not caches[0].any() and not caches[2].any()
+
+
+def test_the_timeline_run_refuses_an_unknown_engine_option():
+    import importlib.util
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    spec = importlib.util.spec_from_file_location(
+        "bench_generate_timeline", os.path.join(root, "bench", "generate_timeline.py"))
+    timeline = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(timeline)
+    with pytest.raises(SystemExit, match="'@l2': unknown engine option 'l2'"):
+        timeline.main(["run", "folder", "--out", "out", "l2"])
