@@ -77,20 +77,21 @@ def test_the_launch_carries_the_window_and_the_cooperative_attribute(cooperative
         assert config.attrs[1].value.cooperative == 1
 
 
-def _generate_ab():
+def _bench(name):
+    """bench/<name>.py, loaded by path (bench/ is not a package)."""
     import importlib.util
     import os
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     spec = importlib.util.spec_from_file_location(
-        "bench_generate_ab", os.path.join(root, "bench", "generate_ab.py"))
+        "bench_" + name, os.path.join(root, "bench", name + ".py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_a_run_label_names_the_variant_and_the_engine_options():
-    ab = _generate_ab()
+    ab = _bench("generate_ab")
     assert ab.split_label("shipped") == ("shipped", {})
     assert ab.split_label("pair_entries@l2_caches") == ("pair_entries", {"l2_caches": True})
     with pytest.raises(SystemExit, match="'shipped@l2': unknown engine option 'l2'"):
@@ -119,13 +120,6 @@ def test_the_caches_are_one_pool_that_one_window_covers(monkeypatch):
 
 
 def test_the_timeline_run_refuses_an_unknown_engine_option():
-    import importlib.util
-    import os
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    spec = importlib.util.spec_from_file_location(
-        "bench_generate_timeline", os.path.join(root, "bench", "generate_timeline.py"))
-    timeline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(timeline)
+    timeline = _bench("generate_timeline")
     with pytest.raises(SystemExit, match="'@l2': unknown engine option 'l2'"):
         timeline.main(["run", "folder", "--out", "out", "l2"])
