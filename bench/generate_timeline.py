@@ -6,6 +6,7 @@ loads, per-body thread ids) compiled with per-entry %globaltimer stamps.
     PYTHONPATH=python python3 bench/generate_timeline.py run DIR --out OUT [OPTION ...]   # GPU machine
     python bench/generate_timeline.py entries ENTRIES.json [--layer L]   # anywhere
     python bench/generate_timeline.py placement ENTRIES.json             # anywhere
+    python bench/generate_timeline.py balance ENTRIES.json               # anywhere
 
 `build` compiles DIR/gen_llama1b_timeline.* (the graph of
 examples/generation.py's gen_llama1b with mega_timeline) and, beside it,
@@ -30,7 +31,10 @@ percentiles, and when each task's instances started after the previous
 task's last end, by what their CTA ran before);
 `placement` counts the CTAs that ran on the SM their worker index stands
 for (workers_by_sm) and the streaming entries whose loads overlapped an
-attention entry of another CTA on their SM.
+attention entry of another CTA on their SM; `balance` what the spread of
+the CTAs' speeds costs each task of many instances (balance: its slowest
+entry against the time had its units been divided in proportion to each
+CTA's measured rate) and how alike a CTA's speed is from task to task.
 
 OPTIONs (bench/generate_ab.py's ENGINE_OPTIONS, e.g. l2_caches) add an
 engine of the stamped build with that option, its tables under
@@ -127,13 +131,26 @@ def per_role(table):
 
 def entries_doc(rows, meta):
     """{"tasks": names, "entries": [[task, start ns, end ns, CTA, SM]]} of
-    the entries that ran in the last step, times from its first start."""
+    the entries that ran in the last step, times from its first start; with
+    "units" (each entry's units, in the same order) when the metadata
+    gives the tasks' units and the entries' instances."""
     ran = [(entry, row) for entry, row in enumerate(rows) if row[1] > 0]
     origin = min(int(row[0]) for _, row in ran)
-    return {"tasks": [t["name"] for t in meta["tasks"]],
-            "entries": [[meta["entries"]["task"][entry], int(start) - origin,
-                         int(end) - origin, int(cta), int(sm)]
-                        for entry, (start, end, cta, sm) in ran]}
+    doc = {"tasks": [t["name"] for t in meta["tasks"]],
+           "entries": [[meta["entries"]["task"][entry], int(start) - origin,
+                        int(end) - origin, int(cta), int(sm)]
+                       for entry, (start, end, cta, sm) in ran]}
+    if "instance" in meta["entries"] and all("units" in t for t in meta["tasks"]):
+        doc["units"] = [entry_units(meta, entry) for entry, _ in ran]
+    return doc
+
+
+def entry_units(meta, entry):
+    """The units entry `entry` runs: units_per_task of its task, fewer for
+    the task's last instance when they do not divide its units."""
+    task = meta["tasks"][meta["entries"]["task"][entry]]
+    per = task.get("units_per_task", 1)
+    return min(per, task["units"] - meta["entries"]["instance"][entry] * per)
 
 
 def timeline_doc(kernel):
@@ -305,6 +322,59 @@ def placement(doc, ctas_per_sm=2):
             "streaming_loads_under_attention_on_their_sm": shared}
 
 
+def balance(doc, min_instances=8):
+    """What the spread of the CTAs' speeds costs the step (an entries
+    document). Per task of at least `min_instances` entries: durations
+    (min, median, max, us), `balanced_us` = units / sum(units_i / d_i),
+    the duration had its units been divided in proportion to each CTA's
+    measured rate (every entry one unit when the document has no "units":
+    a task's one short remainder instance then counts as a full one), and
+    `excess_us` = max - balanced, what a proportional division could save
+    on that task (a bound: it assumes each CTA keeps its rate). Per layer
+    role the mean excess; the step's sum; and, against the task of the
+    largest total time, the Pearson correlation over their common CTAs of
+    a CTA's duration in it and in each other task (mean per role): near 1,
+    the same CTAs are slow in every stage."""
+    import statistics
+
+    names = doc["tasks"]
+    units = doc.get("units") or [1] * len(doc["entries"])
+    runs = {}
+    for (task, start, end, cta, _), u in zip(doc["entries"], units):
+        if end > start:
+            runs.setdefault(task, {})[cta] = (u, (end - start) / 1e3)
+    tasks = {t: r for t, r in runs.items() if len(r) >= min_instances}
+    rows, roles = [], {}
+    for task in sorted(tasks):
+        r = tasks[task]
+        durations = sorted(d for _, d in r.values())
+        balanced = sum(u for u, _ in r.values()) / sum(u / d for u, d in r.values())
+        excess = durations[-1] - balanced
+        rows.append({"task": names[task], "instances": len(r),
+                     "duration_us": [durations[0], statistics.median(durations), durations[-1]],
+                     "balanced_us": balanced, "excess_us": excess})
+        m = re.fullmatch(r"t\d+_l\d+_(\w+)", names[task])
+        roles.setdefault(m.group(1) if m else names[task], []).append(excess)
+    out = {"tasks": rows, "roles": {k: sum(v) / len(v) for k, v in roles.items()},
+           "excess_us": sum(row["excess_us"] for row in rows)}
+    if tasks:
+        ref = max(tasks, key=lambda t: sum(d for _, d in tasks[t].values()))
+        corr = {}
+        for task in sorted(tasks):
+            common = sorted(set(tasks[ref]) & set(tasks[task]))
+            if task == ref or len(common) < 3:
+                continue
+            x = [tasks[ref][c][1] for c in common]
+            y = [tasks[task][c][1] for c in common]
+            if len(set(x)) > 1 and len(set(y)) > 1:
+                m = re.fullmatch(r"t\d+_l\d+_(\w+)", names[task])
+                corr.setdefault(m.group(1) if m else names[task], []).append(
+                    statistics.correlation(x, y))
+        out["correlation_with"] = names[ref]
+        out["correlation"] = {k: sum(v) / len(v) for k, v in corr.items()}
+    return out
+
+
 def main(argv):
     if argv[:1] == ["build"] and len(argv) >= 2:
         return build(argv[1], argv[2:])
@@ -317,6 +387,10 @@ def main(argv):
     if argv[:1] == ["placement"] and len(argv) == 2:
         with open(argv[1]) as f:
             print(json.dumps(placement(json.load(f)), indent=1))
+        return None
+    if argv[:1] == ["balance"] and len(argv) == 2:
+        with open(argv[1]) as f:
+            print(json.dumps(balance(json.load(f)), indent=1))
         return None
     if argv[:1] == ["run"] and len(argv) >= 4 and argv[2] == "--out":
         for option in argv[4:]:

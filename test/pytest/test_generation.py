@@ -1347,3 +1347,49 @@ def test_generation_timeline_tables_per_task_and_per_role():
     assert rows_l1[0]["duration_us"] == [3.0, 3.0, 3.0] and rows_l1[0]["end_us"][-1] == 3.0
     assert rows_l1[1]["start_after_previous_end_us"] == {"l1_qkv": [1.0, 1.0, 1.0, 1]}
     assert gt.layer_entries(raw, 0)[0]["start_spread_us"] == 1.0       # qkv's 2 instances
+
+
+def test_generation_timeline_balance_bounds_what_the_slowest_cta_costs():
+    """bench/generate_timeline.py balance: per task of many instances, the
+    slowest entry against its units divided in proportion to each CTA's
+    measured rate, and how alike the CTAs' speeds are across tasks; the
+    entries' units from the metadata (a short last instance)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "generate_timeline", os.path.join(ROOT, "bench", "generate_timeline.py"))
+    gt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gt)
+    meta = {"tasks": [{"name": "t0_l0_wgu", "units": 4, "units_per_task": 1},
+                      {"name": "t1_lm_head", "units": 7, "units_per_task": 2}],
+            "entries": {"task": [0, 0, 0, 0, 1, 1, 1, 1],
+                        "instance": [0, 1, 2, 3, 0, 1, 2, 3]}}
+    us = 1000
+    # CTA 3 is twice as slow as the others in both tasks; the head's last
+    # instance (CTA 3) runs 1 unit.
+    rows = [(0, 1 * us, 0, 0), (0, 1 * us, 1, 0), (0, 1 * us, 2, 1), (0, 2 * us, 3, 1),
+            (2 * us, 4 * us, 0, 0), (2 * us, 4 * us, 1, 0), (2 * us, 4 * us, 2, 1),
+            (2 * us, 4 * us, 3, 1)]
+    doc = gt.entries_doc(rows, meta)
+    assert doc["units"] == [1, 1, 1, 1, 2, 2, 2, 1]
+    got = gt.balance(doc, min_instances=4)
+    wgu, head = got["tasks"]
+    # 4 units at rates 1, 1, 1, 0.5 a us: 4 / 3.5 us balanced, 2 us slowest.
+    assert wgu["duration_us"] == [1.0, 1.0, 2.0]
+    assert wgu["balanced_us"] == pytest.approx(4 / 3.5) and wgu["excess_us"] == pytest.approx(2 - 4 / 3.5)
+    # 7 units at rates 1, 1, 1, 0.5: balanced 2 us, every entry 2 us.
+    assert head["balanced_us"] == pytest.approx(2.0) and head["excess_us"] == pytest.approx(0.0)
+    assert got["roles"] == {"wgu": pytest.approx(2 - 4 / 3.5), "t1_lm_head": pytest.approx(0.0)}
+    assert got["excess_us"] == pytest.approx(2 - 4 / 3.5)
+    # Without units every entry counts one; the head is the largest task and
+    # the gate/up durations follow the same CTAs as its own - but its
+    # durations are all equal, so there is no correlation to report.
+    del doc["units"]
+    plain = gt.balance(doc, min_instances=4)
+    assert plain["correlation_with"] == "t1_lm_head" and plain["correlation"] == {}
+    assert gt.balance(doc, min_instances=5) == {"tasks": [], "roles": {}, "excess_us": 0}
+    # The same CTA slow in both: durations alike, correlation 1.
+    slow = [list(e) for e in doc["entries"]]
+    slow[7][2] = slow[7][1] + 4 * us
+    alike = gt.balance({"tasks": doc["tasks"], "entries": slow}, min_instances=4)
+    assert alike["correlation"] == {"wgu": pytest.approx(1.0)}
