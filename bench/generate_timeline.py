@@ -114,16 +114,22 @@ def task_table(rows, meta):
     return table
 
 
+def layer_role(name):
+    """The role of a layer's task (names t<i>_l<layer>_<role>), else None."""
+    m = re.fullmatch(r"t\d+_l\d+_(\w+)", name)
+    return m.group(1) if m else None
+
+
 def per_role(table):
     """{role: (mean span us, mean period us, layers)} over the layers' tasks
     (names t<i>_l<layer>_<role>); the period runs to the next task's first
     start in graph order."""
     acc = {}
     for i, (name, _, start, end, _) in enumerate(table):
-        m = re.fullmatch(r"t\d+_l\d+_(\w+)", name)
-        if not m or i + 1 == len(table):
+        role = layer_role(name)
+        if role is None or i + 1 == len(table):
             continue
-        spans, periods = acc.setdefault(m.group(1), ([], []))
+        spans, periods = acc.setdefault(role, ([], []))
         spans.append(end - start)
         periods.append(table[i + 1][2] - start)
     return {role: (sum(s) / len(s), sum(p) / len(p), len(s)) for role, (s, p) in acc.items()}
@@ -322,9 +328,10 @@ def placement(doc, ctas_per_sm=2):
             "streaming_loads_under_attention_on_their_sm": shared}
 
 
-def balance(doc, min_instances=8):
+def balance(doc, min_ctas=8):
     """What the spread of the CTAs' speeds costs the step (an entries
-    document). Per task of at least `min_instances` entries: durations
+    document). Per task run by at least `min_ctas` CTAs (a CTA's
+    entries of one task count as one, their units and times summed): durations
     (min, median, max, us), `balanced_us` = units / sum(units_i / d_i),
     the duration had its units been divided in proportion to each CTA's
     measured rate (every entry one unit when the document has no "units":
@@ -339,22 +346,23 @@ def balance(doc, min_instances=8):
 
     names = doc["tasks"]
     units = doc.get("units") or [1] * len(doc["entries"])
-    runs = {}
+    runs = {}      # task -> CTA -> [units, us] over its entries of the task
     for (task, start, end, cta, _), u in zip(doc["entries"], units):
         if end > start:
-            runs.setdefault(task, {})[cta] = (u, (end - start) / 1e3)
-    tasks = {t: r for t, r in runs.items() if len(r) >= min_instances}
+            acc = runs.setdefault(task, {}).setdefault(cta, [0, 0.0])
+            acc[0] += u
+            acc[1] += (end - start) / 1e3
+    tasks = {t: r for t, r in runs.items() if len(r) >= min_ctas}
     rows, roles = [], {}
     for task in sorted(tasks):
         r = tasks[task]
         durations = sorted(d for _, d in r.values())
         balanced = sum(u for u, _ in r.values()) / sum(u / d for u, d in r.values())
         excess = durations[-1] - balanced
-        rows.append({"task": names[task], "instances": len(r),
+        rows.append({"task": names[task], "ctas": len(r),
                      "duration_us": [durations[0], statistics.median(durations), durations[-1]],
                      "balanced_us": balanced, "excess_us": excess})
-        m = re.fullmatch(r"t\d+_l\d+_(\w+)", names[task])
-        roles.setdefault(m.group(1) if m else names[task], []).append(excess)
+        roles.setdefault(layer_role(names[task]) or names[task], []).append(excess)
     out = {"tasks": rows, "roles": {k: sum(v) / len(v) for k, v in roles.items()},
            "excess_us": sum(row["excess_us"] for row in rows)}
     if tasks:
@@ -367,8 +375,7 @@ def balance(doc, min_instances=8):
             x = [tasks[ref][c][1] for c in common]
             y = [tasks[task][c][1] for c in common]
             if len(set(x)) > 1 and len(set(y)) > 1:
-                m = re.fullmatch(r"t\d+_l\d+_(\w+)", names[task])
-                corr.setdefault(m.group(1) if m else names[task], []).append(
+                corr.setdefault(layer_role(names[task]) or names[task], []).append(
                     statistics.correlation(x, y))
         out["correlation_with"] = names[ref]
         out["correlation"] = {k: sum(v) / len(v) for k, v in corr.items()}

@@ -1372,7 +1372,7 @@ def test_generation_timeline_balance_bounds_what_the_slowest_cta_costs():
             (2 * us, 4 * us, 3, 1)]
     doc = gt.entries_doc(rows, meta)
     assert doc["units"] == [1, 1, 1, 1, 2, 2, 2, 1]
-    got = gt.balance(doc, min_instances=4)
+    got = gt.balance(doc, min_ctas=4)
     wgu, head = got["tasks"]
     # 4 units at rates 1, 1, 1, 0.5 a us: 4 / 3.5 us balanced, 2 us slowest.
     assert wgu["duration_us"] == [1.0, 1.0, 2.0]
@@ -1385,11 +1385,19 @@ def test_generation_timeline_balance_bounds_what_the_slowest_cta_costs():
     # the gate/up durations follow the same CTAs as its own - but its
     # durations are all equal, so there is no correlation to report.
     del doc["units"]
-    plain = gt.balance(doc, min_instances=4)
+    plain = gt.balance(doc, min_ctas=4)
     assert plain["correlation_with"] == "t1_lm_head" and plain["correlation"] == {}
-    assert gt.balance(doc, min_instances=5) == {"tasks": [], "roles": {}, "excess_us": 0}
+    assert gt.balance(doc, min_ctas=5) == {"tasks": [], "roles": {}, "excess_us": 0}
     # The same CTA slow in both: durations alike, correlation 1.
     slow = [list(e) for e in doc["entries"]]
     slow[7][2] = slow[7][1] + 4 * us
-    alike = gt.balance({"tasks": doc["tasks"], "entries": slow}, min_instances=4)
+    alike = gt.balance({"tasks": doc["tasks"], "entries": slow}, min_ctas=4)
     assert alike["correlation"] == {"wgu": pytest.approx(1.0)}
+    # A CTA's two entries of one task count as one CTA: their units and
+    # times summed (CTA 0 ran 2 units in 2 us, the rate of CTAs 1-3).
+    two = {"tasks": ["t0_l0_wd"], "units": [1, 1, 1, 1, 1],
+           "entries": [[0, 0, us, 0, 0], [0, us, 2 * us, 0, 0], [0, 0, us, 1, 0],
+                       [0, 0, us, 2, 1], [0, 0, us, 3, 1]]}
+    wd = gt.balance(two, min_ctas=4)["tasks"][0]
+    assert wd["ctas"] == 4 and wd["duration_us"] == [1.0, 1.0, 2.0]
+    assert wd["balanced_us"] == pytest.approx(5 / 4) and wd["excess_us"] == pytest.approx(0.75)
