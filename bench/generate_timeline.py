@@ -382,22 +382,39 @@ def balance(doc, min_ctas=8):
     return out
 
 
+def read_entries(path):
+    """An entries document (entries_doc) from `path`, checked: a file that
+    is not one exits naming the file and what is wrong."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"{path}: not a readable JSON document ({e})")
+    tasks, entries = (doc.get("tasks"), doc.get("entries")) if isinstance(doc, dict) else (None, None)
+    if not isinstance(tasks, list) or not isinstance(entries, list):
+        raise SystemExit(f"{path}: no 'tasks' and 'entries' lists (not an entries document)")
+    for i, e in enumerate(entries):
+        if (not isinstance(e, list) or len(e) != 5 or not all(isinstance(x, int) for x in e)
+                or not 0 <= e[0] < len(tasks)):
+            raise SystemExit(f"{path}: entries[{i}] is not [task, start ns, end ns, CTA, SM] "
+                             f"with a task index below {len(tasks)}")
+    if "units" in doc and (not isinstance(doc["units"], list) or len(doc["units"]) != len(entries)):
+        raise SystemExit(f"{path}: 'units' does not give one count per entry")
+    return doc
+
+
 def main(argv):
     if argv[:1] == ["build"] and len(argv) >= 2:
         return build(argv[1], argv[2:])
     if argv[:1] == ["entries"] and len(argv) in (2, 4):
         layer = int(argv[3]) if len(argv) == 4 and argv[2] == "--layer" else 5
-        with open(argv[1]) as f:
-            rows = layer_entries(json.load(f), layer)
-        print(json.dumps(rows, indent=1))
+        print(json.dumps(layer_entries(read_entries(argv[1]), layer), indent=1))
         return None
     if argv[:1] == ["placement"] and len(argv) == 2:
-        with open(argv[1]) as f:
-            print(json.dumps(placement(json.load(f)), indent=1))
+        print(json.dumps(placement(read_entries(argv[1])), indent=1))
         return None
     if argv[:1] == ["balance"] and len(argv) == 2:
-        with open(argv[1]) as f:
-            print(json.dumps(balance(json.load(f)), indent=1))
+        print(json.dumps(balance(read_entries(argv[1])), indent=1))
         return None
     if argv[:1] == ["run"] and len(argv) >= 4 and argv[2] == "--out":
         for option in argv[4:]:

@@ -1401,3 +1401,29 @@ def test_generation_timeline_balance_bounds_what_the_slowest_cta_costs():
     wd = gt.balance(two, min_ctas=4)["tasks"][0]
     assert wd["ctas"] == 4 and wd["duration_us"] == [1.0, 1.0, 2.0]
     assert wd["balanced_us"] == pytest.approx(5 / 4) and wd["excess_us"] == pytest.approx(0.75)
+
+
+def test_generation_timeline_reads_only_entries_documents(tmp_path):
+    """bench/generate_timeline.py entries / placement / balance on a file
+    that is not an entries document exit naming the file and the field."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "generate_timeline", os.path.join(ROOT, "bench", "generate_timeline.py"))
+    gt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gt)
+    cases = {"broken.json": ("{", "not a readable JSON document"),
+             "other.json": ('{"step_us": 1}', "no 'tasks' and 'entries' lists"),
+             "task.json": ('{"tasks": ["t0"], "entries": [[1, 0, 5, 0, 0]]}',
+                           r"entries\[0\] is not \[task, start ns"),
+             "units.json": ('{"tasks": ["t0"], "entries": [[0, 0, 5, 0, 0]], "units": []}',
+                            "'units' does not give one count per entry")}
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        for command in ("entries", "placement", "balance"):
+            with pytest.raises(SystemExit, match=re.escape(str(path)) + ": " + message):
+                gt.main([command, str(path)])
+    good = tmp_path / "good.json"
+    good.write_text('{"tasks": ["t0"], "entries": [[0, 0, 5, 0, 0]]}')
+    assert gt.read_entries(str(good))["entries"] == [[0, 0, 5, 0, 0]]
