@@ -123,6 +123,18 @@ VARIANTS = {
     "wd_stages6": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(wd=6))),
     "early_depth_2+wd_stages6": dict(ctas_per_sm=None, mega_early_depth=2,
                                      graph=dict(gemv_stages=dict(wd=6))),
+    # Claimed units (mega_claim_units): a task of several units an instance
+    # (the LM head's 4) runs each instance's own unit, then claims the
+    # rest at run time, so faster CTAs take more (docs/mega.md "Claimed
+    # units"); with smaller units the last claims end closer together.
+    "claim_units": dict(ctas_per_sm=None, mega_claim_units=True),
+    "claim_units+head_rows_64": dict(ctas_per_sm=None, mega_claim_units=True,
+                                     graph=dict(rows_per_unit=dict(lm_head=64))),
+    "claim_units+head_rows_32": dict(ctas_per_sm=None, mega_claim_units=True,
+                                     graph=dict(rows_per_unit=dict(lm_head=32))),
+    # ... and the MLP's units halved (two an instance, one of them claimed).
+    "claim_units+mlp_rows_half": dict(ctas_per_sm=None, mega_claim_units=True,
+                                      graph=dict(rows_per_unit=dict(wgu=16, wd=4))),
 }
 
 

@@ -71,7 +71,12 @@ VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             # ... with the attention's tasks on SMs of their own, so that
             # those loads do not share its SMs.
             "pair_entries+workers_by_sm": dict(mega_pair_entries=True,
-                                               graph=dict(workers_by_sm=True))}
+                                               graph=dict(workers_by_sm=True)),
+            # Claimed units: the LM head's units beyond each instance's own
+            # claimed at run time (generate_ab's variants of the same name).
+            "claim_units": dict(mega_claim_units=True),
+            "claim_units+head_rows_32": dict(mega_claim_units=True,
+                                             graph=dict(rows_per_unit=dict(lm_head=32)))}
 #: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).
 LATENCY_BOUND = re.compile(r"_attn_(split|merge|combine)$")
 
@@ -153,8 +158,12 @@ def entries_doc(rows, meta):
 
 def entry_units(meta, entry):
     """The units entry `entry` runs: units_per_task of its task, fewer for
-    the task's last instance when they do not divide its units."""
+    the task's last instance when they do not divide its units; None for a
+    task that claims its units (how many an entry ran is known only at
+    run time)."""
     task = meta["tasks"][meta["entries"]["task"][entry]]
+    if task.get("claims_units"):
+        return None
     per = task.get("units_per_task", 1)
     return min(per, task["units"] - meta["entries"]["instance"][entry] * per)
 
@@ -337,7 +346,10 @@ def balance(doc, min_ctas=8):
     measured rate (every entry one unit when the document has no "units":
     a task's one short remainder instance then counts as a full one), and
     `excess_us` = max - balanced, what a proportional division could save
-    on that task (a bound: it assumes each CTA keeps its rate). Per layer
+    on that task (a bound: it assumes each CTA keeps its rate); a task
+    whose units are claimed at run time (units null) has no such bound:
+    its row gives `end_spread_us`, its last CTA's end less its first's,
+    and stays out of the sums. Per layer
     role the mean excess; the step's sum; and, against the task of the
     largest total time, the Pearson correlation over their common CTAs of
     a CTA's duration in it and in each other task (mean per role): near 1,
@@ -347,16 +359,27 @@ def balance(doc, min_ctas=8):
     names = doc["tasks"]
     units = doc.get("units") or [1] * len(doc["entries"])
     runs = {}      # task -> CTA -> [units, us] over its entries of the task
+    ends, claimed = {}, set()
     for (task, start, end, cta, _), u in zip(doc["entries"], units):
         if end > start:
             acc = runs.setdefault(task, {}).setdefault(cta, [0, 0.0])
-            acc[0] += u
+            if u is None:
+                claimed.add(task)
+            else:
+                acc[0] += u
             acc[1] += (end - start) / 1e3
+            ends.setdefault(task, []).append(end)
     tasks = {t: r for t, r in runs.items() if len(r) >= min_ctas}
     rows, roles = [], {}
     for task in sorted(tasks):
         r = tasks[task]
         durations = sorted(d for _, d in r.values())
+        if task in claimed:
+            rows.append({"task": names[task], "ctas": len(r), "claims_units": True,
+                         "duration_us": [durations[0], statistics.median(durations),
+                                         durations[-1]],
+                         "end_spread_us": (max(ends[task]) - min(ends[task])) / 1e3})
+            continue
         balanced = sum(u for u, _ in r.values()) / sum(u / d for u, d in r.values())
         excess = durations[-1] - balanced
         rows.append({"task": names[task], "ctas": len(r),
@@ -364,7 +387,7 @@ def balance(doc, min_ctas=8):
                      "balanced_us": balanced, "excess_us": excess})
         roles.setdefault(layer_role(names[task]) or names[task], []).append(excess)
     out = {"tasks": rows, "roles": {k: sum(v) / len(v) for k, v in roles.items()},
-           "excess_us": sum(row["excess_us"] for row in rows)}
+           "excess_us": sum(row.get("excess_us", 0.0) for row in rows)}
     if tasks:
         ref = max(tasks, key=lambda t: sum(d for _, d in tasks[t].values()))
         corr = {}
@@ -398,8 +421,10 @@ def read_entries(path):
                 or not 0 <= e[0] < len(tasks)):
             raise SystemExit(f"{path}: entries[{i}] is not [task, start ns, end ns, CTA, SM] "
                              f"with a task index below {len(tasks)}")
-    if "units" in doc and (not isinstance(doc["units"], list) or len(doc["units"]) != len(entries)):
-        raise SystemExit(f"{path}: 'units' does not give one count per entry")
+    if "units" in doc and (not isinstance(doc["units"], list) or len(doc["units"]) != len(entries)
+                           or not all(u is None or (isinstance(u, int) and u >= 0)
+                                      for u in doc["units"])):
+        raise SystemExit(f"{path}: 'units' does not give one count (or null: claimed) per entry")
     return doc
 
 

@@ -27,7 +27,9 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
                                       const TileToPTXPipelineOptions &options) {
   // mega level: operators to tasks, events, queues, then one persistent
   // tile kernel per graph (nothing happens in modules without graphs).
-  pm.addPass(mega::createMegaDecompose());
+  mega::MegaDecomposeOptions decompose;
+  decompose.claimUnits = options.megaClaimUnits;
+  pm.addPass(mega::createMegaDecompose(decompose));
   pm.addPass(mega::createMegaPlanEvents());
   mega::MegaScheduleOptions schedule;
   schedule.policy = options.megaPolicy;

@@ -346,6 +346,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             mega_early_depth: int = 0,
             mega_bulk_copies: bool = False,
             mega_pair_entries: bool = False,
+            mega_claim_units: bool = False,
             wgmma: Optional[bool] = None,
             wgmma_in_flight: Optional[bool] = None,
             tma: Optional[bool] = None) -> CompiledModule:
@@ -372,7 +373,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         "Bulk copies"), and whether consecutive AOT entries run as pairs
         whose second body's weights load while the first one waits and
         computes (mega_pair_entries; mega-pair-entries, docs/mega.md
-        "Paired entries").
+        "Paired entries"), and whether a task of several units an
+        instance claims the units beyond each instance's own at run time
+        (mega_claim_units; mega-decompose claim-units, docs/mega.md
+        "Claimed units").
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
@@ -441,6 +445,10 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         raise ValueError(f"mega_pair_entries must be a bool, got {mega_pair_entries!r}")
     if mega_pair_entries:
         options += " mega-pair-entries=1"
+    if not isinstance(mega_claim_units, bool):
+        raise ValueError(f"mega_claim_units must be a bool, got {mega_claim_units!r}")
+    if mega_claim_units:
+        options += " mega-claim-units=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
             bool(mega_stream_units), bool(mega_fresh_thread_ids))

@@ -1401,6 +1401,18 @@ def test_generation_timeline_balance_bounds_what_the_slowest_cta_costs():
     wd = gt.balance(two, min_ctas=4)["tasks"][0]
     assert wd["ctas"] == 4 and wd["duration_us"] == [1.0, 1.0, 2.0]
     assert wd["balanced_us"] == pytest.approx(5 / 4) and wd["excess_us"] == pytest.approx(0.75)
+    # A task that claims its units: no units an entry (null), no bound; its
+    # CTAs' ends spread over 1 us, and it stays out of the sums.
+    claimed_meta = {"tasks": [{"name": "t1_lm_head", "units": 7, "units_per_task": 2,
+                               "claims_units": True}],
+                    "entries": {"task": [0, 0, 0, 0], "instance": [0, 1, 2, 3]}}
+    claimed = gt.entries_doc([(0, 3 * us, 0, 0), (0, 3 * us, 1, 0), (0, 2 * us, 2, 1),
+                              (0, 3 * us, 3, 1)], claimed_meta)
+    assert claimed["units"] == [None] * 4
+    head = gt.balance(claimed, min_ctas=4)
+    assert head["tasks"] == [{"task": "t1_lm_head", "ctas": 4, "claims_units": True,
+                              "duration_us": [2.0, 3.0, 3.0], "end_spread_us": 1.0}]
+    assert head["excess_us"] == 0
 
 
 def test_generation_timeline_reads_only_entries_documents(tmp_path):
@@ -1417,7 +1429,9 @@ def test_generation_timeline_reads_only_entries_documents(tmp_path):
              "task.json": ('{"tasks": ["t0"], "entries": [[1, 0, 5, 0, 0]]}',
                            r"entries\[0\] is not \[task, start ns"),
              "units.json": ('{"tasks": ["t0"], "entries": [[0, 0, 5, 0, 0]], "units": []}',
-                            "'units' does not give one count per entry")}
+                            "'units' does not give one count"),
+             "negative.json": ('{"tasks": ["t0"], "entries": [[0, 0, 5, 0, 0]], "units": [-1]}',
+                               "'units' does not give one count")}
     for name, (text, message) in cases.items():
         path = tmp_path / name
         path.write_text(text)

@@ -95,13 +95,29 @@ def test_schedule_by_sm_is_deadlock_free(builds):
 def test_state_words_are_checked():
     meta = {"workers": 3, "tasks": [], "events": [], "entries": {"task": [], "instance": []},
             "waits": [], "signals": [], "aot": [[], [], []], "jit": [], "state_words": 20}
-    with pytest.raises(ValueError, match=r"field 'mega.state_words': 20: .* \(19 for 3 CTAs\)"):
+    with pytest.raises(ValueError, match=r"field 'mega.state_words': 20: 16 words, .* \(3 CTAs\)"):
         mm.validate(meta)
     meta["state_words"] = 19
     mm.validate(meta)
     meta["state_words"] = 8
     with pytest.raises(ValueError, match=r"field 'mega.state_words': expected an integer >= 16"):
         mm.validate(meta)
+    # Tasks that claim units: one counter word a task after the rest.
+    task = {"name": "t", "claims_units": True}
+    claims = dict(meta, tasks=[task, {"name": "u"}], state_words=21, unit_counters=2)
+    mm.validate(claims)
+    claims["state_words"] = 18
+    mm.validate(claims)          # workers not placed by SM
+    claims["state_words"] = 20
+    with pytest.raises(ValueError, match=r"'mega.state_words': 20: .* \+ 2 unit counters"):
+        mm.validate(claims)
+    claims["unit_counters"] = 1
+    with pytest.raises(ValueError, match=r"'mega.unit_counters': 1: .* one counter a task \(2\)"):
+        mm.validate(claims)
+    del claims["state_words"]
+    claims["unit_counters"] = 2
+    with pytest.raises(ValueError, match=r"'mega.state_words': missing: .* 2 unit counters"):
+        mm.validate(claims)
 
 
 def test_unclaimed_index_is_decoded():

@@ -82,6 +82,12 @@ struct TileToPTXPipelineOptions
       llvm::cl::desc("Start a task's loads of tensors no task writes "
                      "before its events fire (graphs without a JIT queue)"),
       llvm::cl::init(true)};
+  PassOptions::Option<bool> megaClaimUnits{
+      *this, "mega-claim-units",
+      llvm::cl::desc("Tasks of several units an instance claim the units "
+                     "beyond each instance's own at run time "
+                     "(mega-decompose claim-units)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> megaPairEntries{
       *this, "mega-pair-entries",
       llvm::cl::desc("Run consecutive AOT entries as pairs whose second "

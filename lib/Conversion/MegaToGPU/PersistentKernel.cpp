@@ -304,7 +304,7 @@ PersistentKernelBuilder::bindCase(int64_t caseIndex, Value task) {
 }
 
 void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
-                                       Value instance, const Record *waitFor,
+                                       Value task, Value instance, const Record *waitFor,
                                        Value entry,
                                        function_ref<void()> stampStart,
                                        int64_t group, bool ownPoint) {
@@ -338,30 +338,47 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     pointBeforeWait();
     waitAndRun();
   };
-  // A body's tile.task_wait places the wait (one unit an entry: the unit
-  // loop of several would repeat it); the ops before it run first.
-  bool waitAtBody = waitFor && c.unitsPerTask == 1 &&
+  // An entry that starts with one unit of its own (one unit an entry, or
+  // claimed units: the instance's unit, then the claimed ones) waits in
+  // that unit, so its early copies start before the wait.
+  bool ownUnitFirst = c.unitsPerTask == 1 || c.claimsUnits;
+  // A body's tile.task_wait places the wait (in the first unit only: a
+  // loop over units would repeat it); the ops before it run first.
+  bool waitAtBody = waitFor && ownUnitFirst &&
                     !kernel.getBody().front().getOps<tile::TaskWaitOp>().empty();
 
-  // Units: instance * k + j for j < k, clipped to the kernel's grid.
-  auto cloneBody = [&](Value unit) {
+  // Units: instance * k + j for j < k, clipped to the kernel's grid (or,
+  // claimed, the instance's own unit and then the claimed ones). `first`:
+  // the entry's first unit, which waits for its events; `after` runs where
+  // the body ends (inside the wait's guard).
+  // A later clone of the body (the claimed units) runs only once the first
+  // one is done and nothing else of the CTA runs meanwhile (a pair holds
+  // one-unit tasks only, mega::getPairProblem): its tiles take a
+  // shared-memory group of their own, which shares bytes with the others,
+  // so the claimed units cost no more shared memory than the first.
+  int64_t laterGroup =
+      static_cast<int64_t>(t.cases.size() + t.pairCases.size()) + 1 + caseIndex;
+  auto cloneBody = [&](Value unit, bool first, function_ref<void()> after) {
     Block &src = kernel.getBody().front();
     ArrayRef<int64_t> grid = kernel.getGrid();
+    // A mapping of this clone's own: cloning a region again through a
+    // mapping that holds its block arguments would drop them.
+    IRMapping unitMapping = mapping;
     // Block indices from the linear unit, the last grid dimension fastest.
     Value rest = unit;
     for (int d = grid.size() - 1; d >= 0; --d) {
       Value size = idx(grid[d]);
       Value coord = d == 0 ? rest : arith::RemUIOp::create(b, loc, rest, size).getResult();
-      mapping.map(src.getArgument(d), coord);
+      unitMapping.map(src.getArgument(d), coord);
       if (d > 0)
         rest = arith::DivUIOp::create(b, loc, rest, size);
     }
     OpBuilder::InsertionGuard guard(b);
-    if (waitAtBody)
+    if (first && waitAtBody)
       pointBeforeWait();
-    else if (waitFor && c.unitsPerTask == 1)
+    else if (first && waitFor && ownUnitFirst)
       waitHere();
-    bool beforeWait = waitAtBody;
+    bool beforeWait = first && waitAtBody;
     for (Operation &op : src) {
       if (isa<tile::TaskWaitOp>(op)) {
         if (beforeWait)
@@ -369,21 +386,27 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
         beforeWait = false;
         continue;
       }
-      Operation *clone = b.clone(op, mapping);
+      Operation *clone = b.clone(op, unitMapping);
       if (beforeWait) {
         checkBeforeWait(clone, caseIndex, body);
         clone->walk([&](tile::PrefetchPointOp point) { pointsBeforeWait.insert(point); });
       }
       checkEarlyCopies(clone, caseIndex, body);
-      if (waitInCase)
+      // A claimed unit's copies start in its own iteration (its index is
+      // known only there).
+      bool claimed = c.claimsUnits && !first;
+      if (waitInCase && !claimed)
         markEarlyCopies(clone, readOnly);
       // Allocations move to the kernel's top level (they must sit directly
       // in the tile.kernel); the group lets cases share shared memory.
       if (isa<tile::AllocSharedOp, tile::AllocFragmentOp>(clone)) {
         clone->moveBefore(hoistPoint);
-        clone->setAttr(tile::TileDialect::getExclusiveGroupAttrName(), b.getI64IntegerAttr(group));
+        clone->setAttr(tile::TileDialect::getExclusiveGroupAttrName(),
+                       b.getI64IntegerAttr(claimed ? laterGroup : group));
       }
     }
+    if (after)
+      after();
   };
   // Values the tile.kernel uses from its function around it: the body's
   // arguments are mapped above; constants are cloned into the case; any
@@ -409,9 +432,18 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     errors = true;
     return;
   }
+  if (c.claimsUnits) {
+    // Thread 0 claims before the own unit runs: the atomic's round trip
+    // hides under it.
+    Value counter = toIndex(add(toIndex(task), idx(t.unitCounterBase())));
+    Value claim = claimUnit(counter);
+    cloneBody(toIndex(instance), /*first=*/true,
+              [&] { emitClaimedUnits(c, counter, claim, cloneBody); });
+    return;
+  }
   Value first = mul(toIndex(instance), idx(c.unitsPerTask));
   if (c.unitsPerTask == 1) {
-    cloneBody(first);
+    cloneBody(first, /*first=*/true, {});
     return;
   }
   OpBuilder::InsertionGuard guard(b);
@@ -434,7 +466,49 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     auto inRange = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, unit, idx(c.units)), false);
     b.setInsertionPointToStart(inRange.thenBlock());
   }
-  cloneBody(unit);
+  cloneBody(unit, /*first=*/false, {});
+}
+
+Value PersistentKernelBuilder::claimUnit(Value counter) {
+  auto op = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, isThread0, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(op.thenBlock());
+  scf::YieldOp::create(b, loc, ValueRange{mega::ClaimOp::create(
+                                   b, loc, b.getI32Type(), stateBuf, ValueRange{counter}, i32(1))
+                                   .getResult()});
+  b.setInsertionPointToStart(op.elseBlock());
+  scf::YieldOp::create(b, loc, ValueRange{i32(0)});
+  return op.getResult(0);
+}
+
+void PersistentKernelBuilder::emitClaimedUnits(
+    const TaskCase &c, Value counter, Value claim,
+    function_ref<void(Value, bool, function_ref<void()>)> cloneBody) {
+  // Claim j (0-based in the step: the counter is zeroed when a step ends)
+  // runs unit count + j, while that is a unit.
+  int64_t count = llvm::divideCeil(c.units, c.unitsPerTask);
+  Type i32Type = b.getI32Type();
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{claim});
+  OpBuilder::InsertionGuard guard(b);
+  Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
+  // The previous unit's last shared-memory reads (and every thread's read
+  // of the claimed word) finish before thread 0 overwrites the word and
+  // the next unit's copies overwrite its tiles.
+  gpu::BarrierOp::create(b, loc);
+  ifThread0([&] {
+    memref::StoreOp::create(b, loc, add(before->getArgument(0), i32(count)),
+                            claimedUnit, ValueRange{idx(0)});
+  });
+  gpu::BarrierOp::create(b, loc);
+  Value unit = memref::LoadOp::create(b, loc, claimedUnit, ValueRange{idx(0)});
+  // Unsigned: a counter that wrapped reads as past the end.
+  Value more = cmp(arith::CmpIPredicate::ult, unit, i32(c.units));
+  scf::ConditionOp::create(b, loc, more, ValueRange{unit});
+  Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type}, {loc});
+  // The next claim goes out before this unit runs, as the first did.
+  Value next = claimUnit(counter);
+  cloneBody(toIndex(after->getArgument(0)), /*first=*/false, {});
+  scf::YieldOp::create(b, loc, ValueRange{next});
 }
 
 bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {
@@ -748,13 +822,15 @@ void PersistentKernelBuilder::emitPrefetch(Value entry) {
       int64_t tensorBytes = type.getNumElements() * elem;
       // This task's tensor, from the argument table.
       Value tensor = graphArg(caseArgumentSlot(c, operand, task), type);
-      // The instance's units [u0, u0 + k) clipped to the grid.
-      Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(tc.unitsPerTask)));
+      // The instance's units [u0, u0 + k) clipped to the grid (claimed
+      // units: its own one, the only one known before it runs).
+      int64_t spanned = tc.claimsUnits ? 1 : tc.unitsPerTask;
+      Value u0 = arith::ExtSIOp::create(b, loc, b.getI64Type(), mul(instance, i32(spanned)));
       Value begin = add(mul(u0, i64(access.getStride() * elem)), i64(access.getBase() * elem));
       // Only ranges that fit the budget whole: prefetching the head of a
       // large range competes for DRAM with the stage still running and
       // measured slower.
-      int64_t spanBytes = (access.getStride() * (tc.unitsPerTask - 1) + access.getSize()) * elem;
+      int64_t spanBytes = (access.getStride() * (spanned - 1) + access.getSize()) * elem;
       if (spanBytes > prefetchBytes)
         continue;
       Value span = i64(spanBytes);
@@ -842,7 +918,7 @@ Value PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) 
       // tiles' exclusive group.
       int64_t group = c + 1;
       if (c < numCases) {
-        emitCase(c, bindCase(c, task), instance, waitInCase ? &r : nullptr, entry,
+        emitCase(c, bindCase(c, task), task, instance, waitInCase ? &r : nullptr, entry,
                  stampStart, group, /*ownPoint=*/true);
         continue;
       }
@@ -853,11 +929,11 @@ Value PersistentKernelBuilder::runEntry(Value entry, Value slot, Value blockId) 
       const PairCase &pc = t.pairCases[c - numCases];
       CaseOperands first = bindCase(pc.first, task);
       CaseOperands second = bindCase(pc.second, last.task);
-      emitCase(pc.first, std::move(first), instance, &r, entry, stampStart, group,
+      emitCase(pc.first, std::move(first), task, instance, &r, entry, stampStart, group,
                /*ownPoint=*/true);
       gpu::BarrierOp::create(b, loc);
       ifThread0([&] { finishEntry(r, entry); });
-      emitCase(pc.second, std::move(second), last.instance, &last, last.entry,
+      emitCase(pc.second, std::move(second), last.task, last.instance, &last, last.entry,
                [&] { stampStartOf(last.entry); }, group, /*ownPoint=*/false);
     }
   }
@@ -1064,6 +1140,9 @@ void PersistentKernelBuilder::buildScheduler() {
 void PersistentKernelBuilder::closeEpoch() {
   for (int64_t word : {kJitHead, kJitTail, kDoneCtas})
     postState(word, i32(0));
+  // Every unit was claimed and run: the next step claims from 0.
+  for (int64_t word = t.unitCounterBase(); word < t.stateWords(); ++word)
+    postState(word, i32(0));
   mega::FenceOp::create(b, loc);
   postState(kEpoch, epochTarget);
 }
@@ -1266,6 +1345,11 @@ void PersistentKernelBuilder::build(Value blockId, Value args,
   control = tile::AllocSharedOp::create(
       b, loc, MemRefType::get({controlWords}, b.getI32Type(), nullptr, shared),
       tile::SwizzleAttr());
+  // Tasks that claim units: the word a claimed unit reaches the CTA in.
+  if (t.claimsUnits)
+    claimedUnit = tile::AllocSharedOp::create(
+        b, loc, MemRefType::get({1}, b.getI32Type(), nullptr, shared),
+        tile::SwizzleAttr());
   // The worker's AOT records (see buildWorker).
   aotRecords = tile::AllocSharedOp::create(
       b, loc,

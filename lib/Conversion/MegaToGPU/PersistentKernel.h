@@ -255,9 +255,17 @@ private:
   /// second body uses the first one's): the body's early copies (of
   /// tensors no task writes, marked tile.early) start before the wait.
   /// `stampStart` posts the timeline's start once the entry may run.
-  void emitCase(int64_t caseIndex, CaseOperands operands, Value instance,
+  void emitCase(int64_t caseIndex, CaseOperands operands, Value task, Value instance,
                 const Record *waitFor, Value entry,
                 function_ref<void()> stampStart, int64_t group, bool ownPoint);
+  /// Thread 0 claims a unit of the task whose counter is state word
+  /// `counter` (an i32: the claim's number in the step; 0 elsewhere).
+  Value claimUnit(Value counter);
+  /// After a claiming entry's own unit: its claimed units, one at a time,
+  /// each claim's unit broadcast through `claimedUnit`, until a claim
+  /// passes the last unit; `claim` is the first claim (claimUnit's).
+  void emitClaimedUnits(const TaskCase &c, Value counter, Value claim,
+                        function_ref<void(Value, bool, function_ref<void()>)> cloneBody);
   /// Thread 0 waits until `r`'s events fired (watchdog, abort), then the
   /// CTA learns whether it may run the entry (an i1, the same in every
   /// thread; control word 4 keeps it for the signals).
@@ -381,6 +389,8 @@ private:
   Value threadId, isThread0, control, epochTarget, aotRecords;
   /// Workers by SM: the shared word holding the CTA's claimed index.
   Value claimedIndex;
+  /// Tasks that claim units: the shared word broadcasting a claimed unit.
+  Value claimedUnit;
   /// Where allocations hoisted out of the bodies go.
   Operation *hoistPoint = nullptr;
 };

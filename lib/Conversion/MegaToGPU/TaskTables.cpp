@@ -37,7 +37,7 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
     }
   }
 
-  // Switch cases: one per (body, units per task).
+  // Switch cases: one per (body, units per task, claimed or not).
   TaskOp threadsFrom;
   for (auto [i, task] : llvm::enumerate(t.tasks)) {
     func::FuncOp body = task.getTileFunction();
@@ -53,11 +53,13 @@ FailureOr<TaskTables> mega_to_gpu::buildTaskTables(GraphOp graph) {
              << ": all bodies of a persistent kernel need the same thread count";
     }
     int64_t perTask = task.getNumUnitsPerTask();
+    bool claims = task.getClaimsUnits();
+    t.claimsUnits |= claims;
     auto it = llvm::find_if(t.cases, [&](const TaskCase &c) {
-      return c.body == body && c.unitsPerTask == perTask;
+      return c.body == body && c.unitsPerTask == perTask && c.claimsUnits == claims;
     });
     if (it == t.cases.end()) {
-      t.cases.push_back({body, perTask, *getNumBlocks(kernel), {}});
+      t.cases.push_back({body, perTask, *getNumBlocks(kernel), claims, {}});
       it = std::prev(t.cases.end());
     }
     it->tasks.push_back(i);
@@ -216,7 +218,7 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
     TaskOp task = constTask;
     const TaskCase &c = t.cases[t.caseOfTask[i]];
     double cost = task.getCostNs() ? task.getCostNs()->convertToDouble() : 0.0;
-    tasks.push_back(b.getDictionaryAttr({
+    SmallVector<NamedAttribute> taskFields = {
         b.getNamedAttr("name", b.getStringAttr(task.getSymName())),
         b.getNamedAttr("body", b.getStringAttr(task.getBody())),
         b.getNamedAttr("count", b.getI64IntegerAttr(task.getNumInstances())),
@@ -225,7 +227,11 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
         b.getNamedAttr("queue",
                        b.getStringAttr(jitTasks.contains(i) ? "jit" : "aot")),
         b.getNamedAttr("cost_ns", b.getF64FloatAttr(cost)),
-    }));
+    };
+    // Which units an entry ran is known only at run time.
+    if (c.claimsUnits)
+      taskFields.push_back(b.getNamedAttr("claims_units", b.getBoolAttr(true)));
+    tasks.push_back(b.getDictionaryAttr(taskFields));
   }
   // One entry a counter word; a peer event's words name their sender.
   for (EventOp event : SmallVector<EventOp>(t.events)) {
@@ -271,9 +277,12 @@ DictionaryAttr mega_to_gpu::buildMegaMetadata(GraphOp graph,
           {static_cast<int32_t>(p.first), static_cast<int32_t>(p.second)}));
     fields.push_back(b.getNamedAttr("pair_cases", b.getArrayAttr(pairs)));
   }
-  // Workers placed by SM: the state buffer holds one claim word a CTA.
+  // Workers placed by SM: the state buffer holds one claim word a CTA;
+  // tasks that claim units: one unit counter a task after them.
   if (t.stateWords() != kStateWords)
     fields.push_back(b.getNamedAttr("state_words", b.getI64IntegerAttr(t.stateWords())));
+  if (t.unitCounters() > 0)
+    fields.push_back(b.getNamedAttr("unit_counters", b.getI64IntegerAttr(t.unitCounters())));
   // A repeating graph: the runtime sets the step limit and reads the steps.
   if (std::optional<ArrayRef<int64_t>> stop = graph.getStopWord())
     fields.push_back(b.getNamedAttr(

@@ -35,6 +35,8 @@ struct TaskCase {
   func::FuncOp body;
   int64_t unitsPerTask = 1;
   int64_t units = 0;
+  /// Its tasks claim their units beyond the instances' own (claims_units).
+  bool claimsUnits = false;
   SmallVector<unsigned> tasks;
 };
 
@@ -68,9 +70,14 @@ struct TaskTables {
   int64_t workerSms = 0, ctasPerSm = 0;
   /// The kernel's CTAs: the workers and the scheduler CTA (with a JIT list).
   int64_t ctas() const { return workers + (numJit > 0 ? 1 : 0); }
+  /// Tasks that claim units (claims_units): then `mega_state` holds one
+  /// unit counter a task of the graph, word unitCounterBase() + task.
+  bool claimsUnits = false;
+  int64_t unitCounterBase() const { return kStateWords + (workerSms > 0 ? ctas() : 0); }
+  int64_t unitCounters() const { return claimsUnits ? static_cast<int64_t>(tasks.size()) : 0; }
   /// Words of `mega_state`: the fixed ones, then (workers by SM) one claim
-  /// word a CTA.
-  int64_t stateWords() const { return kStateWords + (workerSms > 0 ? ctas() : 0); }
+  /// word a CTA, then the unit counters.
+  int64_t stateWords() const { return unitCounterBase() + unitCounters(); }
   SmallVector<int32_t> data;
   /// Offsets of the sections in `data`, in order.
   SmallVector<std::pair<std::string, int64_t>> sections;

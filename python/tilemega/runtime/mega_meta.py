@@ -36,7 +36,8 @@ def ranks(mega) -> int:
     """The GPUs the graph runs on together (1 without `ranks`)."""
     return int(mega.get("ranks", 1))
 # Number of mega_state words (docs/mega.md); a graph with workers placed by
-# SM has one more a CTA (its worker-index claim words): field 'state_words'.
+# SM has one more a CTA (its worker-index claim words), one whose tasks claim
+# units one more a task after those (unit counters): field 'state_words'.
 STATE_WORDS = 16
 
 
@@ -101,13 +102,21 @@ def validate(mega: Any, field: str = "mega", source: str = "") -> Dict[str, Any]
         cost = t.get("cost_ns", 0)
         if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0:
             _fail(where, f"{f}.cost_ns", f"expected a number >= 0, got {cost!r}")
+    # Tasks that claim units: one counter word a task after the rest.
+    claims = any(t.get("claims_units") for t in tasks)
+    counters = _int(mega.get("unit_counters", 0), where, f"{field}.unit_counters", 0)
+    if counters != (len(tasks) if claims else 0):
+        _fail(where, f"{field}.unit_counters", f"{counters}: a graph whose tasks claim units "
+              f"has one counter a task ({len(tasks)}), any other none")
     if "state_words" in mega:
         words = _int(mega["state_words"], where, f"{field}.state_words", STATE_WORDS)
         ctas = workers + (1 if _list(mega["jit"], where, f"{field}.jit") else 0)
-        if words != STATE_WORDS + ctas:
-            _fail(where, f"{field}.state_words", f"{words}: a graph whose workers are placed "
-                  f"by SM has {STATE_WORDS} words + one claim word a CTA "
-                  f"({STATE_WORDS + ctas} for {ctas} CTAs)")
+        if words - counters not in (STATE_WORDS, STATE_WORDS + ctas) or words == STATE_WORDS:
+            _fail(where, f"{field}.state_words", f"{words}: {STATE_WORDS} words, + one claim "
+                  f"word a CTA in a graph whose workers are placed by SM ({ctas} CTAs), "
+                  f"+ {counters} unit counters")
+    elif counters:
+        _fail(where, f"{field}.state_words", f"missing: the graph has {counters} unit counters")
     R = _int(mega.get("ranks", 1), where, f"{field}.ranks", 1)
     if R > MAX_RANKS:
         _fail(where, f"{field}.ranks", f"{R} is over {MAX_RANKS} (the GPUs of one node)")

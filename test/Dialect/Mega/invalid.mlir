@@ -648,6 +648,19 @@ mega.graph @g(%a: memref<64xf32>) workers 1 {
 // -----
 
 func.func @f(%a: memref<64xf32>) {
+  tile.kernel blocks(%i) in [8] threads 128 {
+  }
+  return
+}
+
+mega.graph @g(%a: memref<64xf32>) workers 1 {
+  // expected-error @+1 {{claims_units needs units_per_task >= 2 (units beyond the instances' own to claim), got 1}}
+  mega.task @t body @f(%a : memref<64xf32>) count 8 {claims_units, units_per_task = 1}
+}
+
+// -----
+
+func.func @f(%a: memref<64xf32>) {
   tile.kernel blocks(%i, %j) in [4, 2] threads 128 {
   }
   return

@@ -276,3 +276,36 @@ mega.graph @user_lists(%x: memref<64xf32>, %s: memref<64xf32>) workers 2 {
       footprint [#mega.access<read operand 0 offset 32 * u + 0 size 32>]
       {instance_waits = [[], [@user]]}
 }
+
+// -----
+
+func.func @k4c(%in: memref<64xf32>, %out: memref<64xf32>) {
+  tile.kernel blocks(%i) in [4] threads 128 {
+  }
+  return
+}
+
+// Claimed units (claims_units): instance i runs unit i, then any unit from
+// `count` (2) on; its footprint is taken over units [i, 4), one range (a_0's
+// covers unit 1 too, which only a_1 runs: a safe overestimate). The
+// consumer's instance 0 reads unit 0, which only a_0 may write; the others
+// read units that both of a's instances may write, and wait for both.
+
+// CHECK-LABEL: mega.graph @claimed
+// CHECK-NEXT:    mega.event @[[A0:ev0]] trigger 1
+// CHECK-NEXT:    mega.event @[[A01:ev1]] trigger 2
+// CHECK-NEXT:    mega.task @a body @k4c
+// CHECK-SAME:      instance_signals = {{\[}}[@[[A0]], @[[A01]]], [@[[A01]]]]
+// CHECK-NEXT:    mega.task @b body @k4c
+// CHECK-SAME:      instance_waits = {{\[}}[@[[A0]]], [@[[A01]]], [@[[A01]]], [@[[A01]]]]
+mega.graph @claimed(%x: memref<64xf32>, %y: memref<64xf32>, %o: memref<64xf32>)
+    workers 2 {
+  mega.task @a body @k4c(%x, %y : memref<64xf32>, memref<64xf32>) count 2
+      footprint [#mega.access<read operand 0 offset 0 * u + 0 size 64>,
+                 #mega.access<write operand 1 offset 16 * u + 0 size 16>]
+      {units_per_task = 2, claims_units}
+  mega.task @b body @k4c(%y, %o : memref<64xf32>, memref<64xf32>) count 4
+      footprint [#mega.access<read operand 0 offset 16 * u + 0 size 16>,
+                 #mega.access<write operand 1 offset 16 * u + 0 size 16>]
+      {units_per_task = 1}
+}

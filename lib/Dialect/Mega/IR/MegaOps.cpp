@@ -301,6 +301,12 @@ LogicalResult TaskOp::verify() {
   if (getUnitsPerTaskAttr() && getNumUnitsPerTask() < 1)
     return emitOpError() << "units_per_task must be >= 1, got "
                          << getNumUnitsPerTask();
+  // Claimed units are those beyond the instances' own (from `count` on): a
+  // task of one unit an instance has none.
+  if (getClaimsUnits() && getNumUnitsPerTask() < 2)
+    return emitOpError() << "claims_units needs units_per_task >= 2 (units "
+                            "beyond the instances' own to claim), got "
+                         << getNumUnitsPerTask();
   if (std::optional<ArrayAttr> footprint = getFootprint()) {
     for (auto access : footprint->getAsRange<AccessAttr>()) {
       if (access.getOperand() >= static_cast<int64_t>(getArgs().size()))

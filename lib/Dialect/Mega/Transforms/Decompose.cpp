@@ -60,6 +60,8 @@ struct MegaDecomposePass
     task.setUnitsPerTaskAttr(b.getI64IntegerAttr(bestK));
     task.setCountAttr(b.getI64IntegerAttr(llvm::divideCeil(units, bestK)));
     task.setCostNsAttr(b.getF64FloatAttr(bestK * unitNs + taskOverheadNs));
+    if (claimUnits && bestK > 1)
+      task.setClaimsUnits(true);
   }
 };
 

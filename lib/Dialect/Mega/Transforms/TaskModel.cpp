@@ -23,6 +23,9 @@ int64_t mega::getNumUnits(TaskOp task) {
 std::pair<int64_t, int64_t> mega::getInstanceUnits(TaskOp task, int64_t i) {
   int64_t k = task.getNumUnitsPerTask();
   int64_t units = getNumUnits(task);
+  // Claimed units: unit i, then any from `count` on (the range covers both).
+  if (task.getClaimsUnits())
+    return {std::min(units, i), units};
   return {i * k, std::min(units, (i + 1) * k)};
 }
 

@@ -25,7 +25,8 @@ struct TouchedRange {
 /// not resolve (the verifier reports that).
 int64_t getNumUnits(TaskOp task);
 
-/// The units [first, last) that instance `i` runs.
+/// The units [first, last) that instance `i` runs (a task that claims its
+/// units: the ones it may run, unit i and every one from `count` on).
 std::pair<int64_t, int64_t> getInstanceUnits(TaskOp task, int64_t i);
 
 /// The regions instance `i` touches: each access widened over its units.

@@ -382,6 +382,17 @@ def Mega_TaskOp : Mega_Op<"task", [
     `workers_by_sm`, `mega-schedule` gives them SMs that run nothing else
     meanwhile, since another CTA's loads on the same SM (a GEMV's early
     prologue) delay every load and wait of theirs.
+
+    `claims_units` (set by `mega-decompose claim-units`) runs the task's
+    units self-scheduled: instance `i` runs unit `i`, then claims the units
+    from `count` on, one at a time, from a counter of the task that the
+    persistent kernel zeroes at the end of every step, until the counter
+    passes the last unit. A CTA that streams faster then runs more units,
+    so the operator ends when the CTAs' summed rates have moved its bytes,
+    not when its slowest CTA has moved a fixed share. Which instance runs
+    which claimed unit is known only at run time: instance `i` may touch
+    every unit from `i` on (`mega-plan-events` plans its events so), and
+    a consumer of a claimed unit waits for every instance.
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
@@ -397,7 +408,8 @@ def Mega_TaskOp : Mega_Op<"task", [
     OptionalAttr<F64Attr>:$cost_ns,
     OptionalAttr<ArrayAttr>:$instance_waits,
     OptionalAttr<ArrayAttr>:$instance_signals,
-    UnitAttr:$latency_bound);
+    UnitAttr:$latency_bound,
+    UnitAttr:$claims_units);
   let assemblyFormat = [{
     $sym_name `body` $body `(` ($args^ `:` type($args))? `)`
     `count` $count (`waits` $waits^)? (`signals` $signals^)?

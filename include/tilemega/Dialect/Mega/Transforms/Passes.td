@@ -21,6 +21,11 @@ def MegaDecompose : Pass<"mega-decompose", "::mlir::ModuleOp"> {
     ties go to the smaller `k`, which leaves more instances for load
     balancing.
 
+    With `claim-units`, a task of `k > 1` is marked `claims_units`: its
+    instances still number `ceil(units / k)`, but the units beyond each
+    instance's own are claimed at run time (see `mega.task`), so the CTAs
+    that stream faster take more of them.
+
     ```mlir
     mega.task @up body @gemv(...) count 512 footprint [...]
     // becomes
@@ -35,6 +40,9 @@ def MegaDecompose : Pass<"mega-decompose", "::mlir::ModuleOp"> {
            "Fixed cost of dispatching one task instance (ns)">,
     Option<"maxUnitsPerTask", "max-units-per-task", "int64_t", "64",
            "Largest number of units grouped into one instance">,
+    Option<"claimUnits", "claim-units", "bool", "false",
+           "Mark tasks of several units an instance claims_units: each "
+           "instance runs its own unit, then claims the rest at run time">,
   ];
 }
 
