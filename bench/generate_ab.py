@@ -132,6 +132,12 @@ VARIANTS = {
                                      graph=dict(rows_per_unit=dict(lm_head=64))),
     "claim_units+head_rows_32": dict(ctas_per_sm=None, mega_claim_units=True,
                                      graph=dict(rows_per_unit=dict(lm_head=32))),
+    "claim_units+head_rows_16": dict(ctas_per_sm=None, mega_claim_units=True,
+                                     graph=dict(rows_per_unit=dict(lm_head=16))),
+    # The same units without claims (16 or 32 an instance, fixed): what
+    # the smaller units cost by themselves.
+    "head_rows_32": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(lm_head=32))),
+    "head_rows_16": dict(ctas_per_sm=None, graph=dict(rows_per_unit=dict(lm_head=16))),
     # ... and the MLP's units halved (two an instance, one of them claimed).
     "claim_units+mlp_rows_half": dict(ctas_per_sm=None, mega_claim_units=True,
                                       graph=dict(rows_per_unit=dict(wgu=16, wd=4))),
