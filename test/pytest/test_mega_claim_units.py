@@ -1,0 +1,84 @@
+"""Claimed units (compile(mega_claim_units=True), docs/mega.md "Claimed
+units"): a task of several units an instance runs each instance's own unit,
+then claims the rest from a counter of its task in mega_state. What runs
+on a GPU is examples/generation.py's gen_small_claimed (its float64 checks,
+the device loop and the sanitizers in test/gpu/results.json) and
+bench/generate_ab.py's claim_units variants; here: the artifact, its
+metadata, the tables and the schedule."""
+
+import pytest
+
+pytest.importorskip("tilemega.ir", reason="the compiler package is not built")
+
+import tilemega  # noqa: E402
+from tilemega import mega  # noqa: E402
+from tilemega.runtime import mega_meta as mm  # noqa: E402
+from tilemega.runtime import mega_sim as ms  # noqa: E402
+
+from test_mega_compile import check_tables  # noqa: E402
+
+from conftest import shipped_config  # noqa: E402
+
+SMALL = shipped_config("gen_small")
+# The LM head of gen_small in 2-row units: 500 units, two an instance.
+ROWS = dict(rows_per_unit={"lm_head": 2})
+
+
+@pytest.fixture(scope="module")
+def builds():
+    """claim -> (artifact, mega kernel) of gen_small with 2-row head units."""
+    out = {}
+    for claim in (False, True):
+        text = mega.generation_graph(SMALL, **ROWS).to_mlir()
+        art = tilemega.compile(text, chip="sm_90a", mega_claim_units=claim)
+        (kernel,) = [k for k in art.kernels if "mega" in k]
+        out[claim] = (art, kernel)
+    return out
+
+
+def test_only_tasks_of_several_units_an_instance_claim(builds):
+    for claim, (_, kernel) in builds.items():
+        check_tables(kernel)
+        meta = kernel["mega"]
+        claimed = [t["name"] for t in meta["tasks"] if t.get("claims_units")]
+        several = [t["name"] for t in meta["tasks"] if t["units_per_task"] > 1]
+        assert several == ["t13_lm_head"]
+        assert claimed == (several if claim else [])
+        # One counter word a task after the 16 fixed words.
+        assert mm.state_words(meta) == mm.STATE_WORDS + (len(meta["tasks"]) if claim else 0)
+        assert meta.get("unit_counters", 0) == (len(meta["tasks"]) if claim else 0)
+
+
+def test_claims_keep_the_instances_and_the_shared_memory(builds):
+    (_, fixed), (art, claimed) = builds[False], builds[True]
+    for field in ("grid", "block"):
+        assert fixed[field] == claimed[field], field
+    # The claimed units' tiles share bytes with the first unit's (a group of
+    # their own): only the word a claim reaches the CTA in is added, 128
+    # bytes with its alignment.
+    assert claimed["dynamic_shared_bytes"] - fixed["dynamic_shared_bytes"] == 128
+    assert [t["count"] for t in fixed["mega"]["tasks"]] == \
+        [t["count"] for t in claimed["mega"]["tasks"]]
+    # The claims are atomic adds on the state buffer: the first one before
+    # the own unit, the next in each claimed unit (besides the step
+    # barrier's arrival, which both builds have).
+    adds = [a.ptx.count("atom.global.add") for a, _ in (builds[False], builds[True])]
+    assert adds[1] >= adds[0] + 2
+
+
+def test_consumers_of_claimed_units_wait_for_every_instance(builds):
+    meta = builds[True][1]["mega"]
+    names = [t["name"] for t in meta["tasks"]]
+    head, pick = names.index("t13_lm_head"), names.index("t14_pick_partial")
+    entries = meta["entries"]
+    head_entries = [e for e, t in enumerate(entries["task"]) if t == head]
+    pick_entries = [e for e, t in enumerate(entries["task"]) if t == pick]
+    signalled = {ev for e in head_entries for ev in meta["signals"][e]}
+    for p in pick_entries:
+        waits = [ev for ev in meta["waits"][p] if ev in signalled]
+        senders = {e for e in head_entries for ev in waits if ev in meta["signals"][e]}
+        assert senders == set(head_entries), p
+
+
+def test_claimed_schedule_is_deadlock_free(builds):
+    ms.check_deadlock_free(builds[True][1]["mega"], runs=20)
