@@ -376,7 +376,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         "Paired entries"), and whether a task of several units an
         instance claims the units beyond each instance's own at run time
         (mega_claim_units; mega-decompose claim-units, docs/mega.md
-        "Claimed units").
+        "Claimed units"; experimental: no float64 GPU verdict yet).
     wgmma: lower the gemms tile::chooseWgmma accepts to Hopper's
         wgmma.mma_async; None (the default) does so on sm_90a, the chip that
         has it (resolve_wgmma); False keeps every gemm on mma.sync.
