@@ -14,6 +14,7 @@ import functools
 import json
 import os
 import re
+import warnings
 import shutil
 import subprocess
 import tempfile
@@ -448,6 +449,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if not isinstance(mega_claim_units, bool):
         raise ValueError(f"mega_claim_units must be a bool, got {mega_claim_units!r}")
     if mega_claim_units:
+        warnings.warn("mega_claim_units is experimental: no float64 GPU check of a graph "
+                      "that claims units has passed yet (docs/mega.md, \"Claimed units\")",
+                      stacklevel=2)
         options += " mega-claim-units=1"
     mega = (mega_policy, bool(mega_timeline), int(mega_watchdog_ms), max_ctas,
             int(mega_prefetch_bytes), int(mega_prefetch_depth), bool(mega_early_loads),
@@ -491,7 +495,6 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             raise CompileError(f"{PIPELINE} failed:\n{e}\n"
                                f"{_write_repro(text, options)}") from None
         handler.detach()
-        import warnings
         for message in compiler_warnings:
             warnings.warn(message, CompileWarning, stacklevel=2)
 
@@ -523,7 +526,6 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
             for k in kernels:
                 if k["name"] == kernel_name:
                     k["registers"] = int(regs)
-        import warnings
         for message in spill_warnings(ptx, log):
             warnings.warn(message, CompileWarning, stacklevel=2)
     if name is None:
