@@ -347,10 +347,6 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
   bool waitAtBody = waitFor && ownUnitFirst &&
                     !kernel.getBody().front().getOps<tile::TaskWaitOp>().empty();
 
-  // Units: instance * k + j for j < k, clipped to the kernel's grid (or,
-  // claimed, the instance's own unit and then the claimed ones). `first`:
-  // the entry's first unit, which waits for its events; `after` runs where
-  // the body ends (inside the wait's guard).
   // A later clone of the body (the claimed units) runs only once the first
   // one is done and nothing else of the CTA runs meanwhile (a pair holds
   // one-unit tasks only, mega::getPairProblem): its tiles take a
@@ -358,6 +354,10 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
   // so the claimed units cost no more shared memory than the first.
   int64_t laterGroup =
       static_cast<int64_t>(t.cases.size() + t.pairCases.size()) + 1 + caseIndex;
+  // Units: instance * k + j for j < k, clipped to the kernel's grid (or,
+  // claimed, the instance's own unit and then the claimed ones). `first`:
+  // the entry's first unit, which waits for its events; `after` runs where
+  // the body ends (inside the wait's guard).
   auto cloneBody = [&](Value unit, bool first, function_ref<void()> after) {
     Block &src = kernel.getBody().front();
     ArrayRef<int64_t> grid = kernel.getGrid();
