@@ -86,3 +86,30 @@ def test_consumers_of_claimed_units_wait_for_every_instance(builds):
 
 def test_claimed_schedule_is_deadlock_free(builds):
     ms.check_deadlock_free(builds[True][1]["mega"], runs=20)
+
+
+def test_simulated_claims_run_every_unit_once_and_balance_slow_workers(builds):
+    """The simulator runs a claiming task as the kernel does: every unit
+    once, the entries on slow workers fewer, the step shorter than the
+    same units split statically."""
+    (_, fixed), (_, claimed) = builds[False], builds[True]
+    meta = claimed["mega"]
+    head = [t["name"] for t in meta["tasks"]].index("t13_lm_head")
+    mine = [e for e, t in enumerate(meta["entries"]["task"]) if t == head]
+    # One worker in five at half speed.
+    slow = {w: 2.0 for w in range(0, meta["workers"], 5)}
+    runs = {name: ms.simulate(k["mega"], worker_speed=slow)
+            for name, k in (("fixed", fixed), ("claimed", claimed))}
+    for r in runs.values():
+        assert r.deadlock is None
+    got = runs["claimed"]
+    assert sum(got.units[e] for e in mine) == meta["tasks"][head]["units"]
+    assert all(got.units[e] >= 1 for e in mine)
+    on_slow = [got.units[e] for e in mine if got.worker[e] in slow]
+    on_fast = [got.units[e] for e in mine if got.worker[e] not in slow]
+    assert max(on_slow) <= min(on_fast) and sum(on_slow) / len(on_slow) < sum(on_fast) / len(on_fast)
+    # Fixed: every head entry runs its 2 units, the slow ones twice as long.
+    assert {runs["fixed"].units[e] for e in mine} == {2}
+    span = {name: max(r.end_ns[e] for e in mine) - min(r.start_ns[e] for e in mine)
+            for name, r in runs.items()}
+    assert span["claimed"] < span["fixed"]

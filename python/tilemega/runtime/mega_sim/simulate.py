@@ -88,6 +88,10 @@ class SimResult:
     critical_path: List[int]             # entries, first to last
     critical_path_ns: float
     deadlock: Optional[Deadlock]
+    # Per entry, the units it ran: units_per_task (fewer for a short last
+    # instance), or, for a task that claims its units, its own one plus
+    # those it claimed; 0 if it never ran.
+    units: List[int] = field(default_factory=list)
 
     @property
     def utilisation(self) -> List[float]:
@@ -132,6 +136,12 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
     get empty AOT lists and only run JIT entries). costs: per-entry base
     durations instead of the tasks' cost_ns. worker_speed: {worker: factor}
     slows (>1) or speeds up entries run by that worker.
+
+    A task that claims its units (`claims_units`, docs/mega.md "Claimed
+    units") runs as the kernel does: each entry its own unit (its duration
+    over units_per_task), then, while the task's units beyond its
+    instances' own remain, one more each, claimed as the entry finishes a
+    unit; it signals once it finds none left.
     """
     from .ranks import unroll_ranks
 
@@ -154,6 +164,24 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
     for w, f in (worker_speed or {}).items():
         speed[w] = float(f)
     random_ties = seed is not None
+    # Claimed units: per task, the units beyond its instances' own still
+    # unclaimed; per entry, the units it ran.
+    tasks = meta["tasks"]
+    pool = {t: tasks[t]["units"] - tasks[t]["count"]
+            for t in range(len(tasks)) if tasks[t].get("claims_units")}
+    ran_units = [0] * n
+
+    def own_units(e: int) -> int:
+        task = tasks[task_of[e]]
+        if task_of[e] in pool:
+            return 1
+        per = task.get("units_per_task", 1)
+        first = meta["entries"]["instance"][e] * per if "instance" in meta["entries"] else 0
+        return max(1, min(per, task.get("units", first + per) - first))
+
+    def unit_ns(e: int) -> float:
+        """One unit's duration of entry e (its cost spread over its units)."""
+        return costs[e] / max(1, tasks[task_of[e]].get("units_per_task", 1))
 
     counter = [0] * len(trigger)
     pending = [0] * n                      # unfired distinct events each entry waits on
@@ -185,12 +213,27 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
     t = 0.0
 
     def run(w: int, e: int):
-        d = costs[e] * speed[w] * (factor[e] if factor else 1.0)
+        base = unit_ns(e) if task_of[e] in pool else costs[e]
+        d = base * speed[w] * (factor[e] if factor else 1.0)
         start[e], end[e], who[e] = t, t + d, w
+        ran_units[e] = own_units(e)
         busy[w] += d
         free[w] = False
         order.append(e)
         heapq.heappush(heap, (t + d, len(order), w, e))
+
+    def claim(w: int, e: int) -> bool:
+        """Entry e of a claiming task finished a unit: it runs one more
+        if any is left (and signals later), else it is done."""
+        if pool.get(task_of[e], 0) <= 0:
+            return False
+        pool[task_of[e]] -= 1
+        d = unit_ns(e) * speed[w] * (factor[e] if factor else 1.0)
+        end[e] = t + d
+        ran_units[e] += 1
+        busy[w] += d
+        heapq.heappush(heap, (t + d, len(order), w, e))
+        return True
 
     def run_ticket(w: int):
         k = ticket[w]
@@ -234,6 +277,8 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
         candidates = []
         while heap and heap[0][0] == t:
             _, _, w, e = heapq.heappop(heap)
+            if claim(w, e):
+                continue
             free[w] = True
             candidates.append(w)
             for v in signals[e]:
@@ -258,7 +303,7 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
         blocked_sched = Blocked(jit[tail], unfired(jit[tail])) if tail < J else None
         deadlock = Deadlock(t, stuck, blocked_sched, tail, head, J)
     path, length = _critical_path(order, start, end, who, waits, signals)
-    return SimResult(t, busy, start, end, who, path, length, deadlock)
+    return SimResult(t, busy, start, end, who, path, length, deadlock, ran_units)
 
 
 def _critical_path(order, start, end, who, waits, signals):
