@@ -144,7 +144,10 @@ def entries_doc(rows, meta):
     """{"tasks": names, "entries": [[task, start ns, end ns, CTA, SM]]} of
     the entries that ran in the last step, times from its first start; with
     "units" (each entry's units, in the same order) when the metadata
-    gives the tasks' units and the entries' instances."""
+    gives the tasks' units and the entries' instances (mega_meta.entry_units:
+    null for a task that claims its units)."""
+    from tilemega.runtime import mega_meta as mm
+
     ran = [(entry, row) for entry, row in enumerate(rows) if row[1] > 0]
     origin = min(int(row[0]) for _, row in ran)
     doc = {"tasks": [t["name"] for t in meta["tasks"]],
@@ -152,20 +155,8 @@ def entries_doc(rows, meta):
                         int(end) - origin, int(cta), int(sm)]
                        for entry, (start, end, cta, sm) in ran]}
     if "instance" in meta["entries"] and all("units" in t for t in meta["tasks"]):
-        doc["units"] = [entry_units(meta, entry) for entry, _ in ran]
+        doc["units"] = [mm.entry_units(meta, entry) for entry, _ in ran]
     return doc
-
-
-def entry_units(meta, entry):
-    """The units entry `entry` runs: units_per_task of its task, fewer for
-    the task's last instance when they do not divide its units; None for a
-    task that claims its units (how many an entry ran is known only at
-    run time)."""
-    task = meta["tasks"][meta["entries"]["task"][entry]]
-    if task.get("claims_units"):
-        return None
-    per = task.get("units_per_task", 1)
-    return min(per, task["units"] - meta["entries"]["instance"][entry] * per)
 
 
 def timeline_doc(kernel):

@@ -342,6 +342,18 @@ def task_name(mega, entry: int) -> str:
     return mega["tasks"][mega["entries"]["task"][entry]]["name"]
 
 
+def entry_units(mega, entry: int):
+    """The units entry `entry` runs: its task's units_per_task, fewer for
+    the task's last instance when they do not divide its units; None for a
+    task that claims its units (how many an entry runs is known only at
+    run time: its own one and those it claims)."""
+    task = mega["tasks"][mega["entries"]["task"][entry]]
+    if task.get("claims_units"):
+        return None
+    per = task.get("units_per_task", 1)
+    return min(per, task["units"] - mega["entries"]["instance"][entry] * per)
+
+
 def entry_label(mega, entry: int) -> str:
     """e.g. "task 'l3_o_proj' instance 5" (or "entry 7" for an index out of range)."""
     if not 0 <= entry < len(mega["entries"]["task"]):

@@ -172,12 +172,9 @@ def simulate(meta, seed=None, jitter: float = 0.0, workers: Optional[int] = None
     ran_units = [0] * n
 
     def own_units(e: int) -> int:
-        task = tasks[task_of[e]]
-        if task_of[e] in pool:
-            return 1
-        per = task.get("units_per_task", 1)
-        first = meta["entries"]["instance"][e] * per if "instance" in meta["entries"] else 0
-        return max(1, min(per, task.get("units", first + per) - first))
+        """Units entry e runs before any claim: a claiming entry its own one."""
+        units = mm.entry_units(meta, e) if "units" in tasks[task_of[e]] else None
+        return 1 if units is None else units
 
     def unit_ns(e: int) -> float:
         """One unit's duration of entry e (its cost spread over its units)."""
