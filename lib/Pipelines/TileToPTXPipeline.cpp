@@ -70,8 +70,12 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // After the CSE that merged every body's thread id into the kernel's one.
-  if (options.megaFreshThreadIds)
-    pm.addPass(mega::createMegaFreshThreadIds());
+  // Claim loops need theirs even with per-case reads off.
+  if (options.megaFreshThreadIds || options.megaClaimUnits) {
+    mega::MegaFreshThreadIdsOptions fresh;
+    fresh.cases = options.megaFreshThreadIds;
+    pm.addPass(mega::createMegaFreshThreadIds(fresh));
+  }
 
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

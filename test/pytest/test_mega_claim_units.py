@@ -5,6 +5,7 @@ on a GPU is examples/generation.py's gen_small_claimed (its float64 checks,
 the device loop and the sanitizers in test/gpu/results.json) and
 bench/generate_ab.py's claim_units variants; here: the artifact, its
 metadata, the tables and the schedule."""
+import re
 
 import pytest
 
@@ -57,17 +58,35 @@ def test_claims_keep_the_instances_and_the_shared_memory(builds):
     (_, fixed), (art, claimed) = builds[False], builds[True]
     for field in ("grid", "block"):
         assert fixed[field] == claimed[field], field
-    # The claimed units' tiles share bytes with the first unit's (a group of
-    # their own): only the word a claim reaches the CTA in is added, 128
-    # bytes with its alignment.
+    # One copy of the body runs every unit, in the case's tiles: only the
+    # word a claim reaches the CTA in is added, 128 bytes with its alignment.
     assert claimed["dynamic_shared_bytes"] - fixed["dynamic_shared_bytes"] == 128
     assert [t["count"] for t in fixed["mega"]["tasks"]] == \
         [t["count"] for t in claimed["mega"]["tasks"]]
-    # The claims are atomic adds on the state buffer: the first one before
-    # the own unit, the next in each claimed unit (besides the step
-    # barrier's arrival, which both builds have).
-    adds = [a.ptx.count("atom.global.add") for a, _ in (builds[False], builds[True])]
-    assert adds[1] >= adds[0] + 2
+    # The claims are atomic adds on the state buffer (besides the step
+    # barrier's arrival, which both builds have; LLVM may give the first
+    # claim and the loop's one block), and the claim loop reads the thread
+    # index in each region (mega-fresh-thread-ids).
+    fixed_ptx, claimed_ptx = builds[False][0].ptx, art.ptx
+    assert claimed_ptx.count("atom.global.add") >= fixed_ptx.count("atom.global.add") + 1
+    assert claimed_ptx.count("%tid.x") >= fixed_ptx.count("%tid.x") + 2
+    # ... so that LLVM keeps one copy of the loop: the CTA reads the claimed
+    # word in one place. Two copies (one for thread 0, one for the others,
+    # each with its own aligned barriers) hung on the GPU.
+    assert claimed_word_reads(claimed_ptx) == 1
+
+
+def claimed_word_reads(ptx):
+    """How many loads of the shared word thread 0 stores a claim's unit in
+    (the first st.shared after the claim's atomic add)."""
+    lines = ptx.splitlines()
+    claim = next(i for i, line in enumerate(lines)
+                 if "atom.global.add" in line and "+12]" not in line)
+    store = next((line for line in lines[claim:claim + 4] if "st.shared.b32" in line), None)
+    if store is None:    # the claim is handed out as a value (the old loop's form)
+        return 0
+    word = re.search(r"\[([^\]]+)\]", store).group(1)
+    return sum(1 for line in lines if "ld.shared" in line and f"[{word}]" in line)
 
 
 def test_consumers_of_claimed_units_wait_for_every_instance(builds):

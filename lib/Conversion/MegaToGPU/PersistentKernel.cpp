@@ -338,27 +338,18 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     pointBeforeWait();
     waitAndRun();
   };
-  // An entry that starts with one unit of its own (one unit an entry, or
-  // claimed units: the instance's unit, then the claimed ones) waits in
-  // that unit, so its early copies start before the wait.
-  bool ownUnitFirst = c.unitsPerTask == 1 || c.claimsUnits;
+  // An entry of one unit waits in that unit, so its early copies start
+  // before the wait.
+  bool ownUnitFirst = c.unitsPerTask == 1;
   // A body's tile.task_wait places the wait (in the first unit only: a
   // loop over units would repeat it); the ops before it run first.
   bool waitAtBody = waitFor && ownUnitFirst &&
                     !kernel.getBody().front().getOps<tile::TaskWaitOp>().empty();
 
-  // A later clone of the body (the claimed units) runs only once the first
-  // one is done and nothing else of the CTA runs meanwhile (a pair holds
-  // one-unit tasks only, mega::getPairProblem): its tiles take a
-  // shared-memory group of their own, which shares bytes with the others,
-  // so the claimed units cost no more shared memory than the first.
-  int64_t laterGroup =
-      static_cast<int64_t>(t.cases.size() + t.pairCases.size()) + 1 + caseIndex;
   // Units: instance * k + j for j < k, clipped to the kernel's grid (or,
   // claimed, the instance's own unit and then the claimed ones). `first`:
-  // the entry's first unit, which waits for its events; `after` runs where
-  // the body ends (inside the wait's guard).
-  auto cloneBody = [&](Value unit, bool first, function_ref<void()> after) {
+  // the entry's first unit, which waits for its events.
+  auto cloneBody = [&](Value unit, bool first) {
     Block &src = kernel.getBody().front();
     ArrayRef<int64_t> grid = kernel.getGrid();
     // A mapping of this clone's own: cloning a region again through a
@@ -394,19 +385,16 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
       checkEarlyCopies(clone, caseIndex, body);
       // A claimed unit's copies start in its own iteration (its index is
       // known only there).
-      bool claimed = c.claimsUnits && !first;
-      if (waitInCase && !claimed)
+      if (waitInCase && !c.claimsUnits)
         markEarlyCopies(clone, readOnly);
       // Allocations move to the kernel's top level (they must sit directly
       // in the tile.kernel); the group lets cases share shared memory.
       if (isa<tile::AllocSharedOp, tile::AllocFragmentOp>(clone)) {
         clone->moveBefore(hoistPoint);
         clone->setAttr(tile::TileDialect::getExclusiveGroupAttrName(),
-                       b.getI64IntegerAttr(claimed ? laterGroup : group));
+                       b.getI64IntegerAttr(group));
       }
     }
-    if (after)
-      after();
   };
   // Values the tile.kernel uses from its function around it: the body's
   // arguments are mapped above; constants are cloned into the case; any
@@ -432,18 +420,9 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     errors = true;
     return;
   }
-  if (c.claimsUnits) {
-    // Thread 0 claims before the own unit runs: the atomic's round trip
-    // hides under it.
-    Value counter = toIndex(add(toIndex(task), idx(t.unitCounterBase())));
-    Value claim = claimUnit(counter);
-    cloneBody(toIndex(instance), /*first=*/true,
-              [&] { emitClaimedUnits(c, counter, claim, cloneBody); });
-    return;
-  }
   Value first = mul(toIndex(instance), idx(c.unitsPerTask));
   if (c.unitsPerTask == 1) {
-    cloneBody(first, /*first=*/true, {});
+    cloneBody(first, /*first=*/true);
     return;
   }
   OpBuilder::InsertionGuard guard(b);
@@ -452,6 +431,11 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
   // leaves such prologues at their loops).
   if (waitFor)
     waitHere();
+  if (c.claimsUnits) {
+    Value counter = toIndex(add(toIndex(task), idx(t.unitCounterBase())));
+    emitClaimedUnits(c, instance, counter, cloneBody);
+    return;
+  }
   auto loop = scf::ForOp::create(b, loc, idx(0), idx(c.unitsPerTask), idx(1));
   // The units run the same body one after another: tile-pipeline may start
   // the next unit's loads under this one's last iterations.
@@ -466,49 +450,57 @@ void PersistentKernelBuilder::emitCase(int64_t caseIndex, CaseOperands operands,
     auto inRange = scf::IfOp::create(b, loc, cmp(arith::CmpIPredicate::ult, unit, idx(c.units)), false);
     b.setInsertionPointToStart(inRange.thenBlock());
   }
-  cloneBody(unit, /*first=*/false, {});
+  cloneBody(unit, /*first=*/false);
 }
 
-Value PersistentKernelBuilder::claimUnit(Value counter) {
-  auto op = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, isThread0, /*withElse=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(op.thenBlock());
-  scf::YieldOp::create(b, loc, ValueRange{mega::ClaimOp::create(
-                                   b, loc, b.getI32Type(), stateBuf, ValueRange{counter}, i32(1))
-                                   .getResult()});
-  b.setInsertionPointToStart(op.elseBlock());
-  scf::YieldOp::create(b, loc, ValueRange{i32(0)});
-  return op.getResult(0);
+void PersistentKernelBuilder::claimUnit(Value counter, int64_t count) {
+  // Thread 0 stores the unit itself: a claim handed out of the scf.if as a
+  // value (0 in the other threads) let LLVM specialise the whole loop for
+  // that constant, splitting its barriers between threads.
+  ifThread0([&] {
+    Value claim = mega::ClaimOp::create(b, loc, b.getI32Type(), stateBuf,
+                                        ValueRange{counter}, i32(1));
+    memref::StoreOp::create(b, loc, add(claim, i32(count)), claimedUnit, ValueRange{idx(0)});
+  });
 }
 
 void PersistentKernelBuilder::emitClaimedUnits(
-    const TaskCase &c, Value counter, Value claim,
-    function_ref<void(Value, bool, function_ref<void()>)> cloneBody) {
-  // Claim j (0-based in the step: the counter is zeroed when a step ends)
-  // runs unit count + j, while that is a unit.
+    const TaskCase &c, Value ownUnit, Value counter,
+    function_ref<void(Value, bool)> cloneBody) {
+  // One loop, one copy of the body: the instance's own unit, then unit
+  // count + j for each claim j (0-based in the step: the counter is zeroed
+  // when a step ends) while that is a unit. A second copy of the body (the
+  // own unit's, before the loop) ended in blocks identical to the loop's,
+  // which the lowering merged; LLVM then split the merged join by a
+  // per-thread branch of the GEMV's reduction, and the threads of one warp
+  // ran different copies of the loop's aligned barriers and shuffles: the
+  // kernel hung outside every watchdog (gen_small with claimed head units,
+  // H100, 2026-12-08). The loop is marked so that mega-fresh-thread-ids
+  // computes every per-thread value in it from a thread index read in the
+  // iteration: with one copy of the body LLVM still unswitched the loop on
+  // the loop-invariant `thread 0` condition of the claim.
   int64_t count = llvm::divideCeil(c.units, c.unitsPerTask);
   Type i32Type = b.getI32Type();
-  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{claim});
+  // Thread 0 claims before the own unit runs, and each next claim before
+  // the unit it follows: the atomic's round trip hides under that unit.
+  claimUnit(counter, count);
+  auto loop = scf::WhileOp::create(b, loc, TypeRange{i32Type}, ValueRange{ownUnit});
+  loop->setAttr(mega::MegaDialect::getClaimLoopAttrName(), b.getUnitAttr());
   OpBuilder::InsertionGuard guard(b);
   Block *before = b.createBlock(&loop.getBefore(), {}, {i32Type}, {loc});
-  // The previous unit's last shared-memory reads (and every thread's read
-  // of the claimed word) finish before thread 0 overwrites the word and
-  // the next unit's copies overwrite its tiles.
-  gpu::BarrierOp::create(b, loc);
-  ifThread0([&] {
-    memref::StoreOp::create(b, loc, add(before->getArgument(0), i32(count)),
-                            claimedUnit, ValueRange{idx(0)});
-  });
+  cloneBody(toIndex(before->getArgument(0)), /*first=*/false);
+  // Thread 0's store of the claimed unit and the unit's last shared-memory
+  // reads are done; every thread reads the word before thread 0 writes the
+  // next claim and the next unit's copies overwrite the tiles.
   gpu::BarrierOp::create(b, loc);
   Value unit = memref::LoadOp::create(b, loc, claimedUnit, ValueRange{idx(0)});
+  gpu::BarrierOp::create(b, loc);
   // Unsigned: a counter that wrapped reads as past the end.
   Value more = cmp(arith::CmpIPredicate::ult, unit, i32(c.units));
   scf::ConditionOp::create(b, loc, more, ValueRange{unit});
   Block *after = b.createBlock(&loop.getAfter(), {}, {i32Type}, {loc});
-  // The next claim goes out before this unit runs, as the first did.
-  Value next = claimUnit(counter);
-  cloneBody(toIndex(after->getArgument(0)), /*first=*/false, {});
-  scf::YieldOp::create(b, loc, ValueRange{next});
+  claimUnit(counter, count);
+  scf::YieldOp::create(b, loc, ValueRange{after->getArgument(0)});
 }
 
 bool PersistentKernelBuilder::waitsOnLighterStage(unsigned taskIndex) {

@@ -259,13 +259,15 @@ private:
                 const Record *waitFor, Value entry,
                 function_ref<void()> stampStart, int64_t group, bool ownPoint);
   /// Thread 0 claims a unit of the task whose counter is state word
-  /// `counter` (an i32: the claim's number in the step; 0 elsewhere).
-  Value claimUnit(Value counter);
-  /// After a claiming entry's own unit: its claimed units, one at a time,
-  /// each claim's unit broadcast through `claimedUnit`, until a claim
-  /// passes the last unit; `claim` is the first claim (claimUnit's).
-  void emitClaimedUnits(const TaskCase &c, Value counter, Value claim,
-                        function_ref<void(Value, bool, function_ref<void()>)> cloneBody);
+  /// `counter` and stores the unit it stands for (`count` + the claim's
+  /// number in the step) into `claimedUnit`.
+  void claimUnit(Value counter, int64_t count);
+  /// A claiming entry's units, after its wait: its own unit `ownUnit` (the
+  /// instance, an i32), then its claimed ones, one at a time, each claim's
+  /// unit broadcast through `claimedUnit`, until a claim passes the last
+  /// unit; one loop around one copy of the body (cloneBody).
+  void emitClaimedUnits(const TaskCase &c, Value ownUnit, Value counter,
+                        function_ref<void(Value, bool)> cloneBody);
   /// Thread 0 waits until `r`'s events fired (watchdog, abort), then the
   /// CTA learns whether it may run the entry (an i1, the same in every
   /// thread; control word 4 keeps it for the signals).

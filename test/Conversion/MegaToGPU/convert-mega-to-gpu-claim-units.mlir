@@ -5,9 +5,11 @@
 // worker; each runs its own unit (instance i: unit i), then claims units
 // from `count` (2) on through its task's counter, state word 16 + task (the
 // state buffer grows by one word a task), until a claim passes the last
-// unit. The first claim goes out before the own unit's wait; each next one
-// before the claimed unit it follows runs. Thread 0 claims and hands the
-// unit to the CTA through a shared word between two barriers.
+// unit: one loop around one copy of the body (two copies hung on the GPU:
+// docs/mega.md, "Claimed units"). The first claim goes out after the wait,
+// before the own unit runs; each next one before the claimed unit it
+// follows. Thread 0 claims and stores the unit into a shared word, which
+// the CTA reads between two barriers after the unit before it.
 
 func.func @gemv(%W: memref<64x1024xbf16>, %X: memref<1024xbf16>) {
   tile.kernel blocks(%b) in [4] threads 128 {
@@ -48,40 +50,40 @@ func.func @fill(%H: memref<1024xbf16>) {
 // CHECK-SAME:    state_words = 18 : i64
 // CHECK-SAME:    claims_units = true{{.*}}name = "second"
 // CHECK-SAME:    unit_counters = 2 : i64
-// The claimed units' tiles take a shared-memory group of their own: after
-// the switch's regions (0 the default, 1 and 2 the cases), 3 + case.
+// One copy of the body, in the case's shared-memory group.
 // CHECK:         %[[WORD:.*]] = tile.alloc_shared : memref<1xi32, #gpu.address_space<workgroup>>
-// CHECK:         tile.alloc_shared {tile.exclusive_group = 2 : i64} : memref<16x128xbf16
-// CHECK:         %[[LATER:.*]] = tile.alloc_shared {tile.exclusive_group = 4 : i64} : memref<16x128xbf16
+// CHECK:         %[[TILE:.*]] = tile.alloc_shared {tile.exclusive_group = 2 : i64} : memref<16x128xbf16
+// CHECK-NOT:     tile.exclusive_group = 4
 // CHECK:         case 1 {
 // CHECK:           %[[W:.*]] = mega.graph_arg %{{.*}}[%c0{{.*}}] {{.*}} -> memref<64x1024xbf16>
-// CHECK:           %[[COUNTER:.*]] = arith.addi %{{.*}}, %c16 : index
-// CHECK:           %[[FIRST:.*]] = scf.if %{{.*}} -> (i32) {
-// CHECK-NEXT:        arith.constant 1 : i32
-// CHECK-NEXT:        %[[C:.*]] = mega.claim %[[STATE:.*]][%[[COUNTER]]], %{{.*}} : memref<18xi32>
-// CHECK-NEXT:        scf.yield %[[C]] : i32
-// CHECK:           tile.prefetch_point
+// The wait first (as for any entry of several units), then thread 0's
+// first claim, stored as the unit it stands for (count 2 + claim), before
+// the own unit runs.
 // CHECK:             mega.poll
 // CHECK:           scf.if %{{.*}} {
-// The own unit: its weight copies start before the wait (tile.early).
-// CHECK:             tile.pipelined
-// CHECK-NEXT:          tile.copy %[[W]][%{{.*}}, %{{.*}}] to %{{.*}}[0, 0] sizes [16, 128] {tile.early}
-// CHECK:             scf.while (%[[CLAIM:.*]] = %[[FIRST]]) : (i32) -> i32 {
-// CHECK-NEXT:          gpu.barrier
-// CHECK-NEXT:          scf.if
-// CHECK:                 %[[UNIT:.*]] = arith.addi %[[CLAIM]], %c2_i32 : i32
-// CHECK-NEXT:            memref.store %[[UNIT]], %[[WORD]][%{{.*}}]
+// CHECK:             %[[COUNTER:.*]] = arith.addi %{{.*}}, %c16 : index
+// CHECK:             scf.if %{{.*}} {
+// CHECK:               %[[C:.*]] = mega.claim %[[STATE:.*]][%[[COUNTER]]], %{{.*}} : memref<18xi32>
+// CHECK:               %[[UNIT:.*]] = arith.addi %[[C]], %c2_i32 : i32
+// CHECK-NEXT:          memref.store %[[UNIT]], %[[WORD]][%{{.*}}]
+// The loop starts at the instance's own unit; its copies start in the
+// iteration (none is early).
+// CHECK:             scf.while (%[[U:.*]] = %{{.*}}) : (i32) -> i32 {
+// CHECK:               tile.pipelined
+// CHECK-NEXT:            tile.copy %[[W]][%{{.*}}, %{{.*}}] to %[[TILE]][0, 0] sizes [16, 128] :
 // CHECK:               gpu.barrier
-// CHECK:               %[[GOT:.*]] = memref.load %[[WORD]]
+// CHECK-NEXT:          arith.constant
+// CHECK-NEXT:          %[[GOT:.*]] = memref.load %[[WORD]]
+// CHECK-NEXT:          gpu.barrier
 // CHECK:               %[[MORE:.*]] = arith.cmpi ult, %[[GOT]], %c4_i32 : i32
 // CHECK-NEXT:          scf.condition(%[[MORE]]) %[[GOT]] : i32
 // CHECK:             } do {
-// CHECK:               %[[NEXT:.*]] = scf.if %{{.*}} -> (i32) {
+// The next claim goes out before the claimed unit runs.
+// CHECK:               scf.if %{{.*}} {
 // CHECK:                 mega.claim %[[STATE]][%[[COUNTER]]]
-// A claimed unit's copies start in its iteration: not early.
-// CHECK:               tile.pipelined
-// CHECK-NEXT:            tile.copy %[[W]][%{{.*}}, %{{.*}}] to %[[LATER]][0, 0] sizes [16, 128] :
-// CHECK:               scf.yield %[[NEXT]] : i32
+// CHECK:                 memref.store %{{.*}}, %[[WORD]]
+// CHECK:               scf.yield
+// CHECK:             } attributes {mega.claim_loop}
 // The last CTA of the launch zeroes both tasks' counters before it opens the
 // next epoch.
 // CHECK:         mega.arrive
@@ -90,16 +92,15 @@ func.func @fill(%H: memref<1024xbf16>) {
 // CHECK:           mega.fence
 // CHECK:           mega.post %[[STATE]][%c0{{.*}}]
 
-// After tile-pipeline: the claimed units' stages stay in their group.
+// After tile-pipeline: one pipelined copy of the body, none of it early.
 // PIPE-LABEL: func.func @claimed(
 // PIPE:         tile.alloc_shared {tile.exclusive_group = 2 : i64} : memref<3x16x128xbf16
-// PIPE:         tile.alloc_shared {tile.exclusive_group = 4 : i64} : memref<3x16x128xbf16
+// PIPE-NOT:     tile.exclusive_group = 4
 // PIPE:         mega.claim
-// PIPE:         tile.copy async {{.*}} {tile.early}
 // PIPE:         scf.while
-// PIPE:           mega.claim
 // PIPE-NOT:       tile.early
 // PIPE:           tile.copy async
+// PIPE:           mega.claim
 mega.graph @claimed(%w: memref<64x1024xbf16>, %h: memref<1024xbf16>)
     workers 1 schedulers 0 {
   mega.event @filled trigger 1

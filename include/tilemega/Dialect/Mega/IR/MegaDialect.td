@@ -92,6 +92,11 @@ def Mega_Dialect : Dialect {
     /// resident (every CTA of a persistent kernel runs at once), which
     /// convert-tile-to-gpu gives ptxas as the kernel's minimum CTAs an SM.
     static ::llvm::StringRef getCtasPerSmAttrName() { return "mega.ctas_per_sm"; }
+    /// On the scf.while of a claiming entry's units (convert-mega-to-gpu):
+    /// mega-fresh-thread-ids reads the thread index anew in each iteration,
+    /// so that no per-thread condition in the loop is loop-invariant (LLVM
+    /// unswitched the loop on one, splitting its barriers between threads).
+    static ::llvm::StringRef getClaimLoopAttrName() { return "mega.claim_loop"; }
   }];
 }
 

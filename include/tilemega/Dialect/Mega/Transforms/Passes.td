@@ -162,7 +162,17 @@ def MegaFreshThreadIds : Pass<"mega-fresh-thread-ids", "::mlir::ModuleOp"> {
     the same time (register pressure: the Llama-3.2-1B generation kernel
     238 registers without, 139 with). Run after the CSE that merges the
     thread ids; `tilemega-tile-to-ptx-pipeline` runs it unless
-    `mega-fresh-thread-ids=false`.
+    `mega-fresh-thread-ids=false` (and then, for claimed units, with
+    `cases=false`).
+
+    The `scf.while` of a claiming entry's units (`mega.claim_loop`) gets
+    a `mega.thread_index` at the start of each of its regions, whatever
+    `cases` says, and every value in them that is computed from the thread
+    index outside the loop by side-effect-free ops (the case's read, the
+    kernel's `thread 0` test that CSE merged the body's into) is computed
+    again from it there: no per-thread condition in the loop is then
+    loop-invariant, so LLVM cannot unswitch the loop on one and leave the
+    threads of a warp in different copies of its aligned barriers.
 
     ```mlir
     %tid = gpu.thread_id x
@@ -175,6 +185,11 @@ def MegaFreshThreadIds : Pass<"mega-fresh-thread-ids", "::mlir::ModuleOp"> {
     }
     ```
   }];
+  let options = [
+    Option<"cases", "cases", "bool", /*default=*/"true",
+           "Give each case of the switch over bodies its own thread index "
+           "(claim loops get theirs either way)">,
+  ];
   let dependentDialects = ["::mlir::tilemega::mega::MegaDialect"];
 }
 
