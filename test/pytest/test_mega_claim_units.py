@@ -1,10 +1,10 @@
 """Claimed units (compile(mega_claim_units=True), docs/mega.md "Claimed
 units"): a task of several units an instance runs each instance's own unit,
-then claims the rest from a counter of its task in mega_state. What runs
-on a GPU is examples/generation.py's gen_small_claimed (its float64 checks,
-the device loop and the sanitizers in test/gpu/results.json) and
-bench/generate_ab.py's claim_units variants; here: the artifact, its
-metadata, the tables and the schedule."""
+then claims the rest from a counter of its task in mega_state. On a GPU
+only bench/generate_ab.py's claim_units variants have run (the first form
+of the loop; its small graph hung, docs/mega.md): no shipped artifact
+claims units until a float64 check of one passes. Here: the artifact, its
+metadata, its PTX's one claim loop, the tables and the schedule."""
 import re
 
 import pytest
