@@ -76,6 +76,21 @@ def test_claims_keep_the_instances_and_the_shared_memory(builds):
     assert claimed_word_reads(claimed_ptx) == 1
 
 
+# Without per-case reads the kernel spills (docs/mega.md, "Per-body thread
+# index"): expected here, where only the claim loop's form is checked.
+@pytest.mark.filterwarnings("ignore:kernel 'generate'. ptxas spilled")
+def test_the_claim_loop_reads_its_thread_index_without_per_case_reads():
+    # mega_fresh_thread_ids=False keeps the kernel's one read for the cases;
+    # the claim loop still reads its own (the pass runs with cases=false),
+    # and LLVM keeps one copy of it.
+    text = mega.generation_graph(SMALL, **ROWS).to_mlir()
+    with pytest.warns(UserWarning, match="mega_claim_units is experimental"):
+        art = tilemega.compile(text, chip="sm_90a", mega_claim_units=True,
+                               mega_fresh_thread_ids=False)
+    assert art.ptx.count("%tid.x") >= 3
+    assert claimed_word_reads(art.ptx) == 1
+
+
 def claimed_word_reads(ptx):
     """How many loads of the shared word thread 0 stores a claim's unit in
     (the first st.shared after the claim's atomic add)."""
