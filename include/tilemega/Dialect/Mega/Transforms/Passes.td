@@ -190,7 +190,9 @@ def MegaFreshThreadIds : Pass<"mega-fresh-thread-ids", "::mlir::ModuleOp"> {
            "Give each case of the switch over bodies its own thread index "
            "(claim loops get theirs either way)">,
   ];
-  let dependentDialects = ["::mlir::tilemega::mega::MegaDialect"];
+  // arith: a claim loop's copy of an i32 thread index is an index_cast.
+  let dependentDialects = ["::mlir::tilemega::mega::MegaDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // TILEMEGA_DIALECT_MEGA_TRANSFORMS_PASSES_TD
