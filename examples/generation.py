@@ -12,6 +12,8 @@ Artifacts:
                   vocab 151936, untied LM head, max_seq_len 2048 (128 threads)
   gen_small       2 layers, hidden 256, vocab 1000, max_seq_len 256: the
                   quick one (tests, sanitizers)
+  gen_small_claimed  gen_small with its LM head's units claimed at run time
+                  (mega_claim_units, 2-row units)
   prefill_<name>  the prompt's prefill kernels of each config
                   (tilemega.mega.prefill), checked by check_prefill_artifact
   ops_gen_llama1b gen_llama1b's bodies as one kernel per operator, with
@@ -52,6 +54,12 @@ CONFIGS = {
 }
 
 
+# Graphs of a config built with options (name -> config, generation_graph
+# keywords, compile options), checked as the config's own graph is:
+# gen_small_claimed runs its LM head in 2-row units, two an instance, the
+# second claimed at run time (mega_claim_units; docs/mega.md "Claimed units").
+OPTIONED = {"gen_small_claimed": ("gen_small", dict(rows_per_unit={"lm_head": 2}),
+                                  dict(mega_claim_units=True))}
 # The same bodies as one kernel per operator (artifacts.compile_per_operator):
 # the baseline of bench/generate.py, checked as the persistent kernel is.
 PER_OPERATOR = {"ops_gen_llama1b": "gen_llama1b"}
@@ -61,15 +69,16 @@ PREFILL = {f"prefill_{name}": name for name in CONFIGS}
 
 def config(name):
     from tilemega.mega.models import ModelConfig
-    return ModelConfig(**CONFIGS[PER_OPERATOR.get(name, PREFILL.get(name, name))])
+    base = OPTIONED[name][0] if name in OPTIONED else name
+    return ModelConfig(**CONFIGS[PER_OPERATOR.get(base, PREFILL.get(base, base))])
 
 
 def names():
-    return list(CONFIGS) + list(PER_OPERATOR) + list(PREFILL)
+    return list(CONFIGS) + list(OPTIONED) + list(PER_OPERATOR) + list(PREFILL)
 
 
 def build_all(out):
-    """Compiles every CONFIGS graph and PER_OPERATOR artifact into `out`;
+    """Compiles every CONFIGS, OPTIONED and PER_OPERATOR artifact into `out`;
     returns the JSON paths."""
     import tilemega
     from tilemega import mega
@@ -85,6 +94,10 @@ def build_all(out):
             if of == name:
                 compile_per_operator(graph, out, ops)
                 paths.append(os.path.join(out, ops + ".json"))
+    for name, (of, graph_options, options) in OPTIONED.items():
+        graph = mega.generation_graph(config(of), **graph_options)
+        art = tilemega.compile(graph.to_mlir(), chip="sm_90a", name=name, **options)
+        paths.append(art.save(out))
     for pre, of in PREFILL.items():
         paths.append(compile_prefill(config(of), out, pre))
     return paths

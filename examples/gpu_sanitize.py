@@ -34,7 +34,8 @@ import shipped  # noqa: E402
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # The decode step at 2 layers and the MLP chain at full size: the
 # persistent-kernel protocol under every tool at a cost the lease can pay.
-MEGA_WORKLOADS = ("mega_mlp", "test_mega_small_aot", "test_mega_small_jit", "gen_small")
+MEGA_WORKLOADS = ("mega_mlp", "test_mega_small_aot", "test_mega_small_jit", "gen_small",
+                  "gen_small_claimed")
 # The prompt's prefill kernels at the small config (every kernel kind).
 PREFILL_WORKLOADS = ("prefill_gen_small",)
 TIMEOUT_S = 420

@@ -1,10 +1,11 @@
 """Claimed units (compile(mega_claim_units=True), docs/mega.md "Claimed
 units"): a task of several units an instance runs each instance's own unit,
-then claims the rest from a counter of its task in mega_state. On a GPU
-only bench/generate_ab.py's claim_units variants have run (the first form
-of the loop; its small graph hung, docs/mega.md): no shipped artifact
-claims units until a float64 check of one passes. Here: the artifact, its
-metadata, its PTX's one claim loop, the tables and the schedule."""
+then claims the rest from a counter of its task in mega_state. What runs
+on a GPU is examples/generation.py's gen_small_claimed (its float64 check,
+the device loop and the sanitizers in test/gpu/results.json) and
+bench/generate_ab.py's claim_units variants; here: the artifact, its
+metadata, its PTX's one claim loop (the first form, two copies, hung on
+the GPU: docs/mega.md), the tables and the schedule."""
 import re
 
 import pytest
@@ -31,11 +32,7 @@ def builds():
     out = {}
     for claim in (False, True):
         text = mega.generation_graph(SMALL, **ROWS).to_mlir()
-        if claim:
-            with pytest.warns(UserWarning, match="mega_claim_units is experimental"):
-                art = tilemega.compile(text, chip="sm_90a", mega_claim_units=True)
-        else:
-            art = tilemega.compile(text, chip="sm_90a")
+        art = tilemega.compile(text, chip="sm_90a", mega_claim_units=claim)
         (kernel,) = [k for k in art.kernels if "mega" in k]
         out[claim] = (art, kernel)
     return out
@@ -84,9 +81,8 @@ def test_the_claim_loop_reads_its_thread_index_without_per_case_reads():
     # the claim loop still reads its own (the pass runs with cases=false),
     # and LLVM keeps one copy of it.
     text = mega.generation_graph(SMALL, **ROWS).to_mlir()
-    with pytest.warns(UserWarning, match="mega_claim_units is experimental"):
-        art = tilemega.compile(text, chip="sm_90a", mega_claim_units=True,
-                               mega_fresh_thread_ids=False)
+    art = tilemega.compile(text, chip="sm_90a", mega_claim_units=True,
+                           mega_fresh_thread_ids=False)
     assert art.ptx.count("%tid.x") >= 3
     assert claimed_word_reads(art.ptx) == 1
 
