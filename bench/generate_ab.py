@@ -121,6 +121,8 @@ VARIANTS = {
     "stages3": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(
         qkv=3, wo=3, wgu=3, wd=3, lm_head=3))),
     "wd_stages6": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(wd=6))),
+    "stages3+wd_stages6": dict(ctas_per_sm=None, graph=dict(gemv_stages=dict(
+        qkv=3, wo=3, wgu=3, wd=6, lm_head=3))),
     "early_depth_2+wd_stages6": dict(ctas_per_sm=None, mega_early_depth=2,
                                      graph=dict(gemv_stages=dict(wd=6))),
     # Claimed units (mega_claim_units): a task of several units an instance

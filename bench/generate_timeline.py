@@ -75,6 +75,9 @@ VARIANTS = {"no_early_loads": dict(mega_early_loads=False),
             # Claimed units: the LM head's units beyond each instance's own
             # claimed at run time (generate_ab's variants of the same name).
             "claim_units": dict(mega_claim_units=True),
+            # The down projection with 6 stages of W in flight (shipped 4):
+            # on the H200 its stage streamed at ~72 % of the copy rate.
+            "wd_stages6": dict(graph=dict(gemv_stages=dict(wd=6))),
             "claim_units+head_rows_32": dict(mega_claim_units=True,
                                              graph=dict(rows_per_unit=dict(lm_head=32)))}
 #: Tasks mega-schedule treats as latency-bound (Graph._split_and_merge).
