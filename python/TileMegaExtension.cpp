@@ -34,7 +34,19 @@ NB_MODULE(_site_initialize_0, m) {
   attrNames["arg_name"] = str(tilemegaGetArgNameAttrName());
   attrNames["graph_arg_names"] = str(tilemegaGetGraphArgNamesAttrName());
   attrNames["graph_arg_roles"] = str(tilemegaGetGraphArgRolesAttrName());
+  attrNames["aligned_barriers"] = str(tilemegaGetAlignedBarriersAttrName());
   m.attr("ATTR_NAMES") = attrNames;
+
+  m.def(
+      "count_aligned_barriers",
+      [](const std::string &ptx) {
+        return tilemegaCountAlignedBarrierInstructions(
+            mlirStringRefCreate(ptx.data(), ptx.size()));
+      },
+      nb::arg("ptx"),
+      "How many aligned CTA barrier instructions (bar.sync, bar.red, "
+      "bar.arrive, barrier.*.aligned) PTX text holds: the rule "
+      "tilemega-record-aligned-barriers applies to inline asm.");
 
   m.def(
       "find_parser_hazard",

@@ -57,6 +57,11 @@ MLIR_CAPI_EXPORTED bool tilemegaFindParserHazard(MlirStringRef text,
 
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetKernelsMetadataAttrName(void);
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetArgNameAttrName(void);
+MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetAlignedBarriersAttrName(void);
+
+/// How many aligned CTA barrier instructions (bar.sync, bar.red, bar.arrive,
+/// barrier.*.aligned) PTX text holds (tilemega/Support/AlignedBarriers.h).
+MLIR_CAPI_EXPORTED unsigned tilemegaCountAlignedBarrierInstructions(MlirStringRef ptx);
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetGraphArgNamesAttrName(void);
 MLIR_CAPI_EXPORTED MlirStringRef tilemegaGetGraphArgRolesAttrName(void);
 

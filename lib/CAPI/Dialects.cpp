@@ -5,6 +5,7 @@
 #include "tilemega/Dialect/Mega/IR/MegaDialect.h"
 #include "tilemega/Dialect/Tile/IR/TileDialect.h"
 #include "tilemega/InitAll.h"
+#include "tilemega/Support/AlignedBarriers.h"
 #include "tilemega/Support/ParserHazards.h"
 #include "tilemega/Target/TargetInfo.h"
 
@@ -53,6 +54,14 @@ MlirStringRef tilemegaGetKnownChips(void) {
 
 MlirStringRef tilemegaGetKernelsMetadataAttrName(void) {
   return wrap(mlir::tilemega::tile::TileDialect::getKernelsMetadataAttrName());
+}
+
+MlirStringRef tilemegaGetAlignedBarriersAttrName(void) {
+  return wrap(mlir::tilemega::tile::TileDialect::getAlignedBarriersAttrName());
+}
+
+unsigned tilemegaCountAlignedBarrierInstructions(MlirStringRef ptx) {
+  return mlir::tilemega::countAlignedBarrierInstructions(unwrap(ptx));
 }
 
 MlirStringRef tilemegaGetArgNameAttrName(void) {

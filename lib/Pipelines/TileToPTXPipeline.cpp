@@ -115,6 +115,10 @@ void tilemega::buildTileToPTXPipeline(OpPassManager &pm,
   gpuPm.addPass(createVerifyNVPTXAddressSpaces());
   gpuPm.addPass(createVerifyLLVMTranslatable());
 
+  // What LLVM gets, counted so that tilemega.compile can tell whether its
+  // optimiser copied an aligned barrier (into code only some threads run).
+  pm.addPass(createRecordAlignedBarriers());
+
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;
   pm.addPass(createGpuModuleToBinaryPass(binary));

@@ -201,6 +201,37 @@ def _register_splits(ptx: str) -> dict:
     return out
 
 
+def check_aligned_barriers(ptx: str, handed_to_llvm: Optional[int]) -> None:
+    """CompileError when LLVM's optimiser returned more aligned CTA barriers
+    (bar.sync and kin) than the LLVM dialect code handed to it held
+    (tilemega-record-aligned-barriers; None: not recorded) and some of them
+    now depend on a per-thread branch (ptx_barriers.misplaced_barriers).
+    Every thread of a CTA must execute the same aligned barrier; LLVM once
+    split a loop between thread 0 and the others, each copy with its own
+    barriers, and the persistent kernel hung outside every watchdog
+    (docs/mega.md, "Claimed units")."""
+    if handed_to_llvm is None:
+        return
+    from ._mlir_libs import _site_initialize_0 as extension
+    found = extension.count_aligned_barriers(ptx)
+    if found <= handed_to_llvm:
+        return
+    # Copies from unrolling or peeling are harmless: only those that now
+    # depend on a per-thread branch are not.
+    from .ptx_barriers import misplaced_barriers
+    misplaced = misplaced_barriers(ptx)
+    if misplaced:
+        shown = "\n  ".join(misplaced[:5])
+        more = f"\n  ... and {len(misplaced) - 5} more" if len(misplaced) > 5 else ""
+        raise CompileError(
+            f"LLVM's optimiser copied aligned CTA barriers into code that only some "
+            f"threads run (the LLVM dialect code holds {handed_to_llvm}, the PTX "
+            f"{found}); every thread of a CTA must execute the same barrier, so the "
+            f"kernel would hang:\n  {shown}{more}\n(docs/mega.md, \"Claimed units\": "
+            f"keep per-thread conditions out of loop-invariant positions, as "
+            f"mega-fresh-thread-ids does for claim loops.)")
+
+
 def spill_warnings(ptx: str, ptxas_log: str) -> List[str]:
     """A message for each kernel ptxas spilled registers of (local memory
     traffic: slower, whatever the cause), naming the minimum CTAs an SM
@@ -503,6 +534,9 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
         for kernel in kernels:
             if "mega" in kernel:
                 _expand_mega_tables(kernel["mega"])
+        barriers_attr = attr_names()["aligned_barriers"]
+        handed_to_llvm = _attr_to_python(work.operation.attributes[barriers_attr]) \
+            if barriers_attr in work.operation.attributes else None
         ptx_parts = []
         for op in work.body.operations:
             if op.operation.name == "gpu.binary":
@@ -511,6 +545,7 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if len(ptx_parts) != 1:
         raise CompileError(f"expected one gpu.binary object, got {len(ptx_parts)}")
     ptx = ptx_parts[0]
+    check_aligned_barriers(ptx, handed_to_llvm)
 
     cubin, log = None, ""
     toolchain = {"tilemega": __version__, "mlir": MLIR_VERSION}

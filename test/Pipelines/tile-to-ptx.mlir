@@ -6,7 +6,10 @@
 // The first end-to-end kernel: global -> shared -> fragment, an elementwise
 // body, and back to global, lowered to PTX that ptxas assembles.
 
-// CHECK: module attributes {gpu.container_module, tilemega.kernels = [{block = array<i64: 128, 1, 1>, dynamic_shared_bytes = 32768 : i64, grid = array<i64: 4, 8, 1>, name = "scale_add"
+// The module records the aligned barriers it hands to LLVM (two, around
+// the shared tile; tilemega-record-aligned-barriers), which
+// tilemega.compile checks the PTX against.
+// CHECK: module attributes {gpu.container_module, tilemega.aligned_barriers = 2 : i64, tilemega.kernels = [{block = array<i64: 128, 1, 1>, dynamic_shared_bytes = 32768 : i64, grid = array<i64: 4, 8, 1>, name = "scale_add"
 // CHECK: gpu.binary @tilemega_kernels
 // CHECK-SAME: .target sm_90a
 // CHECK-SAME: .entry scale_add

@@ -126,7 +126,8 @@ def test_attribute_names_come_from_the_dialects():
     from tilemega.compiler import attr_names
     assert attr_names() == {"kernels_metadata": "tilemega.kernels", "arg_name": "tile.name",
                             "graph_arg_names": "mega.arg_names",
-                            "graph_arg_roles": "mega.arg_roles"}
+                            "graph_arg_roles": "mega.arg_roles",
+                            "aligned_barriers": "tilemega.aligned_barriers"}
 
 
 def test_compile_defaults_to_the_default_chip():

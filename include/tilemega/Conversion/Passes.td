@@ -249,4 +249,22 @@ def VerifyLLVMTranslatable
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def RecordAlignedBarriers
+    : Pass<"tilemega-record-aligned-barriers", "::mlir::ModuleOp"> {
+  let summary = "Record how many aligned CTA barriers the gpu.modules hand to LLVM";
+  let description = [{
+    Counts the aligned CTA barriers in the LLVM dialect code of every
+    gpu.module (`nvvm.barrier0`, `nvvm.barrier`, `nvvm.barrier.arrive`, and
+    the bar.sync / bar.red / bar.arrive / barrier.*.aligned statements of
+    `llvm.inline_asm` strings: `countAlignedBarrierInstructions`, the rule
+    tilemega.compile applies to the PTX) and stores the sum as the module's
+    `tilemega.aligned_barriers` (i64). Every thread of a CTA must execute
+    the same aligned barrier; LLVM's optimiser may not make one
+    control-dependent on a per-thread value, yet it did (unswitching a loop
+    on a per-thread condition that was loop-invariant: the first form of
+    the claim loop, which hung on the GPU). tilemega.compile compares the
+    count with the PTX's and refuses a kernel whose PTX has more.
+  }];
+}
+
 #endif // TILEMEGA_CONVERSION_PASSES_TD

@@ -15,6 +15,7 @@ namespace tilemega {
 #define GEN_PASS_DECL_MARKTENSORMAPPARAMS
 #define GEN_PASS_DECL_VERIFYNVPTXADDRESSSPACES
 #define GEN_PASS_DECL_VERIFYLLVMTRANSLATABLE
+#define GEN_PASS_DECL_RECORDALIGNEDBARRIERS
 #include "tilemega/Conversion/Passes.h.inc"
 
 } // namespace tilemega

@@ -94,6 +94,13 @@ def Tile_Dialect : Dialect {
     static ::llvm::StringRef getKernelsMetadataAttrName() {
       return "tilemega.kernels";
     }
+    /// On the module before gpu-module-to-binary
+    /// (tilemega-record-aligned-barriers): how many aligned CTA barriers its
+    /// gpu.modules' LLVM dialect code holds (an i64), which tilemega.compile
+    /// checks the PTX against.
+    static ::llvm::StringRef getAlignedBarriersAttrName() {
+      return "tilemega.aligned_barriers";
+    }
   }];
 }
 
