@@ -201,35 +201,37 @@ def _register_splits(ptx: str) -> dict:
     return out
 
 
-def check_aligned_barriers(ptx: str, handed_to_llvm: Optional[int]) -> None:
-    """CompileError when LLVM's optimiser returned more aligned CTA barriers
-    (bar.sync and kin) than the LLVM dialect code handed to it held
-    (tilemega-record-aligned-barriers; None: not recorded) and some of them
-    now depend on a per-thread branch (ptx_barriers.misplaced_barriers).
-    Every thread of a CTA must execute the same aligned barrier; LLVM once
-    split a loop between thread 0 and the others, each copy with its own
-    barriers, and the persistent kernel hung outside every watchdog
-    (docs/mega.md, "Claimed units")."""
-    if handed_to_llvm is None:
-        return
+def check_aligned_barriers(ptx: str, handed_to_llvm: Optional[int],
+                           persistent: bool = False) -> None:
+    """CompileError when an aligned CTA barrier (bar.sync and kin) of the
+    PTX depends on a per-thread branch (ptx_barriers.misplaced_barriers):
+    every thread of a CTA must execute the same one. Our lowering puts them
+    where the whole CTA runs; LLVM's optimiser once split a loop between
+    thread 0 and the others, each copy with its own barriers, and the
+    persistent kernel hung outside every watchdog (docs/mega.md, "Claimed
+    units"). The analysis runs on persistent kernels always and on others
+    when LLVM returned more barriers than the LLVM dialect code handed to
+    it held (tilemega-record-aligned-barriers; None: not recorded), as
+    unrolling and peeling do harmlessly."""
     from ._mlir_libs import _site_initialize_0 as extension
     found = extension.count_aligned_barriers(ptx)
-    if found <= handed_to_llvm:
+    copied = handed_to_llvm is not None and found > handed_to_llvm
+    if not (persistent or copied):
         return
-    # Copies from unrolling or peeling are harmless: only those that now
-    # depend on a per-thread branch are not.
     from .ptx_barriers import misplaced_barriers
     misplaced = misplaced_barriers(ptx)
     if misplaced:
         shown = "\n  ".join(misplaced[:5])
         more = f"\n  ... and {len(misplaced) - 5} more" if len(misplaced) > 5 else ""
+        counts = f"the LLVM dialect code holds {handed_to_llvm}, the PTX {found}" \
+            if handed_to_llvm is not None else f"the PTX holds {found}"
         raise CompileError(
-            f"LLVM's optimiser copied aligned CTA barriers into code that only some "
-            f"threads run (the LLVM dialect code holds {handed_to_llvm}, the PTX "
-            f"{found}); every thread of a CTA must execute the same barrier, so the "
-            f"kernel would hang:\n  {shown}{more}\n(docs/mega.md, \"Claimed units\": "
-            f"keep per-thread conditions out of loop-invariant positions, as "
-            f"mega-fresh-thread-ids does for claim loops.)")
+            f"aligned CTA barriers in code that only some threads run ({counts}); "
+            f"every thread of a CTA must execute the same barrier, so the kernel "
+            f"would hang:\n  {shown}{more}\n(LLVM's optimiser splits a loop between "
+            f"threads when a per-thread condition in it is loop-invariant: "
+            f"docs/mega.md, \"Claimed units\"; mega-fresh-thread-ids keeps claim "
+            f"loops clear of it.)")
 
 
 def spill_warnings(ptx: str, ptxas_log: str) -> List[str]:
@@ -545,7 +547,8 @@ def compile(module, chip: str = "sm_90a", *, name: Optional[str] = None,
     if len(ptx_parts) != 1:
         raise CompileError(f"expected one gpu.binary object, got {len(ptx_parts)}")
     ptx = ptx_parts[0]
-    check_aligned_barriers(ptx, handed_to_llvm)
+    check_aligned_barriers(ptx, handed_to_llvm,
+                           persistent=any("mega" in kernel for kernel in kernels))
 
     cubin, log = None, ""
     toolchain = {"tilemega": __version__, "mlir": MLIR_VERSION}

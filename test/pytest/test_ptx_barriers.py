@@ -140,9 +140,16 @@ def test_compile_refuses_copies_under_per_thread_branches_only():
     # One barrier handed to LLVM, two in the PTX, each under tid == 0 or not.
     with pytest.raises(CompileError, match=r"holds 1, the PTX 2.*would hang"):
         check_aligned_barriers(SPLIT_LOOP, 1)
-    # As many as handed: nothing to decide; copies every thread runs: fine.
+    # A persistent kernel is judged whatever the counts.
+    with pytest.raises(CompileError, match=r"only some threads run"):
+        check_aligned_barriers(SPLIT_LOOP, 2, persistent=True)
+    with pytest.raises(CompileError, match=r"the PTX holds 2"):
+        check_aligned_barriers(SPLIT_LOOP, None, persistent=True)
+    # Other kernels with as many as handed: nothing to decide; copies every
+    # thread runs: fine.
     check_aligned_barriers(SPLIT_LOOP, 2)
     check_aligned_barriers(HARMLESS, 1)
+    check_aligned_barriers(HARMLESS, 1, persistent=True)
     check_aligned_barriers(SPLIT_LOOP, None)
 
 
