@@ -153,8 +153,9 @@ def _functions(ptx: str) -> List[Tuple[str, List[Tuple[int, str]]]]:
     return out
 
 
-def _blocks(body: List[Tuple[int, str]]) -> Tuple[List[Block], Dict[str, List[str]]]:
-    """The function's basic blocks in order and its .branchtargets tables.
+def _blocks(body: List[Tuple[int, str]]) -> List[Block]:
+    """The function's basic blocks in order (a brx's successors from its
+    .branchtargets table).
     Inline-asm scopes ({ ... }) are straight-line code: their labels and
     branches stay inside them."""
     blocks = [Block("<entry>")]
@@ -200,9 +201,6 @@ def _blocks(body: List[Tuple[int, str]]) -> Tuple[List[Block], Dict[str, List[st
         if op.startswith(("bra", "brx", "ret", "exit", "trap")):
             if op.startswith("bra"):
                 blocks[-1].successors.append(st.operands.strip())
-            elif op.startswith("brx"):
-                table = st.operands.split(",")[-1].strip()
-                blocks[-1].successors += tables.get(table, [])
             if st.guard is not None or op.startswith("brx"):
                 blocks[-1].branch = st
             if st.guard is None:
@@ -212,12 +210,11 @@ def _blocks(body: List[Tuple[int, str]]) -> Tuple[List[Block], Dict[str, List[st
                 nxt = Block(f"<after {line}>")
                 blocks[-1].successors.append(nxt.name)
                 blocks.append(nxt)
-    # A brx's table may be declared after the last use: fill in late.
+    # A brx's successors are its table's targets, wherever it is declared.
     for b in blocks:
-        if b.branch is not None and b.branch.opcode.startswith("brx") and not any(
-                s in tables.get(b.branch.operands.split(",")[-1].strip(), []) for s in b.successors):
+        if b.branch is not None and b.branch.opcode.startswith("brx"):
             b.successors += tables.get(b.branch.operands.split(",")[-1].strip(), [])
-    return [b for b in blocks if b.statements or b.successors], tables
+    return [b for b in blocks if b.statements or b.successors]
 
 
 def _ends(block: Block) -> bool:
@@ -257,7 +254,7 @@ def misplaced_barriers(ptx: str) -> List[str]:
     from ._mlir_libs import _site_initialize_0 as extension
     found = []
     for name, body in _functions(ptx):
-        blocks, _ = _blocks(body)
+        blocks = _blocks(body)
         index = {b.name: i for i, b in enumerate(blocks)}
         pdom = _post_dominators(blocks)
         divergent: Set[str] = set()
